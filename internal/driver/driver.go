@@ -1,0 +1,117 @@
+// Package driver defines the isolation backends behind one interface. A
+// driver owns a sandbox's life (create, start, stop, destroy, recover); once
+// a sandbox runs, the control plane talks to its hutch-agent over the
+// endpoint in the Handle, not through the driver.
+//
+// Lifecycle: a driver is constructed without side effects, Probe tells
+// whether this host can run it, Create returns a running sandbox whose agent
+// answers, and Destroy removes everything Create made even after a partial
+// create. Every call takes ctx first; teardown callers pass a context that
+// outlives the request.
+package driver
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// HandleVersion is the Handle format this build writes.
+const HandleVersion = 1
+
+// Driver is an isolation backend.
+type Driver interface {
+	Name() string
+	Capabilities() Capabilities
+	// Create builds and starts a sandbox; on return its agent is ready.
+	// On error nothing of it is left behind.
+	Create(ctx context.Context, spec Spec) (Handle, error)
+	// Start starts a stopped sandbox again, keeping its files.
+	Start(ctx context.Context, h Handle) (Handle, error)
+	// Stop ends every process of the sandbox and keeps its files.
+	Stop(ctx context.Context, h Handle) error
+	// Destroy removes every process, mount, cgroup and directory of the
+	// sandbox. Destroying what is already gone is not an error.
+	Destroy(ctx context.Context, h Handle) error
+	// Recover re-attaches to a sandbox after a control-plane restart.
+	Recover(ctx context.Context, h Handle) (Status, error)
+	// Status reports whether the sandbox is alive.
+	Status(ctx context.Context, h Handle) (Status, error)
+}
+
+// Sweeper is implemented by drivers that can find what they made outside
+// the store (directories, cgroups, processes) and remove what known does not
+// claim. It runs at start-up and on a timer.
+type Sweeper interface {
+	Sweep(ctx context.Context, known func(sandboxID string) bool) (removed []string, err error)
+}
+
+// Capabilities say what a driver can do; the API refuses a request a driver
+// cannot serve before calling it.
+type Capabilities struct {
+	Isolation string   // api.IsolationFull or api.IsolationDegraded
+	Degraded  []string // each missing protection, in words a person acts on
+	Templates []string
+	StartStop bool
+	// Limits says which limits the driver enforces.
+	Limits LimitCaps
+}
+
+// LimitCaps says which of api.Limits a driver enforces.
+type LimitCaps struct {
+	Memory bool
+	CPU    bool
+	Pids   bool
+}
+
+// Spec is what to create. Token is the per-sandbox agent token the caller
+// generated; the driver hands it to the agent in its envelope.
+type Spec struct {
+	SandboxID    string
+	TenantID     string
+	Template     string
+	Env          map[string]string
+	Cwd          string // "" means the driver's workspace
+	Limits       api.Limits
+	Token        string
+	MaxFileBytes int64
+}
+
+// Handle is the versioned, opaque record of a created sandbox. The caller
+// persists it and passes it back; only Agent and Workdir are read by the
+// control plane.
+type Handle struct {
+	Version int    `json:"v"`
+	Driver  string `json:"driver"`
+	// Agent is where the sandbox's agent listens, e.g. unix + a path.
+	Agent Endpoint `json:"agent"`
+	// Token authenticates the control plane and the agent to each other.
+	Token string `json:"token"`
+	// Workdir is the sandbox's default directory as its processes see it.
+	Workdir string `json:"workdir"`
+	// State is the driver's own data (pids, uids, paths).
+	State json.RawMessage `json:"state,omitempty"`
+}
+
+// Endpoint is a dialable address.
+type Endpoint struct {
+	Network string `json:"network"`
+	Address string `json:"address"`
+}
+
+// Status is what a driver sees of a sandbox.
+type Status struct {
+	State  State
+	Detail string
+}
+
+// State is a driver-level state.
+type State string
+
+// Driver-level states.
+const (
+	Running State = "running"
+	Stopped State = "stopped"
+	Gone    State = "gone"
+)

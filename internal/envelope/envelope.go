@@ -1,0 +1,129 @@
+// Package envelope is the bootstrap message a driver hands hutch-agent when
+// it starts it: a 4-byte big-endian length followed by that many bytes of
+// JSON, on the agent's stdin. Decode is fuzzed: the agent reads it before it
+// trusts anything.
+package envelope
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/hutchdev/hutch/internal/confine"
+)
+
+// Version is the envelope format this build writes and reads.
+const Version = 1
+
+// MaxSize bounds an envelope; a larger length prefix is refused before any
+// allocation.
+const MaxSize = 1 << 20
+
+// Envelope is everything the agent needs to serve one sandbox.
+type Envelope struct {
+	Version   int    `json:"version"`
+	SandboxID string `json:"sandbox_id"`
+	// Token authenticates the control plane to the agent and the agent to
+	// the control plane (HMAC proofs; it never crosses the socket).
+	Token string `json:"token"`
+	// Socket is the path of the Unix socket the agent listens on, in the
+	// agent's own view of the filesystem.
+	Socket string `json:"socket"`
+	// Root is the top of what the file API may reach, in the agent's view;
+	// Workdir is the default directory of commands and of relative paths.
+	Root    string            `json:"root"`
+	Workdir string            `json:"workdir"`
+	Env     map[string]string `json:"env,omitempty"`
+	// MaxFileBytes bounds one file read or written through the file API.
+	MaxFileBytes int64 `json:"max_file_bytes"`
+	// Confine is applied by the agent to itself after it listens.
+	Confine *confine.Config `json:"confine,omitempty"`
+}
+
+// Validate checks what the agent relies on.
+func (e *Envelope) Validate() error {
+	switch {
+	case e.Version != Version:
+		return fmt.Errorf("envelope version %d, want %d", e.Version, Version)
+	case e.SandboxID == "":
+		return errors.New("envelope has no sandbox id")
+	case len(e.Token) < 32:
+		return errors.New("envelope token is shorter than 32 characters")
+	case !path.IsAbs(e.Socket):
+		return errors.New("envelope socket path is not absolute")
+	case !path.IsAbs(e.Root) || path.Clean(e.Root) != e.Root:
+		return errors.New("envelope root is not a clean absolute path")
+	case !within(e.Root, e.Workdir):
+		return errors.New("envelope workdir is not inside root")
+	case e.MaxFileBytes <= 0:
+		return errors.New("envelope max_file_bytes must be positive")
+	}
+	for k := range e.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("envelope env name %q is invalid", k)
+		}
+	}
+	for _, v := range e.Env {
+		if strings.ContainsRune(v, 0) {
+			return errors.New("envelope env value holds a NUL byte")
+		}
+	}
+	return nil
+}
+
+func within(root, p string) bool {
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return false
+	}
+	return root == "/" || p == root || strings.HasPrefix(p, root+"/")
+}
+
+// Encode writes e as one length-prefixed frame.
+func Encode(w io.Writer, e *Envelope) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxSize {
+		return fmt.Errorf("envelope is %d bytes, more than %d", len(b), MaxSize)
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(append(hdr[:], b...)); err != nil {
+		return fmt.Errorf("write envelope: %w", err)
+	}
+	return nil
+}
+
+// Decode reads one frame from r, decodes it strictly and validates it.
+func Decode(r io.Reader) (*Envelope, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, fmt.Errorf("read envelope length: %w", err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > MaxSize {
+		return nil, fmt.Errorf("envelope length %d is outside 1..%d", n, MaxSize)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("read envelope body: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var e Envelope
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("decode envelope: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("envelope has trailing data")
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
