@@ -35,7 +35,7 @@ type Landlock struct {
 }
 
 // Rlimit is one resource limit; Resource is a name such as "nproc", "as",
-// "nofile", "fsize", "core", "cpu".
+// "data", "nofile", "fsize", "core", "cpu".
 type Rlimit struct {
 	Resource string `json:"resource"`
 	Cur      uint64 `json:"cur"`

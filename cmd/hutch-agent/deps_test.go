@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDeps keeps hutch-agent small: it may link only the standard library,
+// golang.org/x/sys and the few hutch packages below.
+func TestDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := map[string]bool{
+		"github.com/hutchdev/hutch/cmd/hutch-agent":   true,
+		"github.com/hutchdev/hutch/api":               true,
+		"github.com/hutchdev/hutch/internal/envelope": true,
+		"github.com/hutchdev/hutch/internal/confine":  true,
+		"github.com/hutchdev/hutch/internal/errdefs":  true,
+	}
+	allowedPrefixes := []string{
+		"golang.org/x/sys/",
+		"github.com/hutchdev/hutch/internal/agent/",
+	}
+	var bad []string
+	for _, p := range strings.Fields(string(out)) {
+		ok := allowed[p] || p == "github.com/hutchdev/hutch/internal/agent"
+		for _, pre := range allowedPrefixes {
+			ok = ok || strings.HasPrefix(p, pre)
+		}
+		if !ok {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("hutch-agent links packages it must not:\n  %s", strings.Join(bad, "\n  "))
+	}
+}

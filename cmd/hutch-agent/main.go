@@ -1,0 +1,165 @@
+// Command hutch-agent is the agent inside every sandbox. It reads its
+// bootstrap envelope from stdin, makes itself non-dumpable and a child
+// subreaper, listens on the envelope's Unix socket, confines itself, prints
+// one ready line on stdout and then serves the control plane (see
+// internal/agent) until SIGTERM, SIGINT or POST /shutdown, when it kills
+// its whole process tree, removes its socket and exits 0.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/envelope"
+)
+
+// shutdownTimeout bounds killing the tree and draining the requests.
+const shutdownTimeout = 10 * time.Second
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// Before anything starts, so a signal during start-up is not lost.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+
+	srv, ln, env, err := start(log)
+	if err != nil {
+		log.Error("agent failed to start", "err", err)
+		ready(agentproto.Ready{Error: err.Error()})
+		return 1
+	}
+	log = log.With("sandbox.id", env.SandboxID)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("agent serving", "socket", env.Socket, "pid", os.Getpid())
+
+	select {
+	case s := <-sigs:
+		log.Info("shutting down", "signal", s.String())
+	case <-srv.ShutdownRequested():
+		log.Info("shutting down", "reason", "requested")
+	case err := <-served:
+		log.Error("serving failed", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	code := 0
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error("shutdown", "err", err)
+		code = 1
+	}
+	if err := os.Remove(env.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("remove socket", "err", err)
+	}
+	log.Info("agent stopped")
+	return code
+}
+
+// start does everything before the ready line: envelope, process
+// attributes, socket, server, confinement. It prints the ready line.
+func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envelope, retErr error) {
+	env, err := envelope.Decode(os.Stdin)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Non-dumpable: a process of the same uid cannot ptrace the agent or
+	// read its memory (and the token in it) through /proc.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, nil, nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+	}
+	// Subreaper: orphans of the commands come back to the agent, so it
+	// reaps them and can kill the whole tree.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, nil, nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	ln, err := listen(env.Socket)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			ln.Close()
+		}
+	}()
+	srv, err := agent.New(agent.ConfigFromEnvelope(env, log))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			srv.Close()
+		}
+	}()
+	// After listening, so Landlock need not allow making the socket.
+	var report *confine.Report
+	if env.Confine != nil {
+		r, err := confine.Apply(env.Confine)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("confine: %w", err)
+		}
+		report = &r
+	}
+	if err := ready(agentproto.Ready{Ready: true, Pid: os.Getpid(), Confine: report}); err != nil {
+		return nil, nil, nil, fmt.Errorf("write the ready line: %w", err)
+	}
+	// Nothing else goes to stdout: it becomes stderr.
+	if err := unix.Dup3(2, 1, 0); err != nil {
+		return nil, nil, nil, fmt.Errorf("dup stderr over stdout: %w", err)
+	}
+	return srv, ln, env, nil
+}
+
+// listen makes the agent's socket, 0600, replacing a stale one.
+func listen(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("socket path %s exists and is not a socket", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	old := unix.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// The listener must not unlink the socket on Close: shutdown does, once
+	// the tree is dead.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, nil
+}
+
+// ready writes the one ready line to stdout.
+func ready(r agentproto.Ready) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,21 @@
+package agentproto
+
+import "github.com/hutchdev/hutch/internal/confine"
+
+// Health is the answer of GET /health.
+type Health struct {
+	OK        bool   `json:"ok"`
+	SandboxID string `json:"sandbox_id"`
+	Pid       int    `json:"pid"`
+}
+
+// Ready is the one line hutch-agent writes to its stdout once it listens
+// and has confined itself: {"ready":true,"pid":…,"confine":…}, or
+// {"ready":false,"error":"…"} before it exits 1. Confine is null when the
+// envelope asked for no confinement.
+type Ready struct {
+	Ready   bool            `json:"ready"`
+	Pid     int             `json:"pid,omitempty"`
+	Confine *confine.Report `json:"confine"`
+	Error   string          `json:"error,omitempty"`
+}

@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// DefaultPath is a command's PATH when neither the envelope nor the request
+// sets one.
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+const (
+	// chunkSize bounds one stdout or stderr event.
+	chunkSize = 32 << 10
+	// drainTime is how long the pipes are read after the command exits, so
+	// a background process that keeps them open cannot hold the call.
+	drainTime = 250 * time.Millisecond
+	// sweepMax bounds the final non-blocking read of a pipe after drainTime.
+	sweepMax = 1 << 20
+)
+
+// execSpec is a checked exec request.
+type execSpec struct {
+	argv    []string
+	env     []string
+	path    string // PATH of the command's env, to find argv[0]
+	dir     string // real working directory
+	stdin   string
+	timeout time.Duration
+}
+
+func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req api.ExecRequest
+	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec, err := s.checkExec(req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ew := newEventWriter(w)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	ew.flush()
+	res := s.run(r.Context(), spec, ew)
+	ew.event(api.ExecEvent{Type: api.ExecExit, Exit: &res})
+	ew.flush()
+	s.log.Info("exec", "program", spec.argv[0], "exit_code", res.ExitCode,
+		"signal", res.Signal, "timed_out", res.TimedOut, "duration_ms", res.DurationMS)
+}
+
+// checkExec validates req and builds its environment and directory.
+func (s *Server) checkExec(req api.ExecRequest) (execSpec, error) {
+	if len(req.Cmd) == 0 || req.Cmd[0] == "" {
+		return execSpec{}, errdefs.Invalid("invalid_cmd", "cmd is empty")
+	}
+	for _, a := range req.Cmd {
+		if strings.IndexByte(a, 0) >= 0 {
+			return execSpec{}, errdefs.Invalid("invalid_cmd", "cmd holds a NUL byte")
+		}
+	}
+	if req.TimeoutMS < 0 {
+		return execSpec{}, errdefs.Invalid("invalid_timeout", "timeout_ms must not be negative")
+	}
+	envm := make(map[string]string, len(s.cfg.Env)+len(req.Env)+1)
+	for k, v := range s.cfg.Env {
+		envm[k] = v
+	}
+	for k, v := range req.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return execSpec{}, errdefs.Invalid("invalid_env", "env name %q is invalid", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return execSpec{}, errdefs.Invalid("invalid_env", "env %s holds a NUL byte", k)
+		}
+		envm[k] = v
+	}
+	if _, ok := envm["PATH"]; !ok {
+		envm["PATH"] = DefaultPath
+	}
+	env := make([]string, 0, len(envm))
+	for k, v := range envm {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = s.cfg.Workdir
+	}
+	p, err := resolvePath(s.cfg.Root, s.cfg.Workdir, cwd)
+	if err != nil {
+		return execSpec{}, err
+	}
+	dir, err := s.root.realDir(p)
+	if err != nil {
+		return execSpec{}, err
+	}
+	return execSpec{
+		argv:    req.Cmd,
+		env:     env,
+		path:    envm["PATH"],
+		dir:     dir,
+		stdin:   req.Stdin,
+		timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+	}, nil
+}
+
+// run starts spec, streams its output to ew and returns its result. The
+// process gets its own process group, which is SIGKILLed at the timeout
+// or when ctx (the request) ends.
+func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.ExecResult {
+	start := time.Now()
+	result := func(code int, msg string) api.ExecResult {
+		return api.ExecResult{ExitCode: code, Error: msg, DurationMS: since(start)}
+	}
+	prog, code, msg := lookPath(spec.argv[0], spec.dir, spec.path)
+	if code != 0 {
+		return result(code, msg)
+	}
+
+	var pipes [3][2]*os.File // stdin, stdout, stderr: {read, write}
+	defer func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}()
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return result(126, "hutch: cannot make a pipe: "+err.Error())
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	attr := &syscall.ProcAttr{
+		Dir: spec.dir,
+		Env: spec.env,
+		// Fd puts the child's ends in blocking mode; the agent's ends stay
+		// in the poller, so read deadlines work on them.
+		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	pid, exited, err := s.startProcess(func() (int, error) {
+		return syscall.ForkExec(prog, spec.argv, attr)
+	})
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if err != nil {
+		if errors.Is(err, errShuttingDown) {
+			return result(126, "hutch: the agent is shutting down")
+		}
+		code := 126
+		if errors.Is(err, unix.ENOENT) {
+			code = 127
+		}
+		return result(code, "hutch: "+spec.argv[0]+": "+err.Error())
+	}
+
+	go func(w *os.File, data string) {
+		if data != "" {
+			w.WriteString(data)
+		}
+		w.Close()
+	}(pipes[0][1], spec.stdin)
+
+	chunks := make(chan api.ExecEvent, 16)
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go pump(pipes[1][0], api.ExecStdout, chunks, &pumps)
+	go pump(pipes[2][0], api.ExecStderr, chunks, &pumps)
+	go func() { pumps.Wait(); close(chunks) }()
+
+	// The kills do not wait for the loop below, which may be blocked
+	// writing to a slow client. A group outlives its leader only while a
+	// member lives, so -pid never names another group.
+	killGroup := func() { _ = unix.Kill(-pid, unix.SIGKILL) }
+	var timedOut atomic.Bool
+	stopTimeout := func() bool { return false }
+	if spec.timeout > 0 {
+		t := time.AfterFunc(spec.timeout, func() { timedOut.Store(true); killGroup() })
+		stopTimeout = t.Stop
+	}
+	stopCancelKill := context.AfterFunc(ctx, killGroup)
+	defer stopTimeout()
+	defer stopCancelKill()
+
+	var ws unix.WaitStatus
+	for chunks != nil || exited != nil {
+		select {
+		case ev, ok := <-chunks:
+			if !ok {
+				chunks = nil
+				continue
+			}
+			ew.event(ev)
+			if len(chunks) == 0 {
+				ew.flush()
+			}
+		case ws = <-exited:
+			exited = nil
+			// What the command left running in its group is no longer
+			// the timeout's or the request's to kill.
+			stopTimeout()
+			stopCancelKill()
+			end := time.Now().Add(drainTime)
+			pipes[1][0].SetReadDeadline(end)
+			pipes[2][0].SetReadDeadline(end)
+		}
+	}
+	res := result(0, "")
+	res.TimedOut = timedOut.Load()
+	switch {
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		res.ExitCode = 128 + int(ws.Signal())
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	return res
+}
+
+// pump reads f into events of type typ until EOF or the drain deadline;
+// then it sweeps what is already in the pipe without waiting, so output
+// the command wrote before it exited is never lost to a slow reader.
+func pump(f *os.File, typ string, out chan<- api.ExecEvent, wg *sync.WaitGroup) {
+	defer wg.Done()
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			out <- api.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			sweep(f, typ, buf, out)
+		}
+		return
+	}
+}
+
+func sweep(f *os.File, typ string, buf []byte, out chan<- api.ExecEvent) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for total := 0; total < sweepMax; {
+		var n int
+		if rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), buf) }) != nil || n <= 0 {
+			return
+		}
+		out <- api.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+		total += n
+	}
+}
+
+// lookPath finds prog as a shell would, with the command's own PATH; a
+// relative path with a slash is relative to dir. It answers the exit code
+// a shell gives when it cannot run prog: 127 not found, 126 not executable.
+func lookPath(prog, dir, pathEnv string) (string, int, string) {
+	if strings.Contains(prog, "/") {
+		p := prog
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		switch err := executable(p); {
+		case err == nil:
+			return p, 0, ""
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			return "", 127, "hutch: " + prog + ": no such file or directory"
+		default:
+			return "", 126, "hutch: " + prog + ": " + err.Error()
+		}
+	}
+	denied := ""
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, prog)
+		switch err := executable(p); {
+		case err == nil:
+			return p, 0, ""
+		case denied == "" && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR):
+			denied = "hutch: " + prog + ": " + err.Error()
+		}
+	}
+	if denied != "" {
+		return "", 126, denied
+	}
+	return "", 127, "hutch: " + prog + ": command not found"
+}
+
+// executable reports why p cannot be executed, or nil.
+func executable(p string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return unix.EISDIR
+	}
+	return unix.Faccessat(unix.AT_FDCWD, p, unix.X_OK, unix.AT_EACCESS)
+}
+
+func since(t time.Time) float64 {
+	return float64(time.Since(t).Microseconds()) / 1000
+}
+
+// eventWriter writes the NDJSON exec stream. After the first failed write
+// (the client went away) it writes nothing more; the request's context
+// ending is what stops the command.
+type eventWriter struct {
+	rc  *http.ResponseController
+	enc *json.Encoder
+	err error
+}
+
+func newEventWriter(w http.ResponseWriter) *eventWriter {
+	return &eventWriter{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+}
+
+func (e *eventWriter) event(ev api.ExecEvent) {
+	if e.err == nil {
+		e.err = e.enc.Encode(ev)
+	}
+}
+
+func (e *eventWriter) flush() {
+	if e.err == nil {
+		e.err = e.rc.Flush()
+	}
+}

@@ -1,0 +1,239 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// inRoot is how every path of the file API is resolved: symlinks,
+// absolute or "..", stay inside root, and /proc magic links are refused.
+const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+
+// fsRoot is the sandbox root, opened once. Every access goes through its
+// directory fd with openat2 (RESOLVE_IN_ROOT) or an *at call on a parent fd
+// obtained that way, so nothing the sandbox does to its own tree (a symlink
+// to /etc/passwd, to ../../.., a directory swapped for a link) can make the
+// agent touch a file outside root.
+type fsRoot struct {
+	path string // root as the sandbox sees it, clean and absolute
+	fd   int    // O_PATH|O_DIRECTORY
+	real string // root's path after symlinks, as /proc shows it
+}
+
+func openRoot(p string) (*fsRoot, error) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox root %s: %w", p, err)
+	}
+	rp, err := fdPath(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &fsRoot{path: p, fd: fd, real: rp}, nil
+}
+
+func (r *fsRoot) close() error { return unix.Close(r.fd) }
+
+// open opens rel (relative to root) with openat2 and RESOLVE_IN_ROOT.
+// mode is used only with O_CREAT.
+func (r *fsRoot) open(rel string, flags int, mode uint32) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
+	if flags&unix.O_CREAT != 0 {
+		how.Mode = uint64(mode)
+	}
+	return openat2(r.fd, rel, &how)
+}
+
+// openat2 retries the EAGAIN the kernel answers when a concurrent rename
+// made it unsure that ".." stayed in root, and EINTR.
+func openat2(dirfd int, p string, how *unix.OpenHow) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, p, how)
+		if (err == unix.EAGAIN && i < 16) || err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// parent opens the directory holding p (O_PATH) and returns it with p's
+// final name, for the *at calls that must not follow that name.
+func (r *fsRoot) parent(p sandboxPath) (int, string, error) {
+	dir, name := p.split()
+	fd, err := r.open(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, "", fsError(err, path.Dir(p.Abs))
+	}
+	return fd, name, nil
+}
+
+// realDir resolves the directory p inside root and returns its path as
+// the kernel sees it, for a command's working directory.
+func (r *fsRoot) realDir(p sandboxPath) (string, error) {
+	fd, err := r.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return "", fsError(err, p.Abs)
+	}
+	defer unix.Close(fd)
+	rp, err := fdPath(fd)
+	if err != nil {
+		return "", err
+	}
+	if r.real != "/" && rp != r.real && !strings.HasPrefix(rp, r.real+"/") {
+		return "", errdefs.Invalid("path_outside_sandbox", "%s is outside the sandbox root", p.Abs)
+	}
+	return rp, nil
+}
+
+// fdPath is the path the kernel knows an fd by; it needs /proc.
+func fdPath(fd int) (string, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", fmt.Errorf("resolve a directory through /proc (is /proc mounted?): %w", err)
+	}
+	return p, nil
+}
+
+// statAt describes name in dirfd without following it (lstat), as the
+// sandbox path abs.
+func statAt(dirfd int, name, abs string) (api.FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW|emptyPath(name)); err != nil {
+		return api.FileInfo{}, fsError(err, abs)
+	}
+	fi := fileInfo(abs, &st)
+	if fi.Type == api.FileSymlink {
+		link, err := readlinkAt(dirfd, name)
+		if err != nil {
+			return api.FileInfo{}, fsError(err, abs)
+		}
+		fi.LinkTarget = link
+	}
+	return fi, nil
+}
+
+// emptyPath lets statAt describe dirfd itself when name is "".
+func emptyPath(name string) int {
+	if name == "" {
+		return unix.AT_EMPTY_PATH
+	}
+	return 0
+}
+
+func fileInfo(abs string, st *unix.Stat_t) api.FileInfo {
+	return api.FileInfo{
+		Name:    path.Base(abs),
+		Path:    abs,
+		Type:    fileType(st.Mode),
+		Size:    st.Size,
+		Mode:    fmt.Sprintf("%04o", st.Mode&0o7777),
+		ModTime: time.Unix(st.Mtim.Unix()).UTC(),
+	}
+}
+
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return api.FileRegular
+	case unix.S_IFDIR:
+		return api.FileDir
+	case unix.S_IFLNK:
+		return api.FileSymlink
+	}
+	return api.FileOther
+}
+
+func readlinkAt(dirfd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dirfd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// readDirNames lists the names in the directory open as fd (not O_PATH),
+// without "." and "..".
+func readDirNames(fd int) ([]string, error) {
+	var names []string
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+}
+
+// parseMode reads octal permission bits such as "0644"; empty means def.
+func parseMode(s string, def uint32) (uint32, error) {
+	if s == "" {
+		return def, nil
+	}
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o7777 {
+		return 0, errdefs.Invalid("invalid_mode", "mode %q is not octal permission bits such as 0644", s)
+	}
+	return uint32(m), nil
+}
+
+// fsError turns a syscall error about the sandbox path abs into a
+// classified error whose message names abs and nothing of the host.
+func fsError(err error, abs string) error {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return err
+	}
+	switch errno {
+	case unix.ENOENT:
+		return errdefs.Wrap(errdefs.ErrNotFound, "file_not_found", err, "%s: no such file or directory", abs)
+	case unix.ENOTDIR:
+		return errdefs.Wrap(errdefs.ErrInvalid, "not_a_directory", err, "%s: a component of the path is not a directory", abs)
+	case unix.EISDIR:
+		return errdefs.Wrap(errdefs.ErrInvalid, "is_a_directory", err, "%s is a directory", abs)
+	case unix.EEXIST:
+		return errdefs.Wrap(errdefs.ErrConflict, "file_exists", err, "%s already exists", abs)
+	case unix.ENOTEMPTY:
+		return errdefs.Wrap(errdefs.ErrConflict, "directory_not_empty", err, "%s is a directory that is not empty", abs)
+	case unix.EACCES, unix.EPERM:
+		return errdefs.Wrap(errdefs.ErrForbidden, "permission_denied", err, "%s: permission denied", abs)
+	case unix.EROFS:
+		return errdefs.Wrap(errdefs.ErrForbidden, "read_only", err, "%s is on a read-only file system", abs)
+	case unix.ELOOP:
+		return errdefs.Wrap(errdefs.ErrInvalid, "invalid_path", err, "%s: too many levels of symbolic links", abs)
+	case unix.ENAMETOOLONG:
+		return errdefs.Wrap(errdefs.ErrInvalid, "invalid_path", err, "%s: name too long", abs)
+	case unix.EXDEV:
+		return errdefs.Wrap(errdefs.ErrInvalid, "cross_device", err, "%s: cannot move across file systems", abs)
+	case unix.ENOSPC, unix.EDQUOT:
+		return errdefs.Wrap(errdefs.ErrTooLarge, "no_space", err, "%s: no space left in the sandbox", abs)
+	}
+	return fmt.Errorf("%s: %w", abs, err)
+}
+
+// tooLarge is the answer for content over MaxFileBytes.
+func tooLarge(abs string, limit int64) error {
+	return errdefs.New(errdefs.ErrTooLarge, "file_too_large", "%s is larger than the limit of %d bytes", abs, limit)
+}

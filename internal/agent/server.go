@@ -1,0 +1,265 @@
+// Package agent is hutch-agent's server: the HTTP API it serves to the
+// control plane on its Unix socket (exec with streamed output, the file
+// API confined to the sandbox root, tar upload and download, health and
+// shutdown), the mutual authentication of every request, and the
+// supervision of what it starts: one reaper owns every wait, and shutdown
+// kills the agent's whole process tree.
+//
+// Lifecycle: New (opens the root, starts the process-wide reaper), Serve on
+// a listener, then Shutdown once, when a signal arrives or
+// ShutdownRequested is closed; Close is for a server whose processes are
+// someone else's to kill (tests).
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// DefaultMaxRequestBytes bounds a JSON request body (an exec request with
+// its stdin, mkdir, move) when Config.MaxRequestBytes is zero.
+const DefaultMaxRequestBytes = 16 << 20
+
+// Config is what the server needs; ConfigFromEnvelope fills it from the
+// bootstrap envelope.
+type Config struct {
+	SandboxID string
+	// Token is the shared secret of the HMAC authentication.
+	Token string
+	// Root bounds the file API; Workdir is the default directory of
+	// commands and of relative paths. Both are clean absolute paths,
+	// Workdir inside Root.
+	Root    string
+	Workdir string
+	// Env is every command's base environment; a request's env wins.
+	Env map[string]string
+	// MaxFileBytes bounds one file read or written, and each file of a tar
+	// upload.
+	MaxFileBytes int64
+	// MaxRequestBytes bounds a JSON request body; zero means
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// Logger receives the server's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ConfigFromEnvelope is the server's configuration for envelope e.
+func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
+	return Config{
+		SandboxID:    e.SandboxID,
+		Token:        e.Token,
+		Root:         e.Root,
+		Workdir:      e.Workdir,
+		Env:          e.Env,
+		MaxFileBytes: e.MaxFileBytes,
+		Logger:       logger,
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Token == "":
+		return errors.New("agent: no token")
+	case !path.IsAbs(c.Root) || path.Clean(c.Root) != c.Root:
+		return fmt.Errorf("agent: root %q is not a clean absolute path", c.Root)
+	case !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) != c.Workdir ||
+		(c.Root != "/" && c.Workdir != c.Root && !hasDirPrefix(c.Workdir, c.Root)):
+		return fmt.Errorf("agent: workdir %q is not a clean path inside root %q", c.Workdir, c.Root)
+	case c.MaxFileBytes <= 0:
+		return errors.New("agent: MaxFileBytes must be positive")
+	case c.MaxRequestBytes < 0:
+		return errors.New("agent: MaxRequestBytes must not be negative")
+	}
+	return nil
+}
+
+func hasDirPrefix(p, dir string) bool {
+	return len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+}
+
+// errShuttingDown refuses to start a process once shutdown has begun.
+var errShuttingDown = errors.New("the agent is shutting down")
+
+// Server serves one sandbox's agent API.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	root   *fsRoot
+	reaper *reaper
+	nonces *nonceCache
+	http   *http.Server
+
+	// startMu orders process starts against shutdown: a start either
+	// happens before draining is set (and its process is killed with the
+	// tree) or is refused.
+	startMu  sync.Mutex
+	draining bool
+
+	shutdownOnce sync.Once
+	shutdownReq  chan struct{}
+}
+
+// New checks cfg, opens the sandbox root and starts the process-wide
+// reaper. It listens on nothing yet.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	root, err := openRoot(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		root:        root,
+		reaper:      processReaper(),
+		nonces:      newNonceCache(),
+		shutdownReq: make(chan struct{}),
+	}
+	s.http = &http.Server{
+		Handler:           s.authenticate(s.routes()),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("POST /exec", s.handleExec)
+	mux.HandleFunc("GET /files", s.handleRead)
+	mux.HandleFunc("PUT /files", s.handleWrite)
+	mux.HandleFunc("DELETE /files", s.handleRemove)
+	mux.HandleFunc("GET /files/list", s.handleList)
+	mux.HandleFunc("GET /files/stat", s.handleStat)
+	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
+	mux.HandleFunc("POST /files/move", s.handleMove)
+	mux.HandleFunc("GET /files/tar", s.handleTarDownload)
+	mux.HandleFunc("PUT /files/tar", s.handleTarUpload)
+	mux.HandleFunc("POST /shutdown", s.handleShutdown)
+	return mux
+}
+
+// Serve answers requests on l until Shutdown or Close; it then returns nil.
+func (s *Server) Serve(l net.Listener) error {
+	if err := s.http.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ShutdownRequested is closed when a client asks the agent to shut down.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdownReq }
+
+// Shutdown stops serving, refuses to start processes, kills every
+// descendant of this process until none is left (they are reaped by the
+// reaper), waits for the requests in flight to end and closes the root.
+// It gives up waiting when ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.startMu.Lock()
+	s.draining = true
+	s.startMu.Unlock()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- s.http.Shutdown(ctx) }()
+	s.log.Info("shutdown: killing the process tree")
+	killErr := killDescendants(ctx, os.Getpid())
+	httpErr := <-httpDone
+	if httpErr != nil {
+		s.http.Close()
+	}
+	s.log.Info("shutdown: stopped serving")
+	return errors.Join(killErr, httpErr, s.root.close())
+}
+
+// Close stops serving at once and closes the root; it leaves processes
+// alone.
+func (s *Server) Close() error {
+	return errors.Join(s.http.Close(), s.root.close())
+}
+
+// startProcess starts one child through the reaper unless shutdown began.
+func (s *Server) startProcess(fork func() (int, error)) (int, <-chan unix.WaitStatus, error) {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.draining {
+		return 0, nil, errShuttingDown
+	}
+	return s.reaper.start(fork)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, agentproto.Health{OK: true, SandboxID: s.cfg.SandboxID, Pid: os.Getpid()})
+}
+
+func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusAccepted, agentproto.Health{OK: true, SandboxID: s.cfg.SandboxID, Pid: os.Getpid()})
+	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
+}
+
+// resolve checks p lexically against the configured root and workdir.
+func (s *Server) resolve(p string) (sandboxPath, error) {
+	return resolvePath(s.cfg.Root, s.cfg.Workdir, p)
+}
+
+// writeError answers err as an api.Error with the status errdefs gives its
+// class. Internal detail goes to the log only.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, msg := errdefs.HTTPStatus(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	} else {
+		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
+	}
+	writeJSON(w, status, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decodeJSON reads one JSON value of at most limit bytes into v, strictly.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.Decode(&struct{}{}) != io.EOF {
+			return errdefs.Invalid("invalid_json", "the request body holds more than one JSON value")
+		}
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errdefs.New(errdefs.ErrTooLarge, "request_too_large", "the request body is larger than %d bytes", limit)
+	}
+	return errdefs.Wrap(errdefs.ErrInvalid, "invalid_json", err, "the request body is not valid JSON: %s", err.Error())
+}

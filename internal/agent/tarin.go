@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"archive/tar"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// beneath resolves tar entries under the target directory: never above it
+// and never through any symlink, whether the archive made it or not.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// handleTarUpload answers PUT /files/tar?path=: the body, a tar, is
+// extracted under the directory (created if missing). Regular files,
+// directories and symlinks only; each file is bounded by MaxFileBytes. A
+// refused upload removes, best effort, what it had created.
+func (s *Server) handleTarUpload(w http.ResponseWriter, r *http.Request) {
+	res, err := s.untar(r.URL.Query().Get("path"), r.Body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr error) {
+	p, err := s.resolve(rawPath)
+	if err != nil {
+		return api.TarResult{}, err
+	}
+	created, err := s.root.mkdirAll(p, 0o755)
+	if err != nil {
+		return api.TarResult{}, err
+	}
+	if created {
+		defer func() {
+			if retErr != nil {
+				s.root.removeEmptyDir(p)
+			}
+		}()
+	}
+	base, err := s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return api.TarResult{}, fsError(err, p.Abs)
+	}
+	defer unix.Close(base)
+	x := &extractor{base: base, abs: p.Abs, limit: s.cfg.MaxFileBytes}
+	defer func() {
+		if retErr != nil {
+			x.rollback()
+		}
+	}()
+	tr := tar.NewReader(body)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return api.TarResult{}, errdefs.Wrap(errdefs.ErrInvalid, "invalid_tar", err, "the upload is not a valid tar archive")
+		}
+		if err := x.entry(hdr, tr); err != nil {
+			return api.TarResult{}, err
+		}
+	}
+	x.applyDirModes()
+	return api.TarResult{Path: p.Abs, Files: x.files, Bytes: x.bytes}, nil
+}
+
+// extractor writes entries below base and remembers what it created.
+type extractor struct {
+	base  int
+	abs   string
+	limit int64
+	files int
+	bytes int64
+	// created lists, in order, the entries that did not exist before, for
+	// rollback; dirModes the modes to give directories at the end.
+	created  []createdEntry
+	dirModes []dirMode
+}
+
+type createdEntry struct {
+	rel string
+	dir bool
+}
+
+type dirMode struct {
+	rel  string
+	mode uint32
+}
+
+func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
+	if hdr.Typeflag == tar.TypeXGlobalHeader {
+		return nil
+	}
+	rel, err := entryPath(hdr.Name)
+	if err != nil {
+		return err
+	}
+	abs := path.Join(x.abs, rel)
+	mode := uint32(hdr.Mode) & 0o777
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		if rel == "." {
+			return nil
+		}
+		fd, err := x.dir(rel, abs)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
+		x.dirModes = append(x.dirModes, dirMode{rel, mode})
+		return nil
+	case tar.TypeReg:
+		if rel == "." {
+			return errdefs.Invalid("invalid_path", "tar entry %q has no name", hdr.Name)
+		}
+		if hdr.Size > x.limit {
+			return tooLarge(abs, x.limit)
+		}
+		return x.file(rel, abs, mode, body, hdr.Size)
+	case tar.TypeSymlink:
+		if rel == "." {
+			return errdefs.Invalid("invalid_path", "tar entry %q has no name", hdr.Name)
+		}
+		return x.symlink(rel, abs, hdr.Linkname)
+	}
+	return errdefs.Invalid("unsupported_tar_entry", "tar entry %q is of type %q: only regular files, directories and symlinks can be uploaded", hdr.Name, string(hdr.Typeflag))
+}
+
+// entryPath checks a tar entry name: relative, no NUL, no ".."
+// component. It returns the clean name, "." for the directory itself.
+func entryPath(name string) (string, error) {
+	switch {
+	case name == "":
+		return "", errdefs.Invalid("invalid_path", "a tar entry has an empty name")
+	case strings.IndexByte(name, 0) >= 0:
+		return "", errdefs.Invalid("invalid_path", "a tar entry name holds a NUL byte")
+	case strings.HasPrefix(name, "/"):
+		return "", errdefs.Invalid("invalid_path", "tar entry %q is absolute", name)
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == ".." {
+			return "", errdefs.Invalid("invalid_path", "tar entry %q has a .. component", name)
+		}
+	}
+	return path.Clean(name), nil
+}
+
+// dir opens rel below base, creating the missing directories on the way,
+// never through a symlink. The caller closes the O_PATH fd.
+func (x *extractor) dir(rel, abs string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
+	fd, err := openat2(x.base, rel, &how)
+	if err == nil {
+		return fd, nil
+	}
+	if err != unix.ENOENT {
+		return -1, x.pathError(err, abs)
+	}
+	fd, err = openat2(x.base, ".", &how)
+	if err != nil {
+		return -1, fsError(err, x.abs)
+	}
+	done := ""
+	for _, c := range strings.Split(rel, "/") {
+		done = path.Join(done, c)
+		next, err := openat2(fd, c, &how)
+		if err == unix.ENOENT {
+			if err = unix.Mkdirat(fd, c, 0o755); err == nil {
+				x.created = append(x.created, createdEntry{done, true})
+			}
+			if err == nil || err == unix.EEXIST {
+				next, err = openat2(fd, c, &how)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, x.pathError(err, path.Join(x.abs, done))
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// pathError explains the errors of a resolution beneath the target.
+func (x *extractor) pathError(err error, abs string) error {
+	if err == unix.ELOOP || err == unix.EXDEV {
+		return errdefs.Wrap(errdefs.ErrInvalid, "invalid_path", err, "%s: a tar entry cannot be written through a symlink", abs)
+	}
+	return fsError(err, abs)
+}
+
+// parent opens the directory of rel (creating it) and returns its name.
+func (x *extractor) parent(rel, abs string) (int, string, error) {
+	dir, name := path.Split(rel)
+	if dir == "" {
+		dir = "."
+	}
+	fd, err := x.dir(path.Clean(dir), path.Dir(abs))
+	return fd, name, err
+}
+
+func (x *extractor) file(rel, abs string, mode uint32, body io.Reader, size int64) error {
+	dirfd, name, err := x.parent(rel, abs)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	existed := exists(dirfd, name)
+	if err := writeAtomic(dirfd, name, mode, body, x.limit); err != nil {
+		return writeError(err, abs, x.limit)
+	}
+	if !existed {
+		x.created = append(x.created, createdEntry{rel, false})
+	}
+	x.files++
+	x.bytes += size
+	return nil
+}
+
+func (x *extractor) symlink(rel, abs, target string) error {
+	if target == "" || strings.IndexByte(target, 0) >= 0 {
+		return errdefs.Invalid("invalid_path", "symlink %s has an empty or NUL target", abs)
+	}
+	dirfd, name, err := x.parent(rel, abs)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	existed := false
+	err = unix.Symlinkat(target, dirfd, name)
+	if err == unix.EEXIST {
+		existed = true
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return fsError(unix.EEXIST, abs)
+		}
+		if err = unix.Unlinkat(dirfd, name, 0); err == nil {
+			err = unix.Symlinkat(target, dirfd, name)
+		}
+	}
+	if err != nil {
+		return fsError(err, abs)
+	}
+	if !existed {
+		x.created = append(x.created, createdEntry{rel, false})
+	}
+	return nil
+}
+
+func exists(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// applyDirModes gives the archive's directories their modes, last, so a
+// read-only directory did not stop its own entries being written.
+func (x *extractor) applyDirModes() {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
+	for i := len(x.dirModes) - 1; i >= 0; i-- {
+		d := x.dirModes[i]
+		fd, err := openat2(x.base, d.rel, &how)
+		if err != nil {
+			continue
+		}
+		unix.Fchmod(fd, d.mode)
+		unix.Close(fd)
+	}
+}
+
+// rollback removes, newest first, what the upload created. It resolves
+// each parent beneath the target without symlinks and unlinks the final
+// name, so it never follows a link. Replaced files stay replaced.
+func (x *extractor) rollback() {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
+	for i := len(x.created) - 1; i >= 0; i-- {
+		c := x.created[i]
+		dirfd, err := openat2(x.base, path.Dir(c.rel), &how)
+		if err != nil {
+			continue
+		}
+		flags := 0
+		if c.dir {
+			flags = unix.AT_REMOVEDIR
+		}
+		unix.Unlinkat(dirfd, path.Base(c.rel), flags)
+		unix.Close(dirfd)
+	}
+}

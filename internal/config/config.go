@@ -1,0 +1,160 @@
+// Package config is hutch serve's configuration: one struct with defaults,
+// environment overrides (HUTCH_*), flags over both, and Validate.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// Config is everything hutch serve reads at start.
+type Config struct {
+	Listen    string // address of the API
+	DataDir   string // store, keys, sandboxes
+	Driver    string // auto, process
+	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
+	LogLevel  string // debug, info, warn, error
+
+	DefaultLimits   api.Limits
+	MaxLimits       api.Limits
+	DefaultTimeout  time.Duration // sandbox lifetime when a create names none
+	MaxTimeout      time.Duration
+	MaxFileBytes    int64 // one file through the file API
+	MaxTarBytes     int64 // one tar upload
+	MaxOutputBytes  int   // per stream of a run-to-completion exec
+	MaxBodyBytes    int64 // one JSON request body
+	ShutdownTimeout time.Duration
+	TeardownTimeout time.Duration
+}
+
+// Default returns the embedded defaults: `hutch serve` with no flags.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:7070",
+		DataDir:         "./hutch-data",
+		Driver:          "auto",
+		LogLevel:        "info",
+		DefaultLimits:   api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
+		MaxLimits:       api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
+		DefaultTimeout:  time.Hour,
+		MaxTimeout:      24 * time.Hour,
+		MaxFileBytes:    100 << 20,
+		MaxTarBytes:     1 << 30,
+		MaxOutputBytes:  1 << 20,
+		MaxBodyBytes:    1 << 20,
+		ShutdownTimeout: 10 * time.Second,
+		TeardownTimeout: 30 * time.Second,
+	}
+}
+
+// Load returns the defaults overridden by the environment and then by
+// args.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	c := Default()
+	fs := flag.NewFlagSet("hutch serve", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	str := func(p *string, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			*p = v
+		}
+		fs.StringVar(p, name, *p, usage+" ($"+env+")")
+	}
+	str(&c.Listen, "listen", "HUTCH_LISTEN", "address to serve the API on")
+	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
+	str(&c.Driver, "driver", "HUTCH_DRIVER", "sandbox driver: auto or process")
+	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
+	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
+	var envErr error
+	num := func(p *int, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("$%s: %q is not a number", env, v))
+			}
+			*p = n
+		}
+		fs.IntVar(p, name, *p, usage+" ($"+env+")")
+	}
+	num(&c.DefaultLimits.MemoryMB, "default-memory-mb", "HUTCH_DEFAULT_MEMORY_MB", "memory limit of a sandbox that names none")
+	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
+	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
+	dur := func(p *time.Duration, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("$%s: %q is not a duration", env, v))
+			}
+			*p = d
+		}
+		fs.DurationVar(p, name, *p, usage+" ($"+env+")")
+	}
+	dur(&c.DefaultTimeout, "default-timeout", "HUTCH_DEFAULT_TIMEOUT", "lifetime of a sandbox that names none")
+	dur(&c.MaxTimeout, "max-timeout", "HUTCH_MAX_TIMEOUT", "longest lifetime a sandbox may ask for")
+	bytes := func(p *int64, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("$%s: %q is not a number", env, v))
+			}
+			*p = n
+		}
+		fs.Int64Var(p, name, *p, usage+" ($"+env+")")
+	}
+	bytes(&c.MaxFileBytes, "max-file-bytes", "HUTCH_MAX_FILE_BYTES", "largest file the file API reads or writes")
+	bytes(&c.MaxTarBytes, "max-tar-bytes", "HUTCH_MAX_TAR_BYTES", "largest tar upload")
+	if envErr != nil {
+		return c, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every problem in c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data directory must be set"))
+	}
+	switch c.Driver {
+	case "auto", "process":
+	default:
+		errs = append(errs, fmt.Errorf("driver %q: this build has auto and process", c.Driver))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel))
+	}
+	d, m := c.DefaultLimits, c.MaxLimits
+	if d.MemoryMB <= 0 || d.Pids <= 0 || d.CPU <= 0 || d.MemoryMB > m.MemoryMB || d.Pids > m.Pids || d.CPU > m.CPU {
+		errs = append(errs, fmt.Errorf("default limits %+v must be positive and within the maximum %+v", d, m))
+	}
+	if c.DefaultTimeout <= 0 || c.DefaultTimeout > c.MaxTimeout {
+		errs = append(errs, fmt.Errorf("default timeout %s must be positive and at most the maximum %s", c.DefaultTimeout, c.MaxTimeout))
+	}
+	for name, v := range map[string]int64{
+		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
+		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
+	} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	return errors.Join(errs...)
+}

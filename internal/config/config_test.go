@@ -1,0 +1,49 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadPrecedence(t *testing.T) {
+	c, err := Load([]string{"--listen", "127.0.0.1:9999"}, env(map[string]string{
+		"HUTCH_LISTEN": "127.0.0.1:8888", "HUTCH_DATA": "/tmp/x", "HUTCH_DEFAULT_TIMEOUT": "5m",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9999" {
+		t.Errorf("flag should win over env: listen = %q", c.Listen)
+	}
+	if c.DataDir != "/tmp/x" || c.DefaultTimeout != 5*time.Minute {
+		t.Errorf("env not applied: data %q timeout %s", c.DataDir, c.DefaultTimeout)
+	}
+	if d := Default(); d.Listen != "127.0.0.1:7070" || d.DataDir != "./hutch-data" {
+		t.Errorf("defaults changed: %+v", d)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"bad listen":        {args: []string{"--listen", "nope"}, want: "listen"},
+		"bad driver":        {args: []string{"--driver", "vmware"}, want: "driver"},
+		"bad env duration":  {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
+		"timeout over max":  {args: []string{"--default-timeout", "48h"}, want: "default timeout"},
+		"negative file max": {args: []string{"--max-file-bytes", "-1"}, want: "max file bytes"},
+		"stray argument":    {args: []string{"extra"}, want: "unexpected"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(tc.args, env(tc.env))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want mention of %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package confine
+
+import (
+	"errors"
+	"runtime"
+)
+
+func apply(*Config) (Report, error) {
+	return Report{}, errors.New("confine: not supported on " + runtime.GOOS)
+}
+
+func probe() Report {
+	return Report{Missing: []string{MissingLandlock, MissingSeccomp}}
+}

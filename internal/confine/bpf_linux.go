@@ -1,0 +1,110 @@
+package confine
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Classic BPF opcodes the seccomp filter uses.
+const (
+	opLoadAbs = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS  // A = 32-bit word at offset k
+	opAnd     = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K // A &= k
+	opJeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K // A == k ? jt : jf
+	opJge     = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K // A >= k ? jt : jf
+	opJset    = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	opJa      = unix.BPF_JMP | unix.BPF_JA // jump k forward
+	opRet     = unix.BPF_RET | unix.BPF_K  // return k
+)
+
+// asm assembles a classic BPF program whose jumps name labels instead of
+// counting instructions, so a filter reads top to bottom. Jumps go forward
+// only, as classic BPF requires; "" as a target means the next instruction.
+type asm struct {
+	prog   []asmInsn
+	labels map[string]int
+	err    error
+}
+
+type asmInsn struct {
+	code   uint16
+	k      uint32
+	jt, jf string // targets of a conditional jump
+	ja     string // target of an unconditional jump
+}
+
+func (a *asm) emit(in asmInsn) { a.prog = append(a.prog, in) }
+
+// label names the next instruction.
+func (a *asm) label(name string) {
+	if a.labels == nil {
+		a.labels = make(map[string]int)
+	}
+	if _, dup := a.labels[name]; dup && a.err == nil {
+		a.err = fmt.Errorf("bpf: label %q defined twice", name)
+	}
+	a.labels[name] = len(a.prog)
+}
+
+func (a *asm) load(off uint32)              { a.emit(asmInsn{code: opLoadAbs, k: off}) }
+func (a *asm) and(k uint32)                 { a.emit(asmInsn{code: opAnd, k: k}) }
+func (a *asm) jeq(k uint32, jt, jf string)  { a.emit(asmInsn{code: opJeq, k: k, jt: jt, jf: jf}) }
+func (a *asm) jge(k uint32, jt, jf string)  { a.emit(asmInsn{code: opJge, k: k, jt: jt, jf: jf}) }
+func (a *asm) jset(k uint32, jt, jf string) { a.emit(asmInsn{code: opJset, k: k, jt: jt, jf: jf}) }
+func (a *asm) jump(to string)               { a.emit(asmInsn{code: opJa, ja: to}) }
+func (a *asm) ret(k uint32)                 { a.emit(asmInsn{code: opRet, k: k}) }
+func (a *asm) retErrno(errno unix.Errno) {
+	a.ret(unix.SECCOMP_RET_ERRNO | uint32(errno)&unix.SECCOMP_RET_DATA)
+}
+func (a *asm) offset(at int, to string) (int, error) {
+	if to == "" {
+		return 0, nil
+	}
+	pos, ok := a.labels[to]
+	if !ok {
+		return 0, fmt.Errorf("bpf: instruction %d jumps to undefined label %q", at, to)
+	}
+	if pos <= at {
+		return 0, fmt.Errorf("bpf: instruction %d jumps backwards to %q", at, to)
+	}
+	return pos - at - 1, nil
+}
+
+// assemble resolves the labels.
+func (a *asm) assemble() ([]unix.SockFilter, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	if len(a.prog) == 0 || len(a.prog) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("bpf: program of %d instructions (want 1 to %d)", len(a.prog), unix.BPF_MAXINSNS)
+	}
+	if last := a.prog[len(a.prog)-1]; last.code != opRet && last.code != opJa {
+		return nil, fmt.Errorf("bpf: program does not end with a return")
+	}
+	out := make([]unix.SockFilter, len(a.prog))
+	for i, in := range a.prog {
+		f := unix.SockFilter{Code: in.code, K: in.k}
+		if in.code == opJa {
+			off, err := a.offset(i, in.ja)
+			if err != nil {
+				return nil, err
+			}
+			f.K = uint32(off)
+		}
+		for _, c := range []struct {
+			to  string
+			dst *uint8
+		}{{in.jt, &f.Jt}, {in.jf, &f.Jf}} {
+			off, err := a.offset(i, c.to)
+			if err != nil {
+				return nil, err
+			}
+			if off > 255 {
+				return nil, fmt.Errorf("bpf: instruction %d jumps %d ahead to %q, beyond 255", i, off, c.to)
+			}
+			*c.dst = uint8(off)
+		}
+		out[i] = f
+	}
+	return out, nil
+}

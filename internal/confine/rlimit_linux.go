@@ -1,0 +1,38 @@
+package confine
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// rlimitResources maps every name in rlimitNames to its resource.
+var rlimitResources = map[string]int{
+	"nproc":   unix.RLIMIT_NPROC,
+	"as":      unix.RLIMIT_AS,
+	"nofile":  unix.RLIMIT_NOFILE,
+	"fsize":   unix.RLIMIT_FSIZE,
+	"core":    unix.RLIMIT_CORE,
+	"cpu":     unix.RLIMIT_CPU,
+	"stack":   unix.RLIMIT_STACK,
+	"memlock": unix.RLIMIT_MEMLOCK,
+	"data":    unix.RLIMIT_DATA,
+}
+
+// applyRlimits sets each limit for the process (rlimits are per process,
+// not per thread). It goes through syscall.Setrlimit on purpose: for
+// RLIMIT_NOFILE that also drops the soft limit Go saved at startup, which it
+// would otherwise restore in every child it starts, undoing the limit.
+func applyRlimits(rs []Rlimit) error {
+	for _, r := range rs {
+		res, ok := rlimitResources[r.Resource]
+		if !ok {
+			return fmt.Errorf("confine: unknown rlimit %q", r.Resource)
+		}
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: r.Cur, Max: r.Max}); err != nil {
+			return fmt.Errorf("confine: setrlimit(%s, cur=%d, max=%d): %w", r.Resource, r.Cur, r.Max, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package drivertest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// testIsolation holds for every driver, including the degraded process
+// driver: a sandbox reads no host file it was not given, writes nothing
+// outside its own root, cannot reach a server on host loopback, and cannot
+// reach another sandbox's files.
+func testIsolation(t *testing.T, s Suite) {
+	d := s.New(t)
+	a := create(t, d, spec(api.Limits{}))
+	b := create(t, d, spec(api.Limits{}))
+
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "secret.txt")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(secretDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cwd, _ := os.Getwd()
+	for _, p := range []string{secret, "/root/.bashrc", filepath.Join(cwd, "drivertest.go"), "/etc/shadow"} {
+		if res := run(t, a, "cat", p); res.ExitCode == 0 {
+			t.Errorf("sandbox read host file %s: %q", p, res.Stdout)
+		}
+	}
+	for _, p := range []string{"/etc/hutch-escape", "/usr/hutch-escape", filepath.Join(secretDir, "escape"), "/tmp/hutch-escape"} {
+		if res := run(t, a, "/bin/sh", "-c", "echo x > "+p); res.ExitCode == 0 {
+			os.Remove(p)
+			t.Errorf("sandbox wrote host path %s", p)
+		}
+	}
+
+	// Another sandbox's files.
+	sh(t, b, "echo b-secret > mine.txt")
+	if res := run(t, a, "cat", filepath.Join(b.handle.Workdir, "mine.txt")); res.ExitCode == 0 {
+		t.Errorf("sandbox a read sandbox b's file: %q", res.Stdout)
+	}
+
+	// A server on host loopback.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	res := run(t, a, "/bin/bash", "-c", fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d", port))
+	select {
+	case <-accepted:
+		t.Errorf("sandbox connected to a host loopback server (%+v)", res)
+	default:
+		if res.ExitCode == 0 {
+			t.Errorf("connect to host loopback reported success: %+v", res)
+		}
+	}
+
+	// Privileged operations.
+	for _, cmd := range []string{"unshare -U true", "unshare -m true", "mount -t tmpfs none " + a.handle.Workdir} {
+		if res := run(t, a, "/bin/sh", "-c", cmd); res.ExitCode == 0 {
+			t.Errorf("sandbox could run %q", cmd)
+		}
+	}
+	if out := sh(t, a, "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status"); !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Errorf("no_new_privs not set: %q", out)
+	}
+}

@@ -1,0 +1,120 @@
+// Package process is the process driver: a sandbox is a process tree in its
+// own session and directory, confined by Landlock, a seccomp filter,
+// no_new_privs and rlimits that hutch-agent applies to itself before it
+// serves. With no namespaces, it is explicitly degraded isolation: host
+// processes are visible, the memory limit is per process, and CPU is not
+// limited. When hutch runs as root, every sandbox also gets its own host uid,
+// which makes the pids limit per sandbox and keeps sandboxes out of each
+// other's files.
+package process
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/driver"
+)
+
+// Name is the driver's name in configuration and in the API.
+const Name = "process"
+
+var _ driver.Driver = (*Driver)(nil)
+var _ driver.Sweeper = (*Driver)(nil)
+
+// Config configures the driver.
+type Config struct {
+	// Dir holds one directory per sandbox.
+	Dir string
+	// AgentPath is the hutch-agent binary.
+	AgentPath string
+	Log       *slog.Logger
+}
+
+// Driver runs sandboxes as confined process trees.
+type Driver struct {
+	dir       string
+	agentPath string
+	log       *slog.Logger
+	uids      *uidPool // nil when hutch is not root: sandboxes share its uid
+	caps      driver.Capabilities
+	probe     confine.Report
+}
+
+// New returns the driver. It creates Dir; it starts nothing.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Dir == "" || cfg.AgentPath == "" {
+		return nil, fmt.Errorf("process driver: Dir and AgentPath are required")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	agent, err := filepath.Abs(cfg.AgentPath)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	if st, err := os.Stat(agent); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("process driver: agent %s is not an executable file", agent)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("process driver: %w", err)
+	}
+	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe()}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if os.Geteuid() == 0 {
+		// Sandboxes run as their own uids and must be able to reach their
+		// directories and the agent binary.
+		if err := openPath(dir); err != nil {
+			return nil, fmt.Errorf("process driver: %w", err)
+		}
+		if err := worldExecutable(agent); err != nil {
+			return nil, fmt.Errorf("process driver: %w", err)
+		}
+		d.uids = newUIDPool()
+		if err := d.loadUIDs(); err != nil {
+			return nil, err
+		}
+	}
+	d.caps = d.capabilities()
+	return d, nil
+}
+
+// Name returns "process".
+func (d *Driver) Name() string { return Name }
+
+// Capabilities reports what this host lets the driver do.
+func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
+
+func (d *Driver) capabilities() driver.Capabilities {
+	c := driver.Capabilities{
+		Isolation: api.IsolationDegraded,
+		Templates: []string{"host"},
+		StartStop: true,
+		Limits:    driver.LimitCaps{Memory: true},
+		Degraded: []string{
+			"process driver: no namespaces; host processes are visible and the host network stack is shared (TCP is denied by Landlock where the kernel supports it)",
+			"process driver: memory limit is per process (RLIMIT_DATA), not per sandbox",
+			"process driver: cpu limit is not enforced",
+		},
+	}
+	if d.uids != nil {
+		c.Limits.Pids = true
+	} else {
+		c.Degraded = append(c.Degraded,
+			"process driver: not running as root, so sandboxes share hutch's uid and the pids limit is not enforced")
+	}
+	for _, m := range d.probe.Missing {
+		c.Degraded = append(c.Degraded, "kernel lacks "+m)
+	}
+	return c
+}
+
+// sandboxDir is where one sandbox lives: run/agent.sock, agent.log,
+// state.json, envelope.json and root/, the sandbox's own files.
+func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.dir, id) }

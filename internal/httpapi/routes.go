@@ -1,0 +1,43 @@
+package httpapi
+
+import "net/http"
+
+// route is one API operation. The table below is the server's whole
+// surface; openapi_test.go holds it to api/openapi.yaml.
+type route struct {
+	method, pattern string
+	handler         http.HandlerFunc
+	public          bool // no API key needed
+}
+
+func (a *API) routes() []route {
+	return []route{
+		{method: "GET", pattern: "/healthz", handler: a.healthz, public: true},
+		{method: "GET", pattern: "/v1/info", handler: a.info},
+
+		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant},
+		{method: "POST", pattern: "/v1/keys", handler: a.createKey},
+		{method: "GET", pattern: "/v1/keys", handler: a.listKeys},
+		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey},
+
+		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
+		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes},
+		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox},
+		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
+
+		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream},
+
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile},
+		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/files/mkdir", handler: a.mkdir},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/files/move", handler: a.move},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar},
+	}
+}

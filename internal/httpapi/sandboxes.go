@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var req api.CreateSandboxRequest
+	if r.ContentLength != 0 {
+		if err := a.decodeJSON(w, r, &req); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	sb, err := a.cfg.Sandboxes.Create(r.Context(), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sb)
+}
+
+func (a *API) getSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.cfg.Sandboxes.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (a *API) listSandboxes(w http.ResponseWriter, r *http.Request) {
+	opts, err := listOptions(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	list, err := a.cfg.Sandboxes.List(r.Context(), opts)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func listOptions(r *http.Request) (store.ListOptions, error) {
+	q := r.URL.Query()
+	opts := store.ListOptions{State: api.SandboxState(q.Get("state")), Cursor: q.Get("cursor")}
+	switch opts.State {
+	case "", api.StateCreating, api.StateRunning, api.StateStopped, api.StateFailed, api.StateDestroyed:
+	default:
+		return opts, errdefs.Invalid("invalid_request", "state %q is not one of creating, running, stopped, failed, destroyed", opts.State)
+	}
+	for _, l := range q["label"] {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return opts, errdefs.Invalid("invalid_request", "label filter %q must be key=value", l)
+		}
+		if opts.Labels == nil {
+			opts.Labels = map[string]string{}
+		}
+		opts.Labels[k] = v
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			return opts, errdefs.Invalid("invalid_request", "limit must be a number from 1 to 1000")
+		}
+		opts.Limit = n
+	}
+	return opts, nil
+}
+
+func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	if err := a.cfg.Sandboxes.Destroy(r.Context(), r.PathValue("id")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) stopSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.cfg.Sandboxes.Stop(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (a *API) startSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.cfg.Sandboxes.Start(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}

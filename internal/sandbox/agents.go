@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"context"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// Agent returns the client of a running sandbox of the caller's tenant:
+// the way to exec and reach files. Another tenant's sandbox is not found;
+// one that is not running is a conflict.
+func (s *Service) Agent(ctx context.Context, id string) (*agentclient.Client, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.State != api.StateRunning {
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", id, rec.State)
+	}
+	s.mu.Lock()
+	c, ok := s.agents[id]
+	s.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	h, err := decodeHandle(rec.Handle)
+	if err != nil {
+		return nil, err
+	}
+	return s.setAgent(id, h), nil
+}
+
+func (s *Service) setAgent(id string, h driver.Handle) *agentclient.Client {
+	c := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	s.mu.Lock()
+	if old, ok := s.agents[id]; ok {
+		old.Close()
+	}
+	s.agents[id] = c
+	s.mu.Unlock()
+	return c
+}
+
+func (s *Service) dropAgent(id string) {
+	s.mu.Lock()
+	if c, ok := s.agents[id]; ok {
+		c.Close()
+		delete(s.agents, id)
+	}
+	s.mu.Unlock()
+}

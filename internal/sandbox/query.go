@@ -1,0 +1,76 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// Get returns one sandbox of the caller's tenant.
+func (s *Service) Get(ctx context.Context, id string) (api.Sandbox, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	return s.toAPI(rec), nil
+}
+
+// List returns a page of the caller's sandboxes.
+func (s *Service) List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error) {
+	recs, next, err := s.store.ListSandboxes(ctx, opts)
+	if err != nil {
+		return api.SandboxList{}, err
+	}
+	out := api.SandboxList{Sandboxes: make([]api.Sandbox, 0, len(recs)), NextCursor: next}
+	for _, r := range recs {
+		out.Sandboxes = append(out.Sandboxes, s.toAPI(r))
+	}
+	return out, nil
+}
+
+func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
+	sb := api.Sandbox{
+		ID:        r.ID,
+		State:     r.State,
+		Template:  r.Template,
+		Driver:    r.Driver,
+		Isolation: s.caps.Isolation,
+		Degraded:  s.caps.Degraded,
+		Cwd:       r.Cwd,
+		Limits:    r.Limits,
+		TimeoutS:  r.TimeoutS,
+		Labels:    r.Labels,
+		Error:     r.Error,
+		CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt,
+		ExpiresAt: r.ExpiresAt,
+	}
+	if h, err := decodeHandle(r.Handle); err == nil && h.Workdir != "" {
+		sb.Cwd = h.Workdir
+	}
+	return sb
+}
+
+func encodeHandle(h driver.Handle) ([]byte, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("encode handle: %w", err)
+	}
+	return b, nil
+}
+
+func decodeHandle(raw []byte) (driver.Handle, error) {
+	var h driver.Handle
+	if len(raw) == 0 {
+		return h, errdefs.Conflict("sandbox_not_running", "sandbox has no driver handle")
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return h, fmt.Errorf("decode handle: %w", err)
+	}
+	return h, nil
+}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// Scope is which tenants' rows a call may touch. Every implementation
+// derives it from ctx with ScopeOf, so they all agree.
+type Scope struct {
+	// TenantID is the caller's tenant; empty for the system without a
+	// principal.
+	TenantID string
+	// All is set for the system, which may cross tenants.
+	All bool
+	// Admin is set for an admin principal.
+	Admin bool
+}
+
+// ScopeOf returns the scope of ctx, or an ErrForbidden error (code
+// "no_tenant") when ctx has neither a principal nor the system's mark.
+func ScopeOf(ctx context.Context) (Scope, error) {
+	p, ok := tenancy.From(ctx)
+	sys := tenancy.IsSystem(ctx)
+	if !ok && !sys {
+		return Scope{}, errdefs.Forbidden("no_tenant", "no tenant in the request")
+	}
+	return Scope{TenantID: p.TenantID, All: sys, Admin: ok && p.Role == api.RoleAdmin}, nil
+}
+
+// Sees reports whether the scope may touch a row of tenantID.
+func (s Scope) Sees(tenantID string) bool {
+	return s.All || s.TenantID == tenantID
+}

@@ -1,0 +1,149 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+const keyCols = `id, tenant_id, name, role, prefix, hash, created_at, last_used_at`
+
+// CreateKey implements store.Store.
+func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	if k.TenantID == "" {
+		k.TenantID = sc.TenantID
+	}
+	if !sc.Sees(k.TenantID) {
+		return errdefs.Forbidden("wrong_tenant", "a key can only be created in the caller's tenant")
+	}
+	if k.Role == api.RoleAdmin && !sc.All && !sc.Admin {
+		return store.AdminRequired()
+	}
+	if err := store.CheckKey(&k); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error { return insertKey(ctx, tx, k) })
+}
+
+func insertKey(ctx context.Context, tx *sql.Tx, k store.Key) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.TenantID, k.Name, k.Role, k.Prefix, k.Hash, formatTime(k.CreatedAt), formatTimePtr(k.LastUsedAt))
+	switch {
+	case isUnique(err):
+		return fmt.Errorf("create key %s: %w", k.ID, store.KeyExists(k.ID))
+	case isForeignKey(err):
+		return fmt.Errorf("create key %s: %w", k.ID, store.TenantNotFound(k.TenantID))
+	case err != nil:
+		return fmt.Errorf("create key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+// ListKeys implements store.Store.
+func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cond, args := listed(sc, "tenant_id")
+	rows, err := s.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE 1 = 1`+cond+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	var ks []store.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list keys: %w", err)
+		}
+		ks = append(ks, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return ks, nil
+}
+
+// DeleteKey implements store.Store.
+func (s *Store) DeleteKey(ctx context.Context, id string) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	cond, args := scoped(sc, "tenant_id")
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ?`+cond, append([]any{id}, args...)...)
+		return oneRow(res, err, "delete key "+id, store.KeyNotFound(id))
+	})
+}
+
+// LookupKey implements store.Store.
+func (s *Store) LookupKey(ctx context.Context, id string) (store.Key, error) {
+	k, err := scanKey(s.r.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Key{}, store.KeyNotFound(id)
+	}
+	if err != nil {
+		return store.Key{}, fmt.Errorf("look up key %s: %w", id, err)
+	}
+	return k, nil
+}
+
+// TouchKey implements store.Store.
+func (s *Store) TouchKey(ctx context.Context, id string, at time.Time) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	cond, args := scoped(sc, "tenant_id")
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`+cond,
+			append([]any{formatTime(at), id}, args...)...)
+		return oneRow(res, err, "touch key "+id, store.KeyNotFound(id))
+	})
+}
+
+// oneRow checks that a statement changed a row, answering notFound if not.
+func oneRow(res sql.Result, err error, what string, notFound error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return notFound
+	}
+	return nil
+}
+
+func scanKey(row scanner) (store.Key, error) {
+	var (
+		k        store.Key
+		created  string
+		lastUsed sql.NullString
+	)
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Role, &k.Prefix, &k.Hash, &created, &lastUsed); err != nil {
+		return store.Key{}, err
+	}
+	var err error
+	if k.CreatedAt, err = parseTime(created); err != nil {
+		return store.Key{}, err
+	}
+	if k.LastUsedAt, err = parseTimePtr(lastUsed); err != nil {
+		return store.Key{}, err
+	}
+	return k, nil
+}

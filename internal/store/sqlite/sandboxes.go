@@ -1,0 +1,289 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// sandboxCols reads a sandbox and, as one JSON object, its labels.
+const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
+	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at,
+	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
+
+// CreateSandbox implements store.Store.
+func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	if !sc.All || sb.TenantID == "" {
+		sb.TenantID = sc.TenantID
+	}
+	if sb.ID == "" {
+		sb.ID = ids.New()
+	}
+	if err := store.CheckSandbox(sb); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		env, limits, err := encodeSandbox(sb)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
+				timeout_s, handle, error, created_at, updated_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits,
+			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt))
+		switch {
+		case isUnique(err):
+			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
+		case isForeignKey(err):
+			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.TenantNotFound(sb.TenantID))
+		case err != nil:
+			return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
+		}
+		return insertLabels(ctx, tx, sb.ID, sb.Labels)
+	})
+}
+
+// GetSandbox implements store.Store.
+func (s *Store) GetSandbox(ctx context.Context, id string) (*store.Sandbox, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return getSandbox(ctx, s.r, sc, id)
+}
+
+func getSandbox(ctx context.Context, q querier, sc store.Scope, id string) (*store.Sandbox, error) {
+	cond, args := scoped(sc, "s.tenant_id")
+	sb, err := scanSandbox(q.QueryRowContext(ctx, `SELECT `+sandboxCols+` FROM sandboxes s WHERE s.id = ?`+cond,
+		append([]any{id}, args...)...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.SandboxNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get sandbox %s: %w", id, err)
+	}
+	return sb, nil
+}
+
+// ListSandboxes implements store.Store.
+func (s *Store) ListSandboxes(ctx context.Context, opts store.ListOptions) ([]*store.Sandbox, string, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := store.PageSize(opts.Limit)
+	var (
+		where strings.Builder
+		args  []any
+	)
+	cond, cargs := listed(sc, "s.tenant_id")
+	where.WriteString(cond)
+	args = append(args, cargs...)
+	if opts.State != "" {
+		where.WriteString(" AND s.state = ?")
+		args = append(args, string(opts.State))
+	}
+	if opts.Cursor != "" {
+		after, err := store.DecodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where.WriteString(" AND s.id < ?")
+		args = append(args, after)
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Labels)) {
+		where.WriteString(" AND EXISTS (SELECT 1 FROM sandbox_labels l WHERE l.sandbox_id = s.id AND l.name = ? AND l.value = ?)")
+		args = append(args, name, opts.Labels[name])
+	}
+	args = append(args, limit+1)
+	sbs, err := querySandboxes(ctx, s.r,
+		`SELECT `+sandboxCols+` FROM sandboxes s WHERE 1 = 1`+where.String()+` ORDER BY s.id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list sandboxes: %w", err)
+	}
+	next := ""
+	if len(sbs) > limit {
+		sbs = sbs[:limit]
+		next = store.EncodeCursor(sbs[limit-1].ID)
+	}
+	return sbs, next, nil
+}
+
+// UpdateSandbox implements store.Store.
+func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.Sandbox) error) (*store.Sandbox, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out *store.Sandbox
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		sb, err := getSandbox(ctx, tx, sc, id)
+		if err != nil {
+			return err
+		}
+		before := *sb
+		before.Labels = maps.Clone(sb.Labels)
+		if err := fn(sb); err != nil {
+			return err
+		}
+		sb.ID, sb.TenantID, sb.CreatedAt = before.ID, before.TenantID, before.CreatedAt
+		sb.UpdatedAt = time.Now()
+		if err := store.CheckSandbox(sb); err != nil {
+			return err
+		}
+		env, limits, err := encodeSandbox(sb)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
+				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?
+			WHERE id = ?`,
+			string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits, sb.TimeoutS, sb.Handle, sb.Error,
+			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.ID); err != nil {
+			return fmt.Errorf("update sandbox %s: %w", id, err)
+		}
+		if !maps.Equal(before.Labels, sb.Labels) {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sandbox_labels WHERE sandbox_id = ?`, sb.ID); err != nil {
+				return fmt.Errorf("update sandbox %s: %w", id, err)
+			}
+			if err := insertLabels(ctx, tx, sb.ID, sb.Labels); err != nil {
+				return err
+			}
+		}
+		out = sb
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AllSandboxes implements store.Store.
+func (s *Store) AllSandboxes(ctx context.Context, states ...api.SandboxState) ([]*store.Sandbox, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.All {
+		return nil, store.SystemOnly()
+	}
+	where, args := "", []any(nil)
+	if len(states) > 0 {
+		where = " WHERE s.state IN (?" + strings.Repeat(", ?", len(states)-1) + ")"
+		for _, st := range states {
+			args = append(args, string(st))
+		}
+	}
+	sbs, err := querySandboxes(ctx, s.r, `SELECT `+sandboxCols+` FROM sandboxes s`+where+` ORDER BY s.id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("all sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
+// DeleteSandbox implements store.Store. Its labels go with it (ON DELETE
+// CASCADE).
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	cond, args := scoped(sc, "tenant_id")
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`+cond, append([]any{id}, args...)...)
+		return oneRow(res, err, "delete sandbox "+id, store.SandboxNotFound(id))
+	})
+}
+
+func insertLabels(ctx context.Context, tx *sql.Tx, id string, labels map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sandbox_labels (sandbox_id, name, value) VALUES (?, ?, ?)`,
+			id, name, labels[name]); err != nil {
+			return fmt.Errorf("label sandbox %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func encodeSandbox(sb *store.Sandbox) (env sql.NullString, limits string, err error) {
+	if env, err = encodeMap(sb.Env); err != nil {
+		return env, "", fmt.Errorf("encode env of sandbox %s: %w", sb.ID, err)
+	}
+	b, err := json.Marshal(sb.Limits)
+	if err != nil {
+		return env, "", fmt.Errorf("encode limits of sandbox %s: %w", sb.ID, err)
+	}
+	return env, string(b), nil
+}
+
+func querySandboxes(ctx context.Context, q querier, query string, args ...any) ([]*store.Sandbox, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sbs []*store.Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, err
+		}
+		sbs = append(sbs, sb)
+	}
+	return sbs, rows.Err()
+}
+
+func scanSandbox(row scanner) (*store.Sandbox, error) {
+	var (
+		sb               store.Sandbox
+		state            string
+		env, labels      sql.NullString
+		limits           string
+		created, updated string
+		expires          sql.NullString
+	)
+	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
+		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &labels); err != nil {
+		return nil, err
+	}
+	sb.State = api.SandboxState(state)
+	var err error
+	if sb.Env, err = decodeMap(env); err != nil {
+		return nil, err
+	}
+	if sb.Labels, err = decodeMap(labels); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(limits), &sb.Limits); err != nil {
+		return nil, fmt.Errorf("stored limits: %w", err)
+	}
+	if sb.CreatedAt, err = parseTime(created); err != nil {
+		return nil, err
+	}
+	if sb.UpdatedAt, err = parseTime(updated); err != nil {
+		return nil, err
+	}
+	if sb.ExpiresAt, err = parseTimePtr(expires); err != nil {
+		return nil, err
+	}
+	if len(sb.Handle) == 0 {
+		sb.Handle = nil
+	}
+	return &sb, nil
+}

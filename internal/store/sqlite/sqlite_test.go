@@ -1,0 +1,164 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/store/storetest"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s := open(t, filepath.Join(t.TempDir(), FileName))
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return s
+	})
+}
+
+func TestPragmas(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), FileName))
+	defer s.Close()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		db     string
+		pragma string
+		want   string
+	}{
+		{"writer", "journal_mode", "wal"},
+		{"writer", "foreign_keys", "1"},
+		{"writer", "synchronous", "1"}, // NORMAL
+		{"writer", "busy_timeout", "5000"},
+		{"reader", "journal_mode", "wal"},
+		{"reader", "foreign_keys", "1"},
+		{"reader", "query_only", "1"},
+		{"reader", "busy_timeout", "5000"},
+	} {
+		db := s.w
+		if tt.db == "reader" {
+			db = s.r
+		}
+		var got string
+		if err := db.QueryRowContext(ctx, "PRAGMA "+tt.pragma).Scan(&got); err != nil {
+			t.Errorf("%s PRAGMA %s: %v", tt.db, tt.pragma, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s PRAGMA %s = %q, want %q", tt.db, tt.pragma, got, tt.want)
+		}
+	}
+}
+
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	ctx := tenancy.System(context.Background())
+	s := open(t, path)
+	tn := store.Tenant{ID: ids.New(), Name: "kept"}
+	if err := s.CreateTenant(ctx, tn); err != nil {
+		t.Fatalf("CreateTenant: %v", err)
+	}
+	sb := &store.Sandbox{TenantID: tn.ID, State: api.StateRunning, Labels: map[string]string{"a": "b"}}
+	if err := s.CreateSandbox(ctx, sb); err != nil {
+		t.Fatalf("CreateSandbox: %v", err)
+	}
+	versions := schemaVersions(t, s)
+	if len(versions) == 0 {
+		t.Fatal("no migrations recorded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	for range 2 {
+		s = open(t, path)
+		if diff := cmp.Diff(versions, schemaVersions(t, s)); diff != "" {
+			t.Errorf("schema_migrations after reopen (-first +now):\n%s", diff)
+		}
+		got, err := s.GetSandbox(ctx, sb.ID)
+		if err != nil {
+			t.Fatalf("GetSandbox after reopen: %v", err)
+		}
+		if diff := cmp.Diff(sb, got); diff != "" {
+			t.Errorf("sandbox after reopen (-want +got):\n%s", diff)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s := open(t, path)
+	if _, err := s.w.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', '')`); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	s.Close()
+	if s, err := Open(path); err == nil {
+		s.Close()
+		t.Fatal("Open of a database from a newer binary succeeded")
+	}
+}
+
+func TestMigrationsOrdered(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations: %v", err)
+	}
+	for i, m := range ms {
+		if m.version != i+1 {
+			t.Errorf("migration %d is %s: versions must count up from 1 without gaps", i, m.name)
+		}
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{"", filepath.Join(dir, "a?b.db"), filepath.Join(dir, "missing", "dir", FileName)} {
+		if s, err := Open(path); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", path)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("Open made a directory: %v", err)
+	}
+}
+
+func schemaVersions(t *testing.T, s *Store) []int {
+	t.Helper()
+	rows, err := s.r.Query(`SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("schema_migrations: %v", err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatalf("schema_migrations: %v", err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}

@@ -1,0 +1,164 @@
+// Package store owns hutch's persistent state: tenants, API keys and
+// sandboxes. It declares the Store interface and its records; sqlite/ and
+// (later) postgres/ implement it, and storetest/ is the behaviour both must
+// show.
+//
+// Tenancy is enforced here, not in handlers: every tenant-scoped method reads
+// the tenancy.Principal from ctx and touches only that tenant's rows. A call
+// without a principal fails with errdefs.ErrForbidden (code "no_tenant")
+// unless ctx is marked by tenancy.System. Another tenant's row behaves
+// exactly like a missing one.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// Store is hutch's persistent state.
+//
+// Lifecycle: an implementation's Open creates or migrates the database and
+// returns a ready Store; every method is safe for concurrent use; Close
+// releases the database and must be called once, after the last call.
+//
+// Times are kept in UTC to the microsecond (see Time): a record read back
+// equals the record written once its times are passed through Time. Create
+// methods that take a pointer normalise the caller's record in place, so it
+// equals what a later Get returns.
+type Store interface {
+	// CreateTenant creates a tenant and, in the same transaction, its
+	// initial keys (whose TenantID must be the tenant's). Only an admin
+	// principal or the system may create tenants.
+	CreateTenant(ctx context.Context, t Tenant, keys ...Key) error
+	// GetTenant returns the caller's own tenant; admins and the system may
+	// read any tenant.
+	GetTenant(ctx context.Context, id string) (Tenant, error)
+	// ListTenants returns every tenant, oldest first. Admin or system only.
+	ListTenants(ctx context.Context) ([]Tenant, error)
+
+	// CreateKey stores a key in the caller's tenant (k.TenantID must be it,
+	// unless ctx is the system's). Only admins and the system may create
+	// admin keys.
+	CreateKey(ctx context.Context, k Key) error
+	// ListKeys returns the caller's tenant's keys, oldest first.
+	ListKeys(ctx context.Context) ([]Key, error)
+	// DeleteKey deletes one of the caller's tenant's keys, including the
+	// key the caller is using.
+	DeleteKey(ctx context.Context, id string) error
+	// LookupKey returns any tenant's key by id. It is not scoped: auth calls
+	// it to learn the tenant. Nothing else should.
+	LookupKey(ctx context.Context, id string) (Key, error)
+	// TouchKey sets a key's LastUsedAt.
+	TouchKey(ctx context.Context, id string, at time.Time) error
+
+	// CreateSandbox stores sb in the caller's tenant, setting sb.TenantID
+	// (the system must set it itself), an ID if empty, and CreatedAt and
+	// UpdatedAt if zero.
+	CreateSandbox(ctx context.Context, sb *Sandbox) error
+	// GetSandbox returns one of the caller's tenant's sandboxes.
+	GetSandbox(ctx context.Context, id string) (*Sandbox, error)
+	// ListSandboxes returns a page of the caller's tenant's sandboxes,
+	// newest first, and the cursor of the next page ("" after the last).
+	ListSandboxes(ctx context.Context, opts ListOptions) ([]*Sandbox, string, error)
+	// UpdateSandbox reads a sandbox, lets fn change it and writes it back,
+	// all in one write transaction, and returns what it wrote. An error from
+	// fn aborts the update and is returned as is. fn must not call the
+	// store. ID, TenantID and CreatedAt cannot be changed; UpdatedAt is set
+	// to now.
+	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (*Sandbox, error)
+	// AllSandboxes returns every tenant's sandboxes in the given states (all
+	// states if none), oldest first. System only: recovery and reaping.
+	AllSandboxes(ctx context.Context, states ...api.SandboxState) ([]*Sandbox, error)
+	// DeleteSandbox removes a sandbox's row. Destroying a sandbox only sets
+	// its state; this is for garbage collection and tests.
+	DeleteSandbox(ctx context.Context, id string) error
+
+	// Close releases the database.
+	Close() error
+}
+
+// Tenant owns every other resource.
+type Tenant struct {
+	ID        string
+	Name      string // unique
+	CreatedAt time.Time
+}
+
+// Key is an API key. Only a hash of its secret is kept.
+type Key struct {
+	ID         string
+	TenantID   string
+	Name       string
+	Role       string // api.RoleAdmin or api.RoleMember
+	Prefix     string // the public part of the key, safe to show
+	Hash       []byte
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+}
+
+// Sandbox is a sandbox's persisted record. Empty maps and an empty Handle
+// come back nil.
+type Sandbox struct {
+	ID       string
+	TenantID string
+	State    api.SandboxState
+	Template string
+	Driver   string
+	Env      map[string]string
+	Cwd      string
+	Limits   api.Limits
+	TimeoutS int
+	Labels   map[string]string
+	Handle   []byte // the driver's handle, opaque here
+	Error    string // why it failed
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ExpiresAt *time.Time
+}
+
+// ListOptions filter and page ListSandboxes.
+type ListOptions struct {
+	State  api.SandboxState  // only this state, if set
+	Labels map[string]string // only sandboxes carrying every one of these
+	Limit  int               // page size: DefaultLimit if <= 0, at most MaxLimit
+	Cursor string            // from the previous page
+}
+
+// Page sizes of ListSandboxes.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// PageSize returns the page size ListSandboxes uses for limit.
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultLimit
+	case limit > MaxLimit:
+		return MaxLimit
+	}
+	return limit
+}
+
+// Precision is how finely every store keeps times. Postgres keeps
+// microseconds, so SQLite keeps no more.
+const Precision = time.Microsecond
+
+// Time returns t as a store gives it back: in UTC, truncated to Precision,
+// without a monotonic reading.
+func Time(t time.Time) time.Time {
+	return t.UTC().Truncate(Precision)
+}
+
+// TimePtr is Time for an optional time.
+func TimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := Time(*t)
+	return &v
+}
