@@ -100,7 +100,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			ln.Close()
 		}
 	}()
-	srv, err := agent.New(agent.ConfigFromEnvelope(env, log))
+	srv, err := agent.New(agent.ConfigFromEnvelope(env, log.With("sandbox.id", env.SandboxID)))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -114,7 +114,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	if env.Confine != nil {
 		r, err := confine.Apply(env.Confine)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("confine: %w", err)
+			return nil, nil, nil, err
 		}
 		report = &r
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
 )
 
@@ -35,7 +36,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	agentBin = filepath.Join(dir, "hutch-agent")
-	out, err := exec.Command("go", "build", "-o", agentBin, ".").CombinedOutput()
+	// Static, as it ships: confine needs a binary without cgo.
+	build := exec.Command("go", "build", "-o", agentBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build hutch-agent: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -199,6 +203,59 @@ func TestReadyAndExec(t *testing.T) {
 	}
 }
 
+// TestConfined runs the agent under its own confinement (no_new_privs,
+// seccomp, Landlock with the sandbox root the only writable tree) and
+// checks that what the agent itself needs still works: exec, the file API
+// on its root fd, and the shutdown's walk of /proc.
+func TestConfined(t *testing.T) {
+	var root string
+	a := startAgent(t, func(ev *envelope.Envelope) {
+		root = ev.Root
+		ev.Confine = &confine.Config{
+			NoNewPrivs:      true,
+			Seccomp:         true,
+			RestrictSockets: true,
+			Landlock: &confine.Landlock{
+				ReadOnly:  []string{"/usr", "/bin", "/lib", "/lib64", "/etc", "/proc", "/dev"},
+				ReadWrite: []string{ev.Root, filepath.Dir(ev.Socket)},
+			},
+		}
+	})
+	if a.ready.Confine == nil {
+		t.Fatal("ready line has no confinement report")
+	}
+	t.Logf("confinement: %+v", *a.ready.Confine)
+	out, res := a.exec(t, "sh", "-c", "echo inside > in.txt && cat in.txt; echo outside > "+filepath.Dir(root)+"/hutch-confined-escape 2>/dev/null; echo $?")
+	if !strings.HasPrefix(out, "inside\n") || res.ExitCode != 0 {
+		t.Errorf("exec = %q exit %d", out, res.ExitCode)
+	}
+	if a.ready.Confine.LandlockABI > 0 {
+		if status := strings.TrimPrefix(out, "inside\n"); status == "0\n" {
+			t.Errorf("exec = %q, want the write outside the root refused", out)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(root), "hutch-confined-escape")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a confined command wrote outside the root: %v", err)
+		}
+	}
+	if _, err := a.c.WriteFile(context.Background(), "f.txt", "", strings.NewReader("x")); err != nil {
+		t.Errorf("WriteFile: %v", err)
+	}
+	out, _ = a.exec(t, "sh", "-c", "sleep 1000 & echo $!")
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("exec = %q", out)
+	}
+	if err := a.c.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.exitCode(t); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("pid %d survived the shutdown of a confined agent", pid)
+	}
+}
+
 func mustReal(t *testing.T, p string) string {
 	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -354,6 +411,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			b.Fatalf("true exited %d", res.ExitCode)
 		}
 	}
+	b.StopTimer()
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(a.cmd.Process.Pid) + "/status")
 	if err != nil {
 		b.Fatal(err)

@@ -112,6 +112,13 @@ func TestAuth(t *testing.T) {
 		wantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unverified")
 	})
 
+	t.Run("unknown route", func(t *testing.T) {
+		resp, e := send(testToken, agentproto.NewNonce(), "POST", "/health", "/health")
+		if resp.StatusCode != http.StatusNotFound || e.Error.Code != "unknown_route" {
+			t.Errorf("POST /health: status %d %+v, want 404 unknown_route", resp.StatusCode, e)
+		}
+	})
+
 	t.Run("client with the right token", func(t *testing.T) {
 		h, err := f.c.Health(context.Background())
 		if err != nil || !h.OK || h.SandboxID != "sb-test" || h.Pid != os.Getpid() {

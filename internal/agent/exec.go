@@ -196,7 +196,7 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 	// The kills do not wait for the loop below, which may be blocked
 	// writing to a slow client. A group outlives its leader only while a
 	// member lives, so -pid never names another group.
-	killGroup := func() { _ = unix.Kill(-pid, unix.SIGKILL) }
+	killGroup := func() { _ = processThread().kill(-pid, unix.SIGKILL) }
 	var timedOut atomic.Bool
 	stopTimeout := func() bool { return false }
 	if spec.timeout > 0 {

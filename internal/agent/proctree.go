@@ -81,7 +81,7 @@ func killDescendants(ctx context.Context, pid int) error {
 			return nil
 		}
 		for _, p := range pids {
-			_ = unix.Kill(p, unix.SIGKILL)
+			_ = processThread().kill(p, unix.SIGKILL)
 		}
 		select {
 		case <-ctx.Done():

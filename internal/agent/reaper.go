@@ -65,14 +65,16 @@ func (r *reaper) reap() {
 	}
 }
 
-// start runs fork, which must start exactly one child and return its pid,
-// while holding the lock the reaper takes before it waits, so the pid is
+// start runs fork on the process thread (see procThread), which must start
+// exactly one child and return its pid, while holding the lock the reaper takes before it waits, so the pid is
 // registered before the reaper can see it exit. The channel receives the
 // child's exit status once.
 func (r *reaper) start(fork func() (int, error)) (int, <-chan unix.WaitStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pid, err := fork()
+	var pid int
+	var err error
+	processThread().do(func() { pid, err = fork() })
 	if err != nil {
 		return 0, nil, err
 	}

@@ -164,6 +164,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /files/tar", s.handleTarDownload)
 	mux.HandleFunc("PUT /files/tar", s.handleTarUpload)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))
+	})
 	return mux
 }
 

@@ -119,7 +119,7 @@ func Decode(r io.Reader) (*Envelope, error) {
 	if err := dec.Decode(&e); err != nil {
 		return nil, fmt.Errorf("decode envelope: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("envelope has trailing data")
 	}
 	if err := e.Validate(); err != nil {
