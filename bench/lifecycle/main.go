@@ -29,17 +29,19 @@ import (
 
 func main() {
 	n := flag.Int("n", 200, "sandboxes to create")
+	gap := flag.Duration("gap", 0, "idle time between creates (0: back to back)")
 	execs := flag.Int("execs", 1000, "exec round trips to time")
 	agent := flag.String("agent", "", "path of hutch-agent (default: beside this binary)")
 	driver := flag.String("driver", "auto", "driver to measure")
+	warm := flag.Int("warm-pool", config.Default().WarmPool, "warm agents the driver keeps")
 	flag.Parse()
-	if err := run(*n, *execs, *agent, *driver); err != nil {
+	if err := run(*n, *execs, *warm, *gap, *agent, *driver); err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, execs int, agent, drv string) error {
+func run(n, execs, warm int, gap time.Duration, agent, drv string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "hutch-bench-")
 	if err != nil {
@@ -51,6 +53,7 @@ func run(n, execs int, agent, drv string) error {
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.AgentPath = agent
 	cfg.Driver = drv
+	cfg.WarmPool = warm
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -76,14 +79,16 @@ func run(n, execs int, agent, drv string) error {
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
-	var createExec, destroy []time.Duration
+	var createOnly, createExec, destroy []time.Duration
 	var ids []string
 	for i := 0; i < n; i++ {
+		time.Sleep(gap)
 		start := time.Now()
 		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 		if err != nil {
 			return fmt.Errorf("create %d: %w", i, err)
 		}
+		createOnly = append(createOnly, time.Since(start))
 		if _, err := c.Exec(ctx, sb.ID, trueCmd); err != nil {
 			return fmt.Errorf("first exec %d: %w", i, err)
 		}
@@ -108,7 +113,8 @@ func run(n, execs int, agent, drv string) error {
 		destroy = append(destroy, time.Since(start))
 	}
 
-	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), %d CPUs, %s, %s\n\n", info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
+		info.Driver, info.Isolation, cfg.WarmPool, gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 	fmt.Println("| what | n | p50 | p95 | p50 / floor |")
 	fmt.Println("|---|---|---|---|---|")
 	f := pct(floor, 50)
@@ -116,6 +122,7 @@ func run(n, execs int, agent, drv string) error {
 		fmt.Printf("| %s | %d | %s | %s | %.1f× |\n", name, len(d), ms(pct(d, 50)), ms(pct(d, 95)), float64(pct(d, 50))/float64(f))
 	}
 	row("fork/exec `true` (floor)", floor)
+	row("create (API answers 201)", createOnly)
 	row("create → first exec returns", createExec)
 	row("exec round trip (`true`)", roundTrip)
 	row("destroy", destroy)

@@ -21,6 +21,7 @@ type Config struct {
 	DataDir   string // store, keys, sandboxes
 	Driver    string // auto, process
 	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
+	WarmPool  int    // agents the process driver starts ahead of need
 	LogLevel  string // debug, info, warn, error
 
 	DefaultLimits   api.Limits
@@ -41,6 +42,7 @@ func Default() Config {
 		Listen:          "127.0.0.1:7070",
 		DataDir:         "./hutch-data",
 		Driver:          "auto",
+		WarmPool:        2,
 		LogLevel:        "info",
 		DefaultLimits:   api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
 		MaxLimits:       api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
@@ -85,6 +87,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	num(&c.DefaultLimits.MemoryMB, "default-memory-mb", "HUTCH_DEFAULT_MEMORY_MB", "memory limit of a sandbox that names none")
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
+	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandbox agents to keep started ahead of need (0: off)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	dur := func(p *time.Duration, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -140,6 +143,9 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel))
+	}
+	if c.WarmPool < 0 || c.WarmPool > 256 {
+		errs = append(errs, fmt.Errorf("warm pool %d must be from 0 to 256", c.WarmPool))
 	}
 	d, m := c.DefaultLimits, c.MaxLimits
 	if d.MemoryMB <= 0 || d.Pids <= 0 || d.CPU <= 0 || d.MemoryMB > m.MemoryMB || d.Pids > m.Pids || d.CPU > m.CPU {

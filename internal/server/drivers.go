@@ -16,7 +16,7 @@ import (
 // factories is the driver registry: every driver this build can run.
 var factories = map[string]func(cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error){
 	process.Name: func(cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
-		return process.New(process.Config{Dir: filepath.Join(cfg.DataDir, "sandboxes", "process"), AgentPath: agent, Log: log})
+		return process.New(process.Config{Dir: filepath.Join(cfg.DataDir, "sandboxes", "process"), AgentPath: agent, WarmPool: cfg.WarmPool, Log: log})
 	},
 }
 

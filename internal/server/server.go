@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -78,6 +79,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	drv, why, err := selectDriver(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := drv.(io.Closer); ok {
+		s.onClose("driver", func(context.Context) error { return c.Close() })
 	}
 	svc := sandbox.New(sandbox.Config{
 		DefaultTemplate: "host",

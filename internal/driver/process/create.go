@@ -24,49 +24,80 @@ import (
 // readyTimeout bounds how long Create waits for the agent's ready line.
 const readyTimeout = 15 * time.Second
 
-// Create makes the sandbox's directory and starts its agent.
-func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle, retErr error) {
+// Create makes the sandbox's directory and starts its agent, taking a warm
+// agent from the pool when one is ready.
+func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, error) {
+	var h driver.Handle
 	if spec.Template != "" && spec.Template != "host" {
 		return h, errdefs.Invalid("invalid_template", "the process driver only has the %q template", "host")
 	}
 	dir := d.sandboxDir(spec.SandboxID)
-	root := filepath.Join(dir, "root")
-	workdir, err := resolveCwd(root, spec.Cwd)
+	workdir, err := resolveCwd(filepath.Join(dir, "root"), spec.Cwd)
 	if err != nil {
 		return h, err
 	}
-	if err := os.Mkdir(dir, 0o711); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return h, errdefs.Conflict("sandbox_exists", "sandbox %s already has a directory", spec.SandboxID)
-		}
-		return h, fmt.Errorf("create sandbox directory: %w", err)
+	if _, err := os.Lstat(dir); err == nil {
+		return h, errdefs.Conflict("sandbox_exists", "sandbox %s already has a directory", spec.SandboxID)
 	}
-	st := state{Dir: dir}
+	var ev *envelope.Envelope
+	var st state
+	if sp := d.pool.take(); sp != nil {
+		if ev, st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
+			d.log.Warn("warm agent failed; starting a cold one", "sandbox.id", spec.SandboxID, "err", err)
+			ev = nil
+		}
+	}
+	if ev == nil {
+		if err := os.Mkdir(dir, 0o711); err != nil {
+			return h, fmt.Errorf("create sandbox directory: %w", err)
+		}
+		sp, err := d.newAgent(dir)
+		if err != nil {
+			return h, err
+		}
+		if ev, st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
+			return h, err
+		}
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		d.teardown(context.WithoutCancel(ctx), st)
+		return h, err
+	}
+	return driver.Handle{
+		Version: driver.HandleVersion,
+		Driver:  Name,
+		Agent:   driver.Endpoint{Network: "unix", Address: ev.Socket},
+		Token:   spec.Token,
+		Workdir: workdir,
+		State:   raw,
+	}, nil
+}
+
+// bringUp moves a spawned agent's directory to dir (when it is a warm one),
+// hands it the sandbox's envelope and waits until it serves. On error
+// nothing of it is left.
+func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir string, sp *spawned) (_ *envelope.Envelope, _ state, retErr error) {
 	defer func() {
 		if retErr != nil {
-			d.teardown(context.WithoutCancel(ctx), st)
+			sp.close()
+			d.teardown(context.WithoutCancel(ctx), sp.st)
 		}
 	}()
-	if d.uids != nil {
-		if st.UID, err = d.uids.take(spec.SandboxID); err != nil {
-			return h, errdefs.Unavailable("no_capacity", "%s", err.Error())
+	if sp.st.Dir != dir {
+		if err := os.Rename(sp.st.Dir, dir); err != nil {
+			return nil, sp.st, fmt.Errorf("move warm agent into place: %w", err)
+		}
+		sp.st.Dir = dir
+		if err := writeState(sp.st); err != nil {
+			return nil, sp.st, fmt.Errorf("write sandbox state: %w", err)
 		}
 	}
-	// Record the uid before anything runs as it, so a sweep can clean up.
-	if err := writeState(st); err != nil {
-		return h, fmt.Errorf("write sandbox state: %w", err)
+	if err := prepareDirs(sp.st, workdir); err != nil {
+		return nil, sp.st, err
 	}
-	// run/ holds the agent's socket: the sandbox's uid must create it there,
-	// and may write nothing else outside root/.
-	for _, p := range []string{filepath.Join(dir, "run"), root, filepath.Join(root, "tmp"), workdir} {
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return h, fmt.Errorf("create sandbox root: %w", err)
-		}
-		if err := os.Chown(p, int(st.UID), int(st.UID)); err != nil && st.UID != 0 {
-			return h, fmt.Errorf("chown sandbox root: %w", err)
-		}
-	}
-	env := baseEnv(spec.SandboxID, root, st.UID)
+	root := filepath.Join(dir, "root")
+	env := baseEnv(spec.SandboxID, root, sp.st.UID)
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
 	ev := &envelope.Envelope{
@@ -78,26 +109,64 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 		Workdir:      workdir,
 		Env:          env,
 		MaxFileBytes: spec.MaxFileBytes,
-		Confine:      d.confinement(root, spec.Limits, st.UID != 0),
+		Confine:      d.confinement(root, spec.Limits, sp.st.UID != 0),
 	}
 	if err := writeEnvelope(dir, ev); err != nil {
-		return h, err
+		return nil, sp.st, err
 	}
-	if st, err = d.launch(ctx, st, ev); err != nil {
-		return h, err
+	if err := d.handshake(ctx, sp, ev); err != nil {
+		return nil, sp.st, err
 	}
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return h, err
+	return ev, sp.st, nil
+}
+
+// newAgent prepares dir and starts an agent in it that waits for its
+// envelope. On error nothing of it is left.
+func (d *Driver) newAgent(dir string) (_ *spawned, retErr error) {
+	st := state{Dir: dir}
+	defer func() {
+		if retErr != nil {
+			d.teardown(context.Background(), st)
+		}
+	}()
+	if d.uids != nil {
+		uid, err := d.uids.take(filepath.Base(dir))
+		if err != nil {
+			return nil, errdefs.Unavailable("no_capacity", "%s", err.Error())
+		}
+		st.UID = uid
 	}
-	return driver.Handle{
-		Version: driver.HandleVersion,
-		Driver:  Name,
-		Agent:   driver.Endpoint{Network: "unix", Address: ev.Socket},
-		Token:   spec.Token,
-		Workdir: workdir,
-		State:   raw,
-	}, nil
+	// Record the uid before anything runs as it, so a sweep can clean up.
+	if err := writeState(st); err != nil {
+		return nil, fmt.Errorf("write sandbox state: %w", err)
+	}
+	root := filepath.Join(dir, "root")
+	if err := prepareDirs(st, root); err != nil {
+		return nil, err
+	}
+	sp, err := d.spawn(st, root)
+	if sp != nil {
+		st = sp.st
+	}
+	return sp, err
+}
+
+// prepareDirs makes the sandbox's directories, owned by its uid: run/
+// holds the agent's socket (the sandbox may write nothing else outside
+// root/), root/ its files.
+func prepareDirs(st state, workdir string) error {
+	root := filepath.Join(st.Dir, "root")
+	for _, p := range []string{filepath.Join(st.Dir, "run"), root, filepath.Join(root, "tmp"), workdir} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return fmt.Errorf("create sandbox directories: %w", err)
+		}
+		if st.UID != 0 {
+			if err := os.Chown(p, int(st.UID), int(st.UID)); err != nil {
+				return fmt.Errorf("chown sandbox directories: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Start starts the agent of a stopped sandbox again, with the envelope it
@@ -114,7 +183,12 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if err != nil {
 		return h, err
 	}
-	if st, err = d.launch(ctx, st, ev); err != nil {
+	sp, err := d.spawn(st, ev.Workdir)
+	if err == nil {
+		st = sp.st
+		err = d.handshake(ctx, sp, ev)
+	}
+	if err != nil {
 		d.killAll(context.WithoutCancel(ctx), st)
 		return h, err
 	}
@@ -124,16 +198,24 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	return h, nil
 }
 
-// launch starts hutch-agent with ev on its stdin and waits for its ready
-// line.
-func (d *Driver) launch(ctx context.Context, st state, ev *envelope.Envelope) (state, error) {
+// spawned is an agent process that was started and waits for its
+// envelope on stdin.
+type spawned struct {
+	st     state
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+}
+
+// spawn starts hutch-agent as the sandbox's uid in its own session, with
+// dir as its working directory, and records its pid.
+func (d *Driver) spawn(st state, dir string) (*spawned, error) {
 	logf, err := os.OpenFile(filepath.Join(st.Dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return st, fmt.Errorf("open agent log: %w", err)
+		return nil, fmt.Errorf("open agent log: %w", err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(d.agentPath)
-	cmd.Dir = ev.Workdir
+	cmd.Dir = dir
 	cmd.Env = []string{}
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -142,32 +224,47 @@ func (d *Driver) launch(ctx context.Context, st state, ev *envelope.Envelope) (s
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return st, err
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return st, err
+		stdin.Close()
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return st, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "could not start the sandbox agent")
+		stdin.Close()
+		stdout.Close()
+		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "could not start the sandbox agent")
 	}
 	st.Pid = cmd.Process.Pid
 	st.StartTime, _ = procStartTime(st.Pid)
 	// The agent outlives this process across control-plane restarts; until
 	// then, reap it when it exits.
 	go func() { _ = cmd.Wait() }()
+	sp := &spawned{st: st, stdin: stdin, stdout: stdout}
 	if err := writeState(st); err != nil {
-		return st, fmt.Errorf("write sandbox state: %w", err)
+		sp.close()
+		return sp, fmt.Errorf("write sandbox state: %w", err)
 	}
-	werr := envelope.Encode(stdin, ev)
-	stdin.Close()
-	if werr != nil {
-		return st, d.agentFailed(st, werr)
+	return sp, nil
+}
+
+// handshake sends ev to a spawned agent and waits for its ready line.
+func (d *Driver) handshake(ctx context.Context, sp *spawned, ev *envelope.Envelope) error {
+	defer sp.close()
+	if err := envelope.Encode(sp.stdin, ev); err != nil {
+		return d.agentFailed(sp.st, err)
 	}
-	if err := waitReady(ctx, stdout); err != nil {
-		return st, d.agentFailed(st, err)
+	sp.stdin.Close()
+	if err := waitReady(ctx, sp.stdout); err != nil {
+		return d.agentFailed(sp.st, err)
 	}
-	return st, nil
+	return nil
+}
+
+func (sp *spawned) close() {
+	sp.stdin.Close()
+	sp.stdout.Close()
 }
 
 // ready is the agent's first and only line on stdout.
@@ -196,7 +293,6 @@ func waitReady(ctx context.Context, stdout io.ReadCloser) error {
 	}()
 	select {
 	case res := <-ch:
-		stdout.Close()
 		switch {
 		case res.err != nil:
 			return fmt.Errorf("agent exited before it was ready: %w", res.err)
@@ -205,7 +301,6 @@ func waitReady(ctx context.Context, stdout io.ReadCloser) error {
 		}
 		return nil
 	case <-ctx.Done():
-		stdout.Close()
 		return fmt.Errorf("agent not ready: %w", ctx.Err())
 	}
 }

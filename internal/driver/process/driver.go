@@ -10,6 +10,7 @@ package process
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ const Name = "process"
 
 var _ driver.Driver = (*Driver)(nil)
 var _ driver.Sweeper = (*Driver)(nil)
+var _ io.Closer = (*Driver)(nil)
 
 // Config configures the driver.
 type Config struct {
@@ -31,7 +33,10 @@ type Config struct {
 	Dir string
 	// AgentPath is the hutch-agent binary.
 	AgentPath string
-	Log       *slog.Logger
+	// WarmPool is how many agents to keep started ahead of need; 0 turns
+	// the pool off.
+	WarmPool int
+	Log      *slog.Logger
 }
 
 // Driver runs sandboxes as confined process trees.
@@ -42,6 +47,7 @@ type Driver struct {
 	uids      *uidPool // nil when hutch is not root: sandboxes share its uid
 	caps      driver.Capabilities
 	probe     confine.Report
+	pool      *pool
 }
 
 // New returns the driver. It creates Dir; it starts nothing.
@@ -82,7 +88,15 @@ func New(cfg Config) (*Driver, error) {
 		}
 	}
 	d.caps = d.capabilities()
+	d.pool = newPool(d, cfg.WarmPool)
 	return d, nil
+}
+
+// Close stops the warm pool and removes its agents. Sandboxes keep
+// running.
+func (d *Driver) Close() error {
+	d.pool.close()
+	return nil
 }
 
 // Name returns "process".

@@ -2,30 +2,23 @@ package process_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/drivertest"
 	"github.com/hutchdev/hutch/internal/driver/process"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 var agentPath string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hutch-agent-bin-")
+	dir, err := testutil.Build("cmd/hutch-agent")
 	if err != nil {
 		panic(err)
 	}
-	os.Chmod(dir, 0o755)
 	agentPath = filepath.Join(dir, "hutch-agent")
-	build := exec.Command("go", "build", "-o", agentPath, "github.com/hutchdev/hutch/cmd/hutch-agent")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		panic("build hutch-agent: " + err.Error())
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -40,10 +33,11 @@ func TestConformance(t *testing.T) {
 	dir := filepath.Join(base, "sandboxes")
 	drivertest.Run(t, drivertest.Suite{
 		New: func(t *testing.T) driver.Driver {
-			d, err := process.New(process.Config{Dir: dir, AgentPath: agentPath})
+			d, err := process.New(process.Config{Dir: dir, AgentPath: agentPath, WarmPool: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { d.Close() })
 			return d
 		},
 		Leftovers: func(id string) []string {

@@ -12,6 +12,7 @@ import (
 // Sweep removes every sandbox directory, and its processes, that known does
 // not claim: what a crash or a lost destroy left behind.
 func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]string, error) {
+	d.sweepWarm()
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		// The process driver runs without root too, but these tests check
+		// per-sandbox uids and limits that need it.
+		println("e2e: skipped, needs root")
+		os.Exit(0)
+	}
+	dir, err := testutil.Build("cmd/hutch", "cmd/hutch-agent")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running `hutch serve`.
+type server struct {
+	t       *testing.T
+	dataDir string
+	url     string
+	key     string
+	cmd     *exec.Cmd
+	exited  chan error
+	stderr  *logTail
+}
+
+// startServer runs hutch serve on a free loopback port over dataDir (a new
+// one when empty) and waits until it serves.
+func startServer(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = filepath.Join(t.TempDir(), "data")
+	}
+	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
+	cmd := exec.Command(filepath.Join(binDir, "hutch"), append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir}, args...)...)
+	cmd.Env = append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL=")
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = cmd
+	go func() { s.exited <- cmd.Wait(); pw.Close() }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.stderr.add(line)
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "hutch serving" {
+				addr <- rec.Addr
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case err := <-s.exited:
+		t.Fatalf("hutch serve exited: %v\n%s", err, s.stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hutch serve did not start\n%s", s.stderr)
+	}
+	key, err := os.ReadFile(filepath.Join(dataDir, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.key = strings.TrimSpace(string(key))
+	t.Cleanup(func() { s.stop(true) })
+	return s
+}
+
+// stop ends the server with SIGTERM and waits; destroy first removes every
+// sandbox it can see, so tests leave nothing behind.
+func (s *server) stop(destroy bool) {
+	if s.cmd == nil {
+		return
+	}
+	if destroy {
+		c := s.client()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for sb, err := range c.AllSandboxes(ctx, client.ListOptions{}) {
+			if err != nil {
+				break
+			}
+			if sb.State != "destroyed" {
+				_ = c.DeleteSandbox(ctx, sb.ID)
+			}
+		}
+		cancel()
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		s.t.Errorf("hutch serve did not stop on SIGTERM\n%s", s.stderr)
+	}
+	s.cmd = nil
+}
+
+func (s *server) client() *client.Client { return client.New(s.url, s.key) }
+
+// do sends a raw request with the admin key (or key, when set).
+func (s *server) do(method, path, key string, body io.Reader) *http.Response {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.url+path, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if key == "" {
+		key = s.key
+	}
+	if key != "-" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp
+}
+
+// logTail keeps the server's last log lines for failure messages.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logTail) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, s)
+	if len(l.lines) > 50 {
+		l.lines = l.lines[1:]
+	}
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}

@@ -1,0 +1,37 @@
+// Package testutil builds hutch's real binaries for tests that run them:
+// the driver conformance suite, the API tests and the end-to-end tests.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Module is the import path of hutch's module.
+const Module = "github.com/hutchdev/hutch"
+
+// Build compiles each command (an import path below Module, such as
+// "cmd/hutch-agent") statically, without cgo, into a new directory that
+// sandbox uids can read and execute. The caller removes the directory.
+func Build(cmds ...string) (dir string, err error) {
+	dir, err = os.MkdirTemp("", "hutch-bin-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, c := range cmds {
+		args = append(args, Module+"/"+c)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("go %v: %w\n%s", args, err, out)
+	}
+	return dir, nil
+}
