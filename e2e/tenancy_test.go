@@ -27,6 +27,8 @@ func TestTenancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server's clean-up sees only the admin's sandboxes.
+	t.Cleanup(func() { _ = acme.DeleteSandbox(context.Background(), theirs.ID) })
 	ours, err := admin.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,32 @@
 package main
 
-// PLACEHOLDER — NOT THE REAL serve.go.
-//
-// The client/CLI session overwrote the real cmd/hutch/serve.go by mistake
-// at about 09:06 (it had appeared between two of its commands). Restore the
-// original over this file; nothing else in cmd/hutch depends on more than
-// the signature below.
-
 import (
 	"context"
-	"errors"
+	"log/slog"
+	"os"
+
+	serveconfig "github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server"
 )
 
-// runServe must be replaced by the real server entry point.
+// runServe is `hutch serve`: load the configuration, start every part,
+// serve until ctx ends (SIGINT or SIGTERM), then shut down in order.
 func runServe(ctx context.Context, args []string) error {
-	return errors.New("serve: placeholder serve.go; the real cmd/hutch/serve.go was overwritten and must be restored")
+	cfg, err := serveconfig.Load(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := server.Start(ctx, cfg, log, hutchVersion())
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	srv.Shutdown(context.WithoutCancel(ctx))
+	return nil
 }

@@ -89,6 +89,9 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 			return nil, sp.st, fmt.Errorf("move warm agent into place: %w", err)
 		}
 		sp.st.Dir = dir
+		if d.uids != nil && sp.st.UID != 0 {
+			d.uids.claim(sp.st.UID, dir)
+		}
 		if err := writeState(sp.st); err != nil {
 			return nil, sp.st, fmt.Errorf("write sandbox state: %w", err)
 		}
@@ -130,7 +133,7 @@ func (d *Driver) newAgent(dir string) (_ *spawned, retErr error) {
 		}
 	}()
 	if d.uids != nil {
-		uid, err := d.uids.take(filepath.Base(dir))
+		uid, err := d.uids.take(dir)
 		if err != nil {
 			return nil, errdefs.Unavailable("no_capacity", "%s", err.Error())
 		}

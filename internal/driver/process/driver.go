@@ -82,7 +82,9 @@ func New(cfg Config) (*Driver, error) {
 		if err := worldExecutable(agent); err != nil {
 			return nil, fmt.Errorf("process driver: %w", err)
 		}
-		d.uids = newUIDPool()
+		if d.uids, err = newUIDPool(); err != nil {
+			return nil, fmt.Errorf("process driver: %w", err)
+		}
 		if err := d.loadUIDs(); err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, e
 		return driver.Status{}, err
 	}
 	if d.uids != nil && st.UID != 0 {
-		d.uids.claim(st.UID, h.Agent.Address)
+		d.uids.claim(st.UID, st.Dir)
 	}
 	return d.Status(ctx, h)
 }

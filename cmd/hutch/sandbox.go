@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+)
+
+const sandboxUsage = "hutch sandbox create|ls|get|rm|stop|start …"
+
+// runSandbox is `hutch sandbox <verb>`.
+func runSandbox(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintf(e.stderr, "usage: %s\n", sandboxUsage)
+		return errUsageShown
+	}
+	verbs := map[string]command{
+		"create": sandboxCreate,
+		"ls":     sandboxList,
+		"list":   sandboxList,
+		"get":    sandboxGet,
+		"rm":     sandboxRemove,
+		"stop":   sandboxStop,
+		"start":  sandboxStart,
+	}
+	verb, ok := verbs[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "hutch: unknown sandbox command %q\nusage: %s\n", args[0], sandboxUsage)
+		return errUsageShown
+	}
+	return verb(ctx, e, args[1:])
+}
+
+func sandboxCreate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox create", "hutch sandbox create [flags]")
+	var cf createFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print the sandbox as JSON")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "sandbox create takes no arguments")
+	}
+	req, err := cf.request(fs)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sb, err := c.CreateSandbox(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, sb)
+	}
+	fmt.Fprintln(e.stdout, sb.ID)
+	return nil
+}
+
+func sandboxList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox ls", "hutch sandbox ls [--state S] [--label k=v]… [--json]")
+	state := fs.String("state", "", "only sandboxes in this `state` (creating, running, stopped, failed, destroyed)")
+	var labels kvFlag
+	fs.Var(&labels, "label", "only sandboxes with label `k=v` (repeatable)")
+	all := fs.Bool("a", false, "include destroyed sandboxes")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "sandbox ls takes no arguments")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	var list []api.Sandbox
+	for sb, err := range c.AllSandboxes(ctx, client.ListOptions{State: api.SandboxState(*state), Labels: labels.m}) {
+		if err != nil {
+			return err
+		}
+		if sb.State == api.StateDestroyed && !*all && *state == "" {
+			continue
+		}
+		list = append(list, sb)
+	}
+	if *asJSON {
+		if list == nil {
+			list = []api.Sandbox{}
+		}
+		return printJSON(e.stdout, list)
+	}
+	tw := newTable(e.stdout)
+	row(tw, "ID", "STATE", "TEMPLATE", "DRIVER", "AGE", "LABELS")
+	now := time.Now()
+	for _, sb := range list {
+		row(tw, sb.ID, string(sb.State), sb.Template, sb.Driver, formatAge(now, sb.CreatedAt), formatLabels(sb.Labels))
+	}
+	return tw.Flush()
+}
+
+func sandboxGet(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox get", "hutch sandbox get [--json] ID")
+	asJSON := fs.Bool("json", false, "print the sandbox as JSON")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef(fs, "sandbox get takes one sandbox id")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sb, err := c.GetSandbox(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, sb)
+	}
+	now := time.Now()
+	tw := newTable(e.stdout)
+	row(tw, "id:", sb.ID)
+	row(tw, "state:", string(sb.State))
+	row(tw, "template:", sb.Template)
+	row(tw, "driver:", sb.Driver+" ("+sb.Isolation+" isolation)")
+	row(tw, "cwd:", sb.Cwd)
+	row(tw, "limits:", formatLimits(sb.Limits))
+	row(tw, "labels:", formatLabels(sb.Labels))
+	row(tw, "created:", formatTime(now, &sb.CreatedAt))
+	row(tw, "expires:", formatTime(now, sb.ExpiresAt))
+	if sb.Error != "" {
+		row(tw, "error:", sb.Error)
+	}
+	for _, d := range sb.Degraded {
+		row(tw, "degraded:", d)
+	}
+	return tw.Flush()
+}
+
+// eachSandbox applies fn to every id in args, reporting each failure and
+// failing when any did.
+func eachSandbox(ctx context.Context, e *env, args []string, name string, fn func(*client.Client, string) error) error {
+	fs := newFlags(e, "sandbox "+name, "hutch sandbox "+name+" ID…")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef(fs, "sandbox %s takes one or more sandbox ids", name)
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, id := range pos {
+		if err := fn(c, id); err != nil {
+			fmt.Fprintf(e.stderr, "hutch: %s: %s\n", id, err)
+			failed = append(failed, id)
+			continue
+		}
+		fmt.Fprintln(e.stdout, id)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("sandbox %s failed for %s", name, strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func sandboxRemove(ctx context.Context, e *env, args []string) error {
+	return eachSandbox(ctx, e, args, "rm", func(c *client.Client, id string) error { return c.DeleteSandbox(ctx, id) })
+}
+
+func sandboxStop(ctx context.Context, e *env, args []string) error {
+	return eachSandbox(ctx, e, args, "stop", func(c *client.Client, id string) error {
+		_, err := c.StopSandbox(ctx, id)
+		return err
+	})
+}
+
+func sandboxStart(ctx context.Context, e *env, args []string) error {
+	return eachSandbox(ctx, e, args, "start", func(c *client.Client, id string) error {
+		_, err := c.StartSandbox(ctx, id)
+		return err
+	})
+}
