@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -163,7 +164,16 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	pid, exited, err := s.startProcess(func() (int, error) {
-		return syscall.ForkExec(prog, spec.argv, attr)
+		pid, err := syscall.ForkExec(prog, spec.argv, attr)
+		if err == nil && len(s.cfg.CommandRlimits) > 0 {
+			// The command has just exec'd; limit it before it runs long.
+			// If that fails it dies, and the reaper reaps it as an orphan.
+			if err = confine.Prlimit(pid, s.cfg.CommandRlimits); err != nil {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				return 0, err
+			}
+		}
+		return pid, err
 	})
 	pipes[0][0].Close()
 	pipes[1][1].Close()

@@ -29,6 +29,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -53,6 +54,8 @@ type Config struct {
 	// MaxFileBytes bounds one file read or written, and each file of a tar
 	// upload.
 	MaxFileBytes int64
+	// CommandRlimits are set on each command right after it starts.
+	CommandRlimits []confine.Rlimit
 	// MaxRequestBytes bounds a JSON request body; zero means
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -63,13 +66,14 @@ type Config struct {
 // ConfigFromEnvelope is the server's configuration for envelope e.
 func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 	return Config{
-		SandboxID:    e.SandboxID,
-		Token:        e.Token,
-		Root:         e.Root,
-		Workdir:      e.Workdir,
-		Env:          e.Env,
-		MaxFileBytes: e.MaxFileBytes,
-		Logger:       logger,
+		SandboxID:      e.SandboxID,
+		Token:          e.Token,
+		Root:           e.Root,
+		Workdir:        e.Workdir,
+		Env:            e.Env,
+		MaxFileBytes:   e.MaxFileBytes,
+		CommandRlimits: e.CommandRlimits,
+		Logger:         logger,
 	}
 }
 

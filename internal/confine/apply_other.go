@@ -14,3 +14,8 @@ func apply(*Config) (Report, error) {
 func probe() Report {
 	return Report{Missing: []string{MissingLandlock, MissingSeccomp}}
 }
+
+// Prlimit is not supported off Linux.
+func Prlimit(int, []Rlimit) error {
+	return errors.New("confine: prlimit not supported on " + runtime.GOOS)
+}

@@ -36,3 +36,18 @@ func applyRlimits(rs []Rlimit) error {
 	}
 	return nil
 }
+
+// Prlimit sets rs on the process pid (prlimit(2)): how the agent limits a
+// command it has just started without limiting itself.
+func Prlimit(pid int, rs []Rlimit) error {
+	for _, r := range rs {
+		res, ok := rlimitResources[r.Resource]
+		if !ok {
+			return fmt.Errorf("confine: unknown rlimit %q", r.Resource)
+		}
+		if err := unix.Prlimit(pid, res, &unix.Rlimit{Cur: r.Cur, Max: r.Max}, nil); err != nil {
+			return fmt.Errorf("confine: prlimit(%d, %s, cur=%d, max=%d): %w", pid, r.Resource, r.Cur, r.Max, err)
+		}
+	}
+	return nil
+}

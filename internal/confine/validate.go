@@ -15,19 +15,7 @@ var rlimitNames = []string{"nproc", "as", "data", "nofile", "fsize", "core", "cp
 // DenyTCP, and RestrictSockets only with Seccomp (the filter enforces it).
 // Apply calls it first.
 func (c *Config) Validate() error {
-	var errs []error
-	seen := make(map[string]bool, len(c.Rlimits))
-	for _, r := range c.Rlimits {
-		switch {
-		case !slices.Contains(rlimitNames, r.Resource):
-			errs = append(errs, fmt.Errorf("confine: unknown rlimit %q (known: %v)", r.Resource, rlimitNames))
-		case seen[r.Resource]:
-			errs = append(errs, fmt.Errorf("confine: rlimit %q given twice", r.Resource))
-		case r.Cur > r.Max:
-			errs = append(errs, fmt.Errorf("confine: rlimit %q has cur %d above max %d", r.Resource, r.Cur, r.Max))
-		}
-		seen[r.Resource] = true
-	}
+	errs := []error{ValidateRlimits(c.Rlimits)}
 	if c.RestrictSockets && !c.Seccomp {
 		errs = append(errs, errors.New("confine: restrict_sockets needs seccomp, whose filter enforces it"))
 	}
@@ -43,6 +31,25 @@ func (c *Config) Validate() error {
 		if slices.Contains(l.ConnectPorts, 0) {
 			errs = append(errs, errors.New("confine: landlock connect_ports holds port 0"))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateRlimits checks that every rlimit names a known resource once,
+// with cur <= max.
+func ValidateRlimits(rs []Rlimit) error {
+	var errs []error
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		switch {
+		case !slices.Contains(rlimitNames, r.Resource):
+			errs = append(errs, fmt.Errorf("confine: unknown rlimit %q (known: %v)", r.Resource, rlimitNames))
+		case seen[r.Resource]:
+			errs = append(errs, fmt.Errorf("confine: rlimit %q given twice", r.Resource))
+		case r.Cur > r.Max:
+			errs = append(errs, fmt.Errorf("confine: rlimit %q has cur %d above max %d", r.Resource, r.Cur, r.Max))
+		}
+		seen[r.Resource] = true
 	}
 	return errors.Join(errs...)
 }

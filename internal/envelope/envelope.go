@@ -42,6 +42,11 @@ type Envelope struct {
 	MaxFileBytes int64 `json:"max_file_bytes"`
 	// Confine is applied by the agent to itself after it listens.
 	Confine *confine.Config `json:"confine,omitempty"`
+	// CommandRlimits are set on each command the agent starts, right
+	// after it starts, and not on the agent (a Go runtime maps far more
+	// address space than it uses, so a data limit sized for a sandbox's
+	// commands would starve it).
+	CommandRlimits []confine.Rlimit `json:"command_rlimits,omitempty"`
 }
 
 // Validate checks what the agent relies on.
@@ -61,6 +66,9 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope workdir is not inside root")
 	case e.MaxFileBytes <= 0:
 		return errors.New("envelope max_file_bytes must be positive")
+	}
+	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
+		return fmt.Errorf("envelope command_rlimits: %w", err)
 	}
 	for k := range e.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -7,6 +7,7 @@ package drivertest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,11 @@ func create(t *testing.T, d driver.Driver, sp driver.Spec) *sandbox {
 	}
 	sb := &sandbox{id: sp.SandboxID, handle: h, agent: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)}
 	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(sb.handle.Agent.Address)), "agent.log")); err == nil {
+				t.Logf("agent log:\n%s", b)
+			}
+		}
 		sb.agent.Close()
 		if err := d.Destroy(context.Background(), sb.handle); err != nil {
 			t.Errorf("Destroy in cleanup: %v", err)

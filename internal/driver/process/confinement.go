@@ -41,10 +41,6 @@ func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool)
 		},
 		Rlimits: []confine.Rlimit{{Resource: "core", Cur: 0, Max: 0}},
 	}
-	if limits.MemoryMB > 0 {
-		b := uint64(limits.MemoryMB) << 20
-		c.Rlimits = append(c.Rlimits, confine.Rlimit{Resource: "data", Cur: b, Max: b})
-	}
 	if limits.Pids > 0 && perSandboxUID {
 		// RLIMIT_NPROC counts the processes of the uid, which is the
 		// sandbox's own: a per-sandbox pids limit.
@@ -52,6 +48,16 @@ func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool)
 		c.Rlimits = append(c.Rlimits, confine.Rlimit{Resource: "nproc", Cur: n, Max: n})
 	}
 	return c
+}
+
+// commandRlimits are set on each command (not on the agent, whose Go
+// runtime maps far more than it uses): the memory limit, per process.
+func commandRlimits(limits api.Limits) []confine.Rlimit {
+	if limits.MemoryMB <= 0 {
+		return nil
+	}
+	b := uint64(limits.MemoryMB) << 20
+	return []confine.Rlimit{{Resource: "data", Cur: b, Max: b}}
 }
 
 // baseEnv is the environment every process of the sandbox starts with;

@@ -104,15 +104,16 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
 	ev := &envelope.Envelope{
-		Version:      envelope.Version,
-		SandboxID:    spec.SandboxID,
-		Token:        spec.Token,
-		Socket:       filepath.Join(dir, "run", "agent.sock"),
-		Root:         root,
-		Workdir:      workdir,
-		Env:          env,
-		MaxFileBytes: spec.MaxFileBytes,
-		Confine:      d.confinement(root, spec.Limits, sp.st.UID != 0),
+		Version:        envelope.Version,
+		SandboxID:      spec.SandboxID,
+		Token:          spec.Token,
+		Socket:         filepath.Join(dir, "run", "agent.sock"),
+		Root:           root,
+		Workdir:        workdir,
+		Env:            env,
+		MaxFileBytes:   spec.MaxFileBytes,
+		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0),
+		CommandRlimits: commandRlimits(spec.Limits),
 	}
 	if err := writeEnvelope(dir, ev); err != nil {
 		return nil, sp.st, err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/hutchdev/hutch/internal/ids"
 )
@@ -12,7 +13,10 @@ import (
 // pool keeps agents started ahead of need: each has its directory and uid
 // and has paid for exec and the Go runtime's start, and waits for its
 // envelope. Create moves one into place, which saves most of a cold start.
-// The pool fills itself in the background from the first Create on.
+//
+// The pool refills once creates have paused for refillDelay: starting an
+// agent costs several milliseconds of CPU, and spent during a burst of
+// creates it would slow the very creates the pool is there to speed up.
 type pool struct {
 	d     *Driver
 	dir   string // <driver dir>/.warm/<instance>: this driver's own
@@ -23,7 +27,11 @@ type pool struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	kick   chan struct{}
+	timer  *time.Timer // debounces refills
 }
+
+// refillDelay is how long creates must pause before the pool refills.
+const refillDelay = 50 * time.Millisecond
 
 func newPool(d *Driver, size int) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,11 +52,16 @@ func (p *pool) take() *spawned {
 	if cap(p.ready) == 0 {
 		return nil
 	}
-	p.once.Do(func() { go p.fill() })
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.once.Do(func() {
+		p.timer = time.AfterFunc(refillDelay, func() {
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		})
+		go p.fill()
+	})
+	p.timer.Reset(refillDelay)
 	select {
 	case sp := <-p.ready:
 		return sp
@@ -90,6 +103,9 @@ func (p *pool) close() {
 	p.cancel()
 	p.once.Do(func() { close(p.done) })
 	<-p.done
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	for {
 		select {
 		case sp := <-p.ready:
