@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchdev/hutch/internal/driver"
 )
 
@@ -83,10 +85,26 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 	}
 }
 
+// waitGone waits up to max for the agent to exit, woken by its pidfd the
+// moment it does.
 func waitGone(ctx context.Context, st state, max time.Duration) {
-	deadline := time.Now().Add(max)
-	for alive(st) && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < max {
+		max = time.Until(d)
+	}
+	fd, err := unix.PidfdOpen(st.Pid, 0)
+	if err != nil {
+		return // already gone, or no pidfd: the kill loop copes
+	}
+	defer unix.Close(fd)
+	if !alive(st) { // the pid may have been reused before the open
+		return
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, int(max/time.Millisecond))
+		if err != unix.EINTR {
+			return
+		}
 	}
 }
 
