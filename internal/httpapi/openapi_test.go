@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/hutchdev/hutch/api"
 )
 
 // TestRoutesMatchOpenAPI holds the server's route table and
@@ -18,8 +21,8 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var spec struct {
-		OpenAPI string                               `yaml:"openapi"`
-		Paths   map[string]map[string]map[string]any `yaml:"paths"`
+		OpenAPI string                    `yaml:"openapi"`
+		Paths   map[string]map[string]any `yaml:"paths"`
 	}
 	if err := yaml.Unmarshal(b, &spec); err != nil {
 		t.Fatalf("parse openapi.yaml: %v", err)
@@ -44,5 +47,54 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	sort.Strings(inServer)
 	if diff := cmp.Diff(inSpec, inServer); diff != "" {
 		t.Fatalf("openapi.yaml (-) and the server's routes (+) disagree:\n%s", diff)
+	}
+}
+
+// TestSchemasMatchWireTypes holds each schema's properties to the JSON
+// names of the api type it describes.
+func TestSchemasMatchWireTypes(t *testing.T) {
+	b, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{
+		"Limits": api.Limits{}, "CreateSandboxRequest": api.CreateSandboxRequest{}, "Sandbox": api.Sandbox{},
+		"SandboxList": api.SandboxList{}, "ExecRequest": api.ExecRequest{}, "ExecResult": api.ExecResult{},
+		"ExecEvent": api.ExecEvent{}, "FileInfo": api.FileInfo{}, "FileList": api.FileList{},
+		"MkdirRequest": api.MkdirRequest{}, "MoveRequest": api.MoveRequest{}, "TarResult": api.TarResult{},
+		"CreateKeyRequest": api.CreateKeyRequest{}, "Key": api.Key{}, "KeyList": api.KeyList{},
+		"CreateTenantRequest": api.CreateTenantRequest{}, "Tenant": api.Tenant{}, "Info": api.Info{},
+		"InfoLimits": api.InfoLimits{}, "Error": api.Error{},
+	} {
+		s, ok := spec.Components.Schemas[name]
+		if !ok {
+			t.Errorf("schema %s is missing", name)
+			continue
+		}
+		var inSpec, inGo []string
+		for p := range s.Properties {
+			inSpec = append(inSpec, p)
+		}
+		rt := reflect.TypeOf(v)
+		for i := 0; i < rt.NumField(); i++ {
+			if tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+				inGo = append(inGo, tag)
+			}
+		}
+		sort.Strings(inSpec)
+		sort.Strings(inGo)
+		if diff := cmp.Diff(inSpec, inGo); diff != "" {
+			t.Errorf("schema %s (-) and api.%s (+) disagree:\n%s", name, rt.Name(), diff)
+		}
 	}
 }
