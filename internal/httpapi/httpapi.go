@@ -13,14 +13,13 @@ import (
 
 // Config is what the API serves from.
 type Config struct {
-	Sandboxes     *sandbox.Service
-	Store         store.Store
-	Auth          *auth.Authenticator
-	Log           *slog.Logger
-	Version       string
-	MaxBodyBytes  int64    // JSON request bodies
-	MaxTarBytes   int64    // tar uploads
-	ExtraDegraded []string // host-level degradations for /v1/info
+	Sandboxes    *sandbox.Service
+	Store        store.Store
+	Auth         *auth.Authenticator
+	Log          *slog.Logger
+	Version      string
+	MaxBodyBytes int64 // JSON request bodies
+	MaxTarBytes  int64 // tar uploads
 }
 
 // API is the /v1 HTTP handler.

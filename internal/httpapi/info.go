@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/hutchdev/hutch/api"
 )
@@ -15,12 +14,11 @@ func (a *API) info(w http.ResponseWriter, r *http.Request) {
 	svc := a.cfg.Sandboxes
 	caps := svc.Driver().Capabilities()
 	cfg := svc.Config()
-	degraded := append(slices.Clone(caps.Degraded), a.cfg.ExtraDegraded...)
 	writeJSON(w, http.StatusOK, api.Info{
 		Version:   a.cfg.Version,
 		Driver:    svc.Driver().Name(),
 		Isolation: caps.Isolation,
-		Degraded:  degraded,
+		Degraded:  append([]string{}, caps.Degraded...),
 		Templates: caps.Templates,
 		Limits: api.InfoLimits{
 			Default:        cfg.DefaultLimits,

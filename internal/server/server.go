@@ -19,7 +19,6 @@ import (
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/httpapi"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
@@ -101,20 +100,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 
-	probe := confine.Probe()
-	var extra []string
-	for _, m := range probe.Missing {
-		extra = append(extra, "host kernel lacks "+m)
-	}
 	handler := httpapi.New(httpapi.Config{
-		Sandboxes:     svc,
-		Store:         st,
-		Auth:          &auth.Authenticator{Store: st},
-		Log:           log,
-		Version:       version,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		MaxTarBytes:   cfg.MaxTarBytes,
-		ExtraDegraded: extra,
+		Sandboxes:    svc,
+		Store:        st,
+		Auth:         &auth.Authenticator{Store: st},
+		Log:          log,
+		Version:      version,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxTarBytes:  cfg.MaxTarBytes,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -133,7 +126,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	caps := drv.Capabilities()
 	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "driver", drv.Name(),
 		"driver.reason", why, "isolation", caps.Isolation, "data", cfg.DataDir)
-	for _, d := range append(caps.Degraded, extra...) {
+	for _, d := range caps.Degraded {
 		log.Warn("DEGRADED: "+d, "driver", drv.Name())
 	}
 	return s, nil
