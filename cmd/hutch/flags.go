@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
 )
 
 // newFlags returns a flag set for one command whose -h and parse errors
@@ -136,6 +138,21 @@ func (c *createFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.pids, "pids", 0, "process limit (0: server default)")
 	fs.IntVar(&c.timeoutS, "timeout", 0, "destroy the sandbox after this many `seconds` (0: server default)")
 	fs.Var(&c.labels, "label", "label `k=v` (repeatable)")
+}
+
+// create creates a sandbox from the flags and returns it with the client
+// that made it.
+func (c *createFlags) create(ctx context.Context, e *env, fs *flag.FlagSet) (*client.Client, *api.Sandbox, error) {
+	req, err := c.request(fs)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := e.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := cl.CreateSandbox(ctx, req)
+	return cl, sb, err
 }
 
 // request turns the flags into a create request, refusing negative

@@ -27,15 +27,7 @@ func runRun(ctx context.Context, e *env, args []string) (retErr error) {
 	if len(cmd) == 0 {
 		return usagef(fs, "run needs a command")
 	}
-	req, err := cf.request(fs)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	sb, err := c.CreateSandbox(ctx, req)
+	c, sb, err := cf.create(ctx, e, fs)
 	if err != nil {
 		return err
 	}

@@ -47,15 +47,7 @@ func sandboxCreate(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 0 {
 		return usagef(fs, "sandbox create takes no arguments")
 	}
-	req, err := cf.request(fs)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	sb, err := c.CreateSandbox(ctx, req)
+	_, sb, err := cf.create(ctx, e, fs)
 	if err != nil {
 		return err
 	}
