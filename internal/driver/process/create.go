@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/hostproc"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -90,7 +91,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		}
 		sp.st.Dir = dir
 		if d.uids != nil && sp.st.UID != 0 {
-			d.uids.claim(sp.st.UID, dir)
+			d.uids.Claim(sp.st.UID, dir)
 		}
 		if err := writeState(sp.st); err != nil {
 			return nil, sp.st, fmt.Errorf("write sandbox state: %w", err)
@@ -134,7 +135,7 @@ func (d *Driver) newAgent(dir string) (_ *spawned, retErr error) {
 		}
 	}()
 	if d.uids != nil {
-		uid, err := d.uids.take(dir)
+		uid, err := d.uids.Take(dir)
 		if err != nil {
 			return nil, errdefs.Unavailable("no_capacity", "%s", err.Error())
 		}
@@ -180,7 +181,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if err != nil {
 		return h, err
 	}
-	if alive(st) {
+	if hostproc.Alive(st.Pid, st.StartTime) {
 		return h, nil
 	}
 	ev, err := readEnvelope(st.Dir)
@@ -241,7 +242,7 @@ func (d *Driver) spawn(st state, dir string) (*spawned, error) {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "could not start the sandbox agent")
 	}
 	st.Pid = cmd.Process.Pid
-	st.StartTime, _ = procStartTime(st.Pid)
+	st.StartTime, _ = hostproc.StartTime(st.Pid)
 	// The agent outlives this process across control-plane restarts; until
 	// then, reap it when it exits.
 	go func() { _ = cmd.Wait() }()

@@ -18,6 +18,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/hostids"
 )
 
 // Name is the driver's name in configuration and in the API.
@@ -44,7 +45,7 @@ type Driver struct {
 	dir       string
 	agentPath string
 	log       *slog.Logger
-	uids      *uidPool // nil when hutch is not root: sandboxes share its uid
+	uids      *hostids.Pool // nil when hutch is not root: sandboxes share its uid
 	caps      driver.Capabilities
 	probe     confine.Report
 	pool      *pool

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/hostproc"
 )
 
 // Recover re-attaches after a control-plane restart. The agent runs in its
@@ -15,7 +16,7 @@ func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, e
 		return driver.Status{}, err
 	}
 	if d.uids != nil && st.UID != 0 {
-		d.uids.claim(st.UID, st.Dir)
+		d.uids.Claim(st.UID, st.Dir)
 	}
 	return d.Status(ctx, h)
 }
@@ -26,7 +27,7 @@ func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, er
 	if err != nil {
 		return driver.Status{}, err
 	}
-	if alive(st) {
+	if hostproc.Alive(st.Pid, st.StartTime) {
 		return driver.Status{State: driver.Running}, nil
 	}
 	if _, err := readState(st.Dir); err != nil {

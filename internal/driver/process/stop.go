@@ -10,9 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/hostproc"
 )
 
 // teardownTimeout bounds a Stop or Destroy that was given no deadline.
@@ -44,7 +43,7 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
 	if d.uids != nil && st.UID != 0 {
-		d.uids.release(st.UID)
+		d.uids.Release(st.UID)
 	}
 	return nil
 }
@@ -58,19 +57,19 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
 		defer cancel()
 	}
-	if alive(st) {
+	if hostproc.Alive(st.Pid, st.StartTime) {
 		_ = syscall.Kill(st.Pid, syscall.SIGTERM)
-		waitGone(ctx, st, 2*time.Second)
-		if alive(st) {
+		hostproc.WaitGone(ctx, st.Pid, st.StartTime, 2*time.Second)
+		if hostproc.Alive(st.Pid, st.StartTime) {
 			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
 		}
 	}
-	match := func(p procInfo) bool { return st.Pid != 0 && p.sid == st.Pid }
+	match := func(p hostproc.Proc) bool { return st.Pid != 0 && p.Sid == st.Pid }
 	if st.UID != 0 {
-		match = func(p procInfo) bool { return p.uid == st.UID || (st.Pid != 0 && p.sid == st.Pid) }
+		match = func(p hostproc.Proc) bool { return p.UID == st.UID || (st.Pid != 0 && p.Sid == st.Pid) }
 	}
 	for {
-		left, err := killMatching(match)
+		left, err := hostproc.KillMatching(match)
 		if err != nil {
 			return err
 		}
@@ -81,29 +80,6 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%d processes of the sandbox survived SIGKILL: %w", left, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// waitGone waits up to max for the agent to exit, woken by its pidfd the
-// moment it does.
-func waitGone(ctx context.Context, st state, max time.Duration) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < max {
-		max = time.Until(d)
-	}
-	fd, err := unix.PidfdOpen(st.Pid, 0)
-	if err != nil {
-		return // already gone, or no pidfd: the kill loop copes
-	}
-	defer unix.Close(fd)
-	if !alive(st) { // the pid may have been reused before the open
-		return
-	}
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, int(max/time.Millisecond))
-		if err != unix.EINTR {
-			return
 		}
 	}
 }

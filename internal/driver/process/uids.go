@@ -1,100 +1,23 @@
 package process
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
+
+	"github.com/hutchdev/hutch/internal/hostids"
 )
 
-// Sandbox uids are taken from a range far above any real account.
+// Sandbox uids are taken from a range far above any real account, one
+// per sandbox, registered host-wide.
 const (
 	uidBase  = 2_100_000_000
 	uidCount = 1 << 20
 )
 
-// uidRegistry is the host-wide record of sandbox uids in use, one file per
-// uid holding the sandbox's directory. Several hutch servers (or test
-// runs) on one host must never share a uid: stop and destroy kill every
-// process of it. /run is cleared at boot, when no sandbox runs.
-const uidRegistry = "/run/hutch/uids"
-
-// uidPool hands out one host uid per sandbox.
-type uidPool struct {
-	mu   sync.Mutex
-	used map[uint32]string // uid → sandbox directory
-	next uint32
-}
-
-func newUIDPool() (*uidPool, error) {
-	if err := os.MkdirAll(uidRegistry, 0o700); err != nil {
-		return nil, fmt.Errorf("uid registry: %w", err)
-	}
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	// Start at a random place so servers on one host rarely probe the
-	// same uids.
-	return &uidPool{used: map[uint32]string{}, next: binary.BigEndian.Uint32(b[:]) % uidCount}, nil
-}
-
-// take reserves a free uid for the sandbox in dir, host-wide.
-func (p *uidPool) take(dir string) (uint32, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := uint32(0); i < uidCount; i++ {
-		uid := uidBase + (p.next+i)%uidCount
-		if _, ok := p.used[uid]; ok {
-			continue
-		}
-		f, err := os.OpenFile(registryFile(uid), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("uid registry: %w", err)
-		}
-		_, err = f.WriteString(dir)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(registryFile(uid))
-			return 0, fmt.Errorf("uid registry: %w", err)
-		}
-		p.used[uid] = dir
-		p.next = uid - uidBase + 1
-		return uid, nil
-	}
-	return 0, fmt.Errorf("all %d sandbox uids are in use", uidCount)
-}
-
-// claim records that the sandbox in dir holds uid (after a restart, or
-// when a warm agent's directory moves).
-func (p *uidPool) claim(uid uint32, dir string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.used[uid] = dir
-	_ = os.WriteFile(registryFile(uid), []byte(dir), 0o600)
-}
-
-func (p *uidPool) release(uid uint32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.used, uid)
-	_ = os.Remove(registryFile(uid))
-}
-
-func registryFile(uid uint32) string {
-	return filepath.Join(uidRegistry, strconv.FormatUint(uint64(uid), 10))
+func newUIDPool() (*hostids.Pool, error) {
+	return hostids.New(hostids.Registry, uidBase, 1, uidCount)
 }
 
 // loadUIDs claims the uids of sandboxes already on disk.
@@ -107,7 +30,7 @@ func (d *Driver) loadUIDs() error {
 		dir := filepath.Join(d.dir, e.Name())
 		st, err := readState(dir)
 		if err == nil && st.UID != 0 {
-			d.uids.claim(st.UID, dir)
+			d.uids.Claim(st.UID, dir)
 		}
 	}
 	return nil
@@ -147,19 +70,7 @@ func writeState(st state) error {
 // sweepUIDs frees registry entries of this driver whose sandbox directory
 // is gone (a crash between teardown and release).
 func (d *Driver) sweepUIDs() {
-	if d.uids == nil {
-		return
-	}
-	entries, _ := os.ReadDir(uidRegistry)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(uidRegistry, e.Name()))
-		if err != nil || !strings.HasPrefix(string(b), d.dir+"/") {
-			continue
-		}
-		if _, err := os.Stat(string(b)); errors.Is(err, fs.ErrNotExist) {
-			if uid, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
-				d.uids.release(uint32(uid))
-			}
-		}
+	if d.uids != nil {
+		d.uids.Sweep(d.dir)
 	}
 }

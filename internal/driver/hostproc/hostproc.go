@@ -1,4 +1,7 @@
-package process
+// Package hostproc is what drivers need to know of host processes through
+// /proc: whether a recorded process still runs (and is not a reused pid),
+// how to wait for one to exit, and how to kill every process that matches.
+package hostproc
 
 import (
 	"bytes"
@@ -8,16 +11,16 @@ import (
 	"syscall"
 )
 
-// procInfo is what killAll needs of a process.
-type procInfo struct {
-	pid int
-	sid int
-	uid uint32
+// Proc is a live process as KillMatching sees it.
+type Proc struct {
+	Pid int
+	Sid int    // session id
+	UID uint32 // owner of /proc/<pid>
 }
 
-// procStartTime is field 22 of /proc/<pid>/stat: the process's start time
-// in clock ticks since boot, which tells a live pid from a reused one.
-func procStartTime(pid int) (uint64, error) {
+// StartTime is field 22 of /proc/<pid>/stat: the process's start time in
+// clock ticks since boot, which tells a live pid from a reused one.
+func StartTime(pid int) (uint64, error) {
 	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
@@ -43,23 +46,23 @@ func statFields(pid int) ([][]byte, error) {
 	return f, nil
 }
 
-// alive reports whether the agent recorded in st still runs (and is not a
-// zombie or a reused pid).
-func alive(st state) bool {
-	if st.Pid <= 0 {
+// Alive reports whether pid runs, is not a zombie and, when startTime is
+// not zero, is the process that started then.
+func Alive(pid int, startTime uint64) bool {
+	if pid <= 0 {
 		return false
 	}
-	f, err := statFields(st.Pid)
+	f, err := statFields(pid)
 	if err != nil || string(f[0]) == "Z" {
 		return false
 	}
 	t, err := strconv.ParseUint(string(f[19]), 10, 64)
-	return err == nil && (st.StartTime == 0 || t == st.StartTime)
+	return err == nil && (startTime == 0 || t == startTime)
 }
 
-// killMatching sends SIGKILL to every live process match selects and
-// returns how many it found.
-func killMatching(match func(procInfo) bool) (int, error) {
+// KillMatching sends SIGKILL to every live process match selects (never
+// this one) and returns how many it found.
+func KillMatching(match func(Proc) bool) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
@@ -80,8 +83,7 @@ func killMatching(match func(procInfo) bool) (int, error) {
 		if err := syscall.Stat("/proc/"+e.Name(), &st); err != nil {
 			continue
 		}
-		p := procInfo{pid: pid, sid: sid, uid: st.Uid}
-		if match(p) {
+		if match(Proc{Pid: pid, Sid: sid, UID: st.Uid}) {
 			n++
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
