@@ -74,7 +74,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		"MkdirRequest": api.MkdirRequest{}, "MoveRequest": api.MoveRequest{}, "TarResult": api.TarResult{},
 		"CreateKeyRequest": api.CreateKeyRequest{}, "Key": api.Key{}, "KeyList": api.KeyList{},
 		"CreateTenantRequest": api.CreateTenantRequest{}, "Tenant": api.Tenant{}, "Info": api.Info{},
-		"InfoLimits": api.InfoLimits{}, "Error": api.Error{},
+		"InfoLimits": api.InfoLimits{}, "Error": api.Error{}, "Event": api.Event{}, "EventList": api.EventList{},
 	} {
 		s, ok := spec.Components.Schemas[name]
 		if !ok {

@@ -26,6 +26,9 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents},
+
+		{method: "GET", pattern: "/v1/events", handler: a.listEvents},
 
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream},

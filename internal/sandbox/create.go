@@ -84,19 +84,23 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	}
 	s.setAgent(rec.ID, h)
 	s.log.Info("sandbox created", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "driver", s.driver.Name())
+	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil
 }
 
-// fail marks a sandbox failed with the user-safe part of err.
+// fail marks a sandbox failed with the user-safe part of err and records
+// that in its events.
 func (s *Service) fail(ctx context.Context, id string, cause error) {
 	_, _, msg := errdefs.Classify(cause)
-	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *store.Sandbox) error {
+	rec, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *store.Sandbox) error {
 		sb.State = api.StateFailed
 		sb.Error = msg
 		return nil
 	})
 	if err != nil {
 		s.log.Error("mark sandbox failed", "sandbox.id", id, "err", err)
+	} else {
+		s.emitFailed(ctx, rec, msg)
 	}
 	s.log.Warn("sandbox failed", "sandbox.id", id, "err", cause)
 }

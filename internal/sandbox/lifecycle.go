@@ -43,6 +43,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	})
 	if err == nil {
 		s.log.Info("sandbox destroyed", "sandbox.id", rec.ID, "tenant.id", rec.TenantID)
+		s.emit(ctx, rec, api.EventSandboxDestroyed, "sandbox destroyed", nil)
 	}
 	return err
 }
@@ -79,6 +80,7 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
+	s.emit(tctx, rec, api.EventSandboxStopped, "sandbox stopped", nil)
 	return s.toAPI(rec), nil
 }
 
@@ -118,5 +120,6 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		return api.Sandbox{}, err
 	}
 	s.setAgent(id, h)
+	s.emit(ctx, rec, api.EventSandboxStarted, "sandbox started", nil)
 	return s.toAPI(rec), nil
 }

@@ -56,6 +56,8 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	})
 	if uerr != nil {
 		s.log.Error("mark sandbox stopped", "sandbox.id", rec.ID, "err", uerr)
+	} else {
+		s.emit(ctx, rec, api.EventSandboxStopped, "sandbox stopped: "+reason, map[string]any{"reason": reason})
 	}
 	// Whatever is left of its processes goes; its files stay for Start.
 	_ = s.driver.Stop(ctx, h)
@@ -76,6 +78,8 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 	})
 	if err != nil {
 		s.log.Error("mark sandbox failed", "sandbox.id", rec.ID, "err", err)
+	} else {
+		s.emitFailed(ctx, rec, reason)
 	}
 }
 
@@ -133,6 +137,7 @@ func (s *Service) reapExpired(ctx context.Context, now time.Time) {
 		if rec.ExpiresAt == nil || rec.ExpiresAt.After(now) {
 			continue
 		}
+		s.emitExpired(ctx, rec)
 		tctx, cancel := s.teardownContext(ctx)
 		if err := s.destroy(tctx, rec); err != nil {
 			s.log.Warn("destroy expired sandbox", "sandbox.id", rec.ID, "err", err)

@@ -3,7 +3,8 @@
 // in the store, drives the driver through create, stop, start and destroy
 // with rollback, and hands callers an authenticated client for the
 // sandbox's agent. It also owns the lifecycle loops: recovery after a
-// restart, expiry, and the sweep of orphans.
+// restart, expiry, and the sweep of orphans. Every change of a sandbox's
+// state is appended to its tenant's event log (events.go).
 package sandbox
 
 import (

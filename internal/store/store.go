@@ -1,7 +1,7 @@
-// Package store owns hutch's persistent state: tenants, API keys and
-// sandboxes. It declares the Store interface and its records; sqlite/ and
-// (later) postgres/ implement it, and storetest/ is the behaviour both must
-// show.
+// Package store owns hutch's persistent state: tenants, API keys,
+// sandboxes and the event log. It declares the Store interface and its
+// records; sqlite/ and (later) postgres/ implement it, and storetest/ is the
+// behaviour both must show.
 //
 // Tenancy is enforced here, not in handlers: every tenant-scoped method reads
 // the tenancy.Principal from ctx and touches only that tenant's rows. A call
@@ -75,6 +75,19 @@ type Store interface {
 	// its state; this is for garbage collection and tests.
 	DeleteSandbox(ctx context.Context, id string) error
 
+	// AppendEvent records e in the caller's tenant, setting e.TenantID (the
+	// system must set it itself), e.ID and, if zero, e.CreatedAt, and
+	// normalising e.Data to what a read returns. The store assigns the ID,
+	// whatever e.ID held: IDs increase in the order appends commit, so a
+	// reader resuming after the last ID it saw never misses an event. A
+	// SandboxID must name a sandbox of the same tenant. Events are never
+	// changed; they go only with their tenant or their sandbox's row.
+	AppendEvent(ctx context.Context, e *Event) error
+	// ListEvents returns a page of the caller's tenant's events matching q,
+	// oldest first, and the cursor of the next page: the ID of the page's
+	// last event, or "" when the page held every match recorded so far.
+	ListEvents(ctx context.Context, q EventQuery) ([]Event, string, error)
+
 	// Close releases the database.
 	Close() error
 }
@@ -127,13 +140,35 @@ type ListOptions struct {
 	Cursor string            // from the previous page
 }
 
-// Page sizes of ListSandboxes.
+// Event is one entry of the append-only event log.
+type Event struct {
+	ID        string // ULID, assigned by AppendEvent
+	TenantID  string
+	SandboxID string // empty for an event about the tenant
+	Type      string // api.EventSandboxCreated, …
+	Message   string // safe to show a user
+	// Data holds small details, as JSON: it comes back as encoding/json
+	// decodes an object (numbers as float64); empty comes back nil.
+	Data      map[string]any
+	CreatedAt time.Time
+}
+
+// EventQuery filters and pages ListEvents.
+type EventQuery struct {
+	SandboxID string   // only this sandbox's events, if set
+	Types     []string // only events of one of these types, if any
+	After     string   // only events after this event ID (a cursor)
+	Limit     int      // page size: DefaultLimit if <= 0, at most MaxLimit
+}
+
+// Page sizes of ListSandboxes and ListEvents.
 const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
 )
 
-// PageSize returns the page size ListSandboxes uses for limit.
+// PageSize returns the page size ListSandboxes and ListEvents use for
+// limit.
 func PageSize(limit int) int {
 	switch {
 	case limit <= 0:

@@ -1,7 +1,7 @@
 // Package storetest is the behaviour every store.Store must show. Each
 // implementation's tests call Run with a function that opens a fresh, empty
 // store; the suite covers tenant isolation, filters, pagination, atomic
-// updates, conflicts and time round trips.
+// updates, conflicts, time round trips and the event log's order.
 package storetest
 
 import (
@@ -41,6 +41,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpdateConcurrent", testUpdateConcurrent},
 		{"AllSandboxes", testAllSandboxes},
 		{"DeleteSandbox", testDeleteSandbox},
+		{"EventRoundTrip", testEventRoundTrip},
+		{"EventOrder", testEventOrder},
+		{"EventPaging", testEventPaging},
+		{"EventFilters", testEventFilters},
+		{"EventIsolation", testEventIsolation},
+		{"EventNoPrincipal", testEventNoPrincipal},
+		{"EventsOfDeletedSandbox", testEventsOfDeletedSandbox},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

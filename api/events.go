@@ -1,0 +1,40 @@
+package api
+
+import "time"
+
+// Event types. A sandbox's life shows as created, then any number of
+// stopped and started, then destroyed; failed and expired say why a
+// sandbox ended, and oom that a process in it was killed for memory.
+const (
+	EventSandboxCreated   = "sandbox.created"
+	EventSandboxStarted   = "sandbox.started"
+	EventSandboxStopped   = "sandbox.stopped"
+	EventSandboxDestroyed = "sandbox.destroyed"
+	EventSandboxFailed    = "sandbox.failed"
+	EventSandboxExpired   = "sandbox.expired"
+	EventSandboxOOM       = "sandbox.oom"
+)
+
+// Event is one entry of a tenant's append-only event log. IDs are ULIDs
+// that increase in the order events were recorded, so the last ID a
+// reader saw is where it resumes (the after parameter). SandboxID is empty
+// for an event about the tenant rather than one sandbox. Message is safe
+// to show a person; Data holds small structured details (an exit status,
+// a count), its numbers as JSON numbers.
+type Event struct {
+	ID        string         `json:"id"`
+	SandboxID string         `json:"sandbox_id,omitempty"`
+	Type      string         `json:"type"`
+	Message   string         `json:"message"`
+	Data      map[string]any `json:"data,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// EventList is a page of GET /v1/events or GET /v1/sandboxes/{id}/events,
+// oldest first. NextCursor, when set, is the after of the next page; when
+// it is empty the page held everything recorded so far, and the ID of its
+// last event is where to resume for later ones.
+type EventList struct {
+	Events     []Event `json:"events"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}

@@ -1,0 +1,300 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/store/sqlite"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// fakeDriver makes sandboxes that exist only as handles. Its agents never
+// answer, which is all the service's event paths need.
+type fakeDriver struct {
+	mu         sync.Mutex
+	createErr  error
+	destroyErr error
+	onStop     func() // called inside Stop, e.g. to cancel the request
+}
+
+var _ driver.Driver = (*fakeDriver)(nil)
+
+func (d *fakeDriver) Name() string { return "fake" }
+
+func (d *fakeDriver) Capabilities() driver.Capabilities {
+	return driver.Capabilities{Isolation: api.IsolationDegraded, Templates: []string{"host"}, StartStop: true}
+}
+
+func (d *fakeDriver) Create(_ context.Context, spec driver.Spec) (driver.Handle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.createErr != nil {
+		return driver.Handle{}, d.createErr
+	}
+	return driver.Handle{Version: driver.HandleVersion, Driver: "fake", Token: spec.Token,
+		Agent: driver.Endpoint{Network: "unix", Address: "/nonexistent/" + spec.SandboxID + ".sock"}}, nil
+}
+
+func (d *fakeDriver) Start(_ context.Context, h driver.Handle) (driver.Handle, error) { return h, nil }
+
+func (d *fakeDriver) Stop(context.Context, driver.Handle) error {
+	d.mu.Lock()
+	f := d.onStop
+	d.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return nil
+}
+
+func (d *fakeDriver) Destroy(context.Context, driver.Handle) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.destroyErr
+}
+
+func (d *fakeDriver) Recover(context.Context, driver.Handle) (driver.Status, error) {
+	return driver.Status{State: driver.Running}, nil
+}
+
+func (d *fakeDriver) Status(context.Context, driver.Handle) (driver.Status, error) {
+	return driver.Status{State: driver.Running}, nil
+}
+
+// noEvents is a store whose event log refuses every append.
+type noEvents struct {
+	store.Store
+}
+
+func (noEvents) AppendEvent(context.Context, *store.Event) error {
+	return errors.New("event log unavailable")
+}
+
+type fixture struct {
+	st     store.Store
+	drv    *fakeDriver
+	svc    *Service
+	logs   *bytes.Buffer
+	ctx    context.Context // a member of tenant
+	tenant string
+}
+
+func newFixture(t *testing.T, wrap func(store.Store) store.Store) *fixture {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tn := store.Tenant{ID: ids.New(), Name: "t"}
+	if err := st.CreateTenant(tenancy.System(context.Background()), tn); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, drv: &fakeDriver{}, logs: &bytes.Buffer{}, tenant: tn.ID,
+		ctx: tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, Role: api.RoleMember})}
+	var svcStore store.Store = st
+	if wrap != nil {
+		svcStore = wrap(st)
+	}
+	f.svc = New(f.config(), svcStore, f.drv, slog.New(slog.NewTextHandler(f.logs, nil)))
+	return f
+}
+
+func (f *fixture) config() Config {
+	return Config{
+		DefaultTemplate: "host",
+		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
+		MaxTimeout:      time.Hour,
+		MaxOutputBytes:  1 << 20,
+		TeardownTimeout: 5 * time.Second,
+	}
+}
+
+// events returns the sandbox's events as read through the store.
+func (f *fixture) events(t *testing.T, id string) []store.Event {
+	t.Helper()
+	evs, _, err := f.st.ListEvents(f.ctx, store.EventQuery{SandboxID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func types(evs []store.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestEventsOfALife(t *testing.T) {
+	f := newFixture(t, nil)
+	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request goes away while the driver stops the sandbox: the stop
+	// still finishes, and its event is still recorded.
+	reqCtx, cancel := context.WithCancel(f.ctx)
+	f.drv.onStop = cancel
+	if _, err := f.svc.Stop(reqCtx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.drv.onStop = nil
+	if _, err := f.svc.Stop(f.ctx, sb.ID); err != nil { // already stopped: no event
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Start(f.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil { // already destroyed: no event
+		t.Fatal(err)
+	}
+	evs := f.events(t, sb.ID)
+	want := []string{api.EventSandboxCreated, api.EventSandboxStopped, api.EventSandboxStarted, api.EventSandboxDestroyed}
+	if got := types(evs); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v\nlogs:\n%s", got, want, f.logs)
+	}
+	for _, e := range evs {
+		if e.TenantID != f.tenant || e.Message == "" {
+			t.Errorf("event %+v: want tenant %s and a message", e, f.tenant)
+		}
+	}
+	if evs[0].Data["template"] != "host" || evs[0].Data["driver"] != "fake" {
+		t.Errorf("created data = %v", evs[0].Data)
+	}
+}
+
+func TestFailedEventIsUserSafe(t *testing.T) {
+	f := newFixture(t, nil)
+	f.drv.createErr = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", errors.New("mkdir /srv/secret/path: no space"),
+		"the driver could not create the sandbox")
+	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err == nil {
+		t.Fatal("Create succeeded")
+	}
+	evs, _, err := f.st.ListEvents(f.ctx, store.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Type != api.EventSandboxFailed || evs[0].SandboxID == "" {
+		t.Fatalf("events = %+v, want one failed event about the sandbox", evs)
+	}
+	e := evs[0]
+	if !strings.Contains(e.Message, "the driver could not create the sandbox") || e.Data["reason"] != "the driver could not create the sandbox" {
+		t.Errorf("failed event = %q %v, want the user-safe reason", e.Message, e.Data)
+	}
+	if strings.Contains(e.Message, "secret") || strings.Contains(e.Message, "no space") {
+		t.Errorf("failed event %q shows the internal cause", e.Message)
+	}
+
+	// A destroy the driver cannot finish fails the sandbox, and says so.
+	f.drv.createErr = nil
+	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.drv.destroyErr = errors.New("umount: busy")
+	if err := f.svc.Destroy(f.ctx, sb.ID); err == nil {
+		t.Fatal("Destroy succeeded")
+	}
+	if got := types(f.events(t, sb.ID)); !slices.Equal(got, []string{api.EventSandboxCreated, api.EventSandboxFailed}) {
+		t.Errorf("events of a failed destroy = %v", got)
+	}
+}
+
+func TestEmitFailureDoesNotFailTheOperation(t *testing.T) {
+	f := newFixture(t, func(st store.Store) store.Store { return noEvents{st} })
+	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatalf("Create with a broken event log: %v", err)
+	}
+	if _, err := f.svc.Stop(f.ctx, sb.ID); err != nil {
+		t.Fatalf("Stop with a broken event log: %v", err)
+	}
+	if _, err := f.svc.Start(f.ctx, sb.ID); err != nil {
+		t.Fatalf("Start with a broken event log: %v", err)
+	}
+	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil {
+		t.Fatalf("Destroy with a broken event log: %v", err)
+	}
+	if n := strings.Count(f.logs.String(), "record event"); n != 4 {
+		t.Errorf("%d logged event failures, want 4:\n%s", n, f.logs)
+	}
+}
+
+func TestExpiredEvents(t *testing.T) {
+	f := newFixture(t, nil)
+	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{TimeoutS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.reapExpired(tenancy.System(context.Background()), time.Now().Add(2*time.Second))
+	evs := f.events(t, sb.ID)
+	want := []string{api.EventSandboxCreated, api.EventSandboxExpired, api.EventSandboxDestroyed}
+	if got := types(evs); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v\nlogs:\n%s", got, want, f.logs)
+	}
+	if evs[1].Data["timeout_s"] != float64(1) || evs[1].TenantID != f.tenant {
+		t.Errorf("expired event = %+v", evs[1])
+	}
+}
+
+func TestRecoverEvents(t *testing.T) {
+	f := newFixture(t, nil)
+	running, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creating := &store.Sandbox{State: api.StateCreating, Template: "host", Driver: "fake"}
+	if err := f.st.CreateSandbox(f.ctx, creating); err != nil {
+		t.Fatal(err)
+	}
+	// A new control plane finds the running sandbox's agent silent, and
+	// the other caught mid-create.
+	again := New(f.config(), f.st, f.drv, slog.New(slog.NewTextHandler(f.logs, nil)))
+	if err := again.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs := f.events(t, running.ID)
+	if got := types(evs); !slices.Equal(got, []string{api.EventSandboxCreated, api.EventSandboxStopped}) {
+		t.Fatalf("events of the lost sandbox = %v", got)
+	}
+	if r, _ := evs[1].Data["reason"].(string); !strings.Contains(evs[1].Message, "after the control plane restarted") || r == "" {
+		t.Errorf("stopped event = %q %v, want the reason", evs[1].Message, evs[1].Data)
+	}
+	evs = f.events(t, creating.ID)
+	if len(evs) != 1 || evs[0].Type != api.EventSandboxFailed || !strings.Contains(evs[0].Message, "while the sandbox was being created") {
+		t.Errorf("events of the half-created sandbox = %+v", evs)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"}, {"abc", 3, "abc"}, {"abcdef", 3, "abc"}, {"aé", 2, "a"}, {"é", 1, ""}, {"✓✓", 4, "✓"},
+	} {
+		if got := truncate(tt.in, tt.n); got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+const eventCols = `id, tenant_id, sandbox_id, type, message, data, created_at`
+
+// AppendEvent implements store.Store. The ID is chosen inside the write
+// transaction from the greatest ID stored; with one writer connection that
+// makes IDs increase in commit order.
+func (s *Store) AppendEvent(ctx context.Context, e *store.Event) error {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	if !sc.All || e.TenantID == "" {
+		e.TenantID = sc.TenantID
+	}
+	data, err := store.CheckEvent(e)
+	if err != nil {
+		return err
+	}
+	var id string
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if e.SandboxID != "" {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE id = ? AND tenant_id = ?`,
+				e.SandboxID, e.TenantID).Scan(&n); err != nil {
+				return fmt.Errorf("append event: %w", err)
+			}
+			if n == 0 {
+				return store.SandboxNotFound(e.SandboxID)
+			}
+		}
+		var last sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM events`).Scan(&last); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+		id = store.NextEventID(last.String)
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, e.TenantID, sql.NullString{String: e.SandboxID, Valid: e.SandboxID != ""}, e.Type, e.Message,
+			sql.NullString{String: string(data), Valid: data != nil}, formatTime(e.CreatedAt))
+		switch {
+		case isForeignKey(err):
+			return fmt.Errorf("append event: %w", store.TenantNotFound(e.TenantID))
+		case err != nil:
+			return fmt.Errorf("append event: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.ID = id
+	return nil
+}
+
+// ListEvents implements store.Store.
+func (s *Store) ListEvents(ctx context.Context, q store.EventQuery) ([]store.Event, string, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := store.CheckAfter(q.After); err != nil {
+		return nil, "", err
+	}
+	limit := store.PageSize(q.Limit)
+	var (
+		where strings.Builder
+		args  []any
+	)
+	cond, cargs := listed(sc, "tenant_id")
+	where.WriteString(cond)
+	args = append(args, cargs...)
+	if q.SandboxID != "" {
+		where.WriteString(" AND sandbox_id = ?")
+		args = append(args, q.SandboxID)
+	}
+	if len(q.Types) > 0 {
+		where.WriteString(" AND type IN (?" + strings.Repeat(", ?", len(q.Types)-1) + ")")
+		for _, t := range q.Types {
+			args = append(args, t)
+		}
+	}
+	if q.After != "" {
+		where.WriteString(" AND id > ?")
+		args = append(args, q.After)
+	}
+	args = append(args, limit+1)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE 1 = 1`+where.String()+` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var evs []store.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list events: %w", err)
+		}
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list events: %w", err)
+	}
+	next := ""
+	if len(evs) > limit {
+		evs = evs[:limit]
+		next = evs[limit-1].ID
+	}
+	return evs, next, nil
+}
+
+func scanEvent(row scanner) (store.Event, error) {
+	var (
+		e             store.Event
+		sandbox, data sql.NullString
+		created       string
+	)
+	if err := row.Scan(&e.ID, &e.TenantID, &sandbox, &e.Type, &e.Message, &data, &created); err != nil {
+		return store.Event{}, err
+	}
+	e.SandboxID = sandbox.String
+	var err error
+	if e.Data, err = store.DecodeEventData([]byte(data.String)); err != nil {
+		return store.Event{}, err
+	}
+	if e.CreatedAt, err = parseTime(created); err != nil {
+		return store.Event{}, err
+	}
+	return e, nil
+}
