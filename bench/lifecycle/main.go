@@ -1,8 +1,12 @@
 // Command lifecycle measures the sandbox life cycle through the whole stack
-// (HTTP API, store, driver, agent) in one run, beside plain fork/exec of
-// `true` as the floor: create → first exec returns, exec round trip, and
-// destroy, as p50 and p95 over many sandboxes. It starts its own hutch
-// server on loopback with a temporary data directory.
+// (HTTP API, store, driver, agent) in one run, beside floors measured in
+// the same run: plain fork/exec of `true`, and `true` run by bwrap and by
+// runc in sandboxes comparable to hutch's (see floors.go; bash
+// bench/setup.sh installs both). It reports create → first exec returns,
+// exec round trip and destroy as p50 and p95 over many sandboxes, with
+// their ratios to each floor; then keeps -alive sandboxes alive at once and
+// reports the memory each idle one costs. It starts its own hutch server on
+// loopback with a temporary data directory.
 //
 //	go build -o bin/ ./cmd/... ./bench/... && sudo bin/lifecycle -agent bin/hutch-agent
 package main
@@ -14,11 +18,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -27,22 +32,55 @@ import (
 	"github.com/hutchdev/hutch/internal/server"
 )
 
+// options are the command's flags.
+type options struct {
+	n, execs, warm int
+	gap            time.Duration
+	agent, driver  string
+	floors         bool // time bwrap and runc beside fork/exec
+	floorRuns      int  // runs of each of bwrap and runc
+	alive          int  // sandboxes to keep alive at once; 0 skips
+}
+
 func main() {
-	n := flag.Int("n", 200, "sandboxes to create")
-	gap := flag.Duration("gap", 0, "idle time between creates (0: back to back)")
-	execs := flag.Int("execs", 1000, "exec round trips to time")
-	agent := flag.String("agent", "", "path of hutch-agent (default: beside this binary)")
-	driver := flag.String("driver", "auto", "driver to measure")
-	warm := flag.Int("warm-pool", config.Default().WarmPool, "warm agents the driver keeps")
+	var o options
+	flag.IntVar(&o.n, "n", 200, "sandboxes to create one by one for the life-cycle timings (0: skip)")
+	flag.DurationVar(&o.gap, "gap", 0, "idle time between creates (0: back to back)")
+	flag.IntVar(&o.execs, "execs", 1000, "exec round trips (and fork/execs of the floor) to time")
+	flag.StringVar(&o.agent, "agent", "", "path of hutch-agent (default: beside this binary)")
+	flag.StringVar(&o.driver, "driver", "auto", "driver to measure: auto, process, or namespace once it is built in")
+	flag.IntVar(&o.warm, "warm-pool", config.Default().WarmPool, "warm agents the driver keeps")
+	flag.BoolVar(&o.floors, "floors", true, "also time bwrap and runc running `true` as floors")
+	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
+	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
 	flag.Parse()
-	if err := run(*n, *execs, *warm, *gap, *agent, *driver); err != nil {
+	if o.floorRuns == 0 {
+		o.floorRuns = o.n
+		if o.floorRuns == 0 {
+			o.floorRuns = 200
+		}
+	}
+	// Before anything starts: ^C ends the run with its sandboxes destroyed
+	// and the server shut down, and so does a reader that closes stdout
+	// early (| head), which would otherwise kill the process mid-print.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lifecycle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, execs, warm int, gap time.Duration, agent, drv string) error {
-	ctx := context.Background()
+func run(ctx context.Context, o options) error {
+	// Before the server starts, so its warm pool filling does not slow them.
+	progress("timing the floors")
+	fl, err := measureFloors(o.floorRuns, o.execs, o.floors)
+	if err != nil {
+		return err
+	}
+
 	dir, err := os.MkdirTemp("", "hutch-bench-")
 	if err != nil {
 		return err
@@ -51,18 +89,18 @@ func run(n, execs, warm int, gap time.Duration, agent, drv string) error {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.AgentPath = agent
-	cfg.Driver = drv
-	cfg.WarmPool = warm
+	cfg.AgentPath = o.agent
+	cfg.Driver = o.driver
+	cfg.WarmPool = o.warm
 	if err := cfg.Validate(); err != nil {
-		return err
+		return fmt.Errorf("config: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.Start(ctx, cfg, log, "bench")
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown(ctx)
+	defer srv.Shutdown(context.WithoutCancel(ctx))
 	key, err := os.ReadFile(srv.AdminKeyPath)
 	if err != nil {
 		return err
@@ -73,29 +111,65 @@ func run(n, execs, warm int, gap time.Duration, agent, drv string) error {
 		return err
 	}
 
-	floor, err := timeN(execs, func() error { return exec.Command("/bin/true").Run() })
-	if err != nil {
-		return err
+	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
+		info.Driver, info.Isolation, cfg.WarmPool, o.gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+	printFloors(fl)
+	if o.n > 0 {
+		progress(fmt.Sprintf("creating %d sandboxes one by one", o.n))
+		lc, err := measureLifecycle(ctx, c, o)
+		if err != nil {
+			return err
+		}
+		printLifecycle(lc, fl)
 	}
+	if o.alive > 0 {
+		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
+		res, err := measureAlive(ctx, c, o.alive, o.agent)
+		if err != nil {
+			return err
+		}
+		printAlive(res)
+	}
+	return nil
+}
 
+// lifecycle holds the timings of the life-cycle part.
+type lifecycle struct {
+	createOnly, createExec, roundTrip, destroy []time.Duration
+}
+
+// measureLifecycle creates o.n sandboxes one by one, each followed by its
+// first exec; times o.execs exec round trips in the first; then destroys
+// them one by one. What it created is destroyed even when it fails.
+func measureLifecycle(ctx context.Context, c *client.Client, o options) (lc lifecycle, retErr error) {
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
-	var createOnly, createExec, destroy []time.Duration
 	var ids []string
-	for i := 0; i < n; i++ {
-		time.Sleep(gap)
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for _, id := range ids {
+			_ = c.DeleteSandbox(ctx, id)
+		}
+	}()
+	for i := 0; i < o.n; i++ {
+		time.Sleep(o.gap)
 		start := time.Now()
 		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 		if err != nil {
-			return fmt.Errorf("create %d: %w", i, err)
+			return lc, fmt.Errorf("create %d: %w", i, err)
 		}
-		createOnly = append(createOnly, time.Since(start))
-		if _, err := c.Exec(ctx, sb.ID, trueCmd); err != nil {
-			return fmt.Errorf("first exec %d: %w", i, err)
-		}
-		createExec = append(createExec, time.Since(start))
 		ids = append(ids, sb.ID)
+		lc.createOnly = append(lc.createOnly, time.Since(start))
+		if _, err := c.Exec(ctx, sb.ID, trueCmd); err != nil {
+			return lc, fmt.Errorf("first exec %d: %w", i, err)
+		}
+		lc.createExec = append(lc.createExec, time.Since(start))
 	}
-	roundTrip, err := timeN(execs, func() error {
+	var err error
+	lc.roundTrip, err = timeN(o.execs, func() error {
 		res, err := c.Exec(ctx, ids[0], trueCmd)
 		if err == nil && res.ExitCode != 0 {
 			err = fmt.Errorf("true exited %d", res.ExitCode)
@@ -103,31 +177,21 @@ func run(n, execs, warm int, gap time.Duration, agent, drv string) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return lc, err
 	}
-	for _, id := range ids {
+	for len(ids) > 0 {
 		start := time.Now()
-		if err := c.DeleteSandbox(ctx, id); err != nil {
-			return fmt.Errorf("destroy %s: %w", id, err)
+		if err := c.DeleteSandbox(ctx, ids[0]); err != nil {
+			return lc, fmt.Errorf("destroy %s: %w", ids[0], err)
 		}
-		destroy = append(destroy, time.Since(start))
+		lc.destroy = append(lc.destroy, time.Since(start))
+		ids = ids[1:]
 	}
-
-	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
-		info.Driver, info.Isolation, cfg.WarmPool, gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
-	fmt.Println("| what | n | p50 | p95 | p50 / floor |")
-	fmt.Println("|---|---|---|---|---|")
-	f := pct(floor, 50)
-	row := func(name string, d []time.Duration) {
-		fmt.Printf("| %s | %d | %s | %s | %.1f× |\n", name, len(d), ms(pct(d, 50)), ms(pct(d, 95)), float64(pct(d, 50))/float64(f))
-	}
-	row("fork/exec `true` (floor)", floor)
-	row("create (API answers 201)", createOnly)
-	row("create → first exec returns", createExec)
-	row("exec round trip (`true`)", roundTrip)
-	row("destroy", destroy)
-	return nil
+	return lc, nil
 }
+
+// progress tells, on stderr, what the benchmark is doing now.
+func progress(what string) { fmt.Fprintln(os.Stderr, "lifecycle:", what, "…") }
 
 func timeN(n int, fn func() error) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, n)

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+)
+
+// settleDelay is how long the density test waits before reading memory, so
+// the warm pool has refilled and nothing is half-started: the readings
+// before and after then differ by the sandboxes alone.
+const settleDelay = time.Second
+
+// aliveResult is what keeping n sandboxes alive at once cost.
+type aliveResult struct {
+	n, created, execOK int
+	createErr, execErr string // the first failure of each, if any
+
+	create, exec, destroy []time.Duration
+	createAll, destroyAll time.Duration
+
+	before, after memSnapshot // idle
+	cgroup        string      // path of this process's memory cgroup; "" if none
+}
+
+// memSnapshot is one reading of memory while the sandboxes are idle.
+type memSnapshot struct {
+	procs  procMem // the sandboxes' processes
+	avail  int64   // host MemAvailable, bytes
+	cgroup int64   // usage of this process's memory cgroup, bytes
+}
+
+// measureAlive creates n sandboxes back to back and keeps them all alive;
+// reads their memory once idle; execs `true` once in each; then destroys
+// them all. Failed creates are counted, not fatal. Whatever it created is
+// destroyed even when it fails part-way.
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string) (res aliveResult, retErr error) {
+	res.n = n
+	var ids []string
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for _, id := range ids {
+			_ = c.DeleteSandbox(ctx, id)
+		}
+	}()
+
+	// One sandbox made and destroyed first starts what a driver starts on
+	// first use (the process driver's warm pool), so the baseline has it.
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		return res, fmt.Errorf("warm-up create: %w", err)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		return res, fmt.Errorf("warm-up destroy: %w", err)
+	}
+
+	cg, hasCg := ownMemCgroup(os.Getpid())
+	var pcg *memCgroup
+	if hasCg {
+		res.cgroup, pcg = cg.path, &cg
+	}
+	if res.before, err = idleMemory(agentPath, pcg); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if err != nil {
+			if res.createErr == "" {
+				res.createErr = fmt.Sprintf("create %d: %s", i, err)
+			}
+			continue
+		}
+		res.create = append(res.create, time.Since(t))
+		ids = append(ids, sb.ID)
+	}
+	res.createAll = time.Since(start)
+	res.created = len(ids)
+	if res.after, err = idleMemory(agentPath, pcg); err != nil {
+		return res, err
+	}
+
+	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
+	for _, id := range ids {
+		t := time.Now()
+		r, err := c.Exec(ctx, id, trueCmd)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if err == nil && r.ExitCode != 0 {
+			err = fmt.Errorf("true exited %d", r.ExitCode)
+		}
+		if err != nil {
+			if res.execErr == "" {
+				res.execErr = fmt.Sprintf("exec in %s: %s", id, err)
+			}
+			continue
+		}
+		res.exec = append(res.exec, time.Since(t))
+		res.execOK++
+	}
+
+	start = time.Now()
+	for len(ids) > 0 {
+		t := time.Now()
+		if err := c.DeleteSandbox(ctx, ids[0]); err != nil {
+			return res, fmt.Errorf("destroy %s: %w", ids[0], err)
+		}
+		res.destroy = append(res.destroy, time.Since(t))
+		ids = ids[1:]
+	}
+	res.destroyAll = time.Since(start)
+	return res, nil
+}
+
+// idleMemory lets the server settle, returns what this process holds to
+// the kernel, and reads the sandbox processes' memory, MemAvailable and,
+// when cg is set, the usage of cg.
+func idleMemory(agentPath string, cg *memCgroup) (s memSnapshot, err error) {
+	time.Sleep(settleDelay)
+	runtime.GC()
+	debug.FreeOSMemory()
+	var holds func(int) bool
+	if cg != nil {
+		holds = cg.holds
+	}
+	if s.procs, err = sandboxMem(agentPath, holds); err != nil {
+		return s, err
+	}
+	if s.avail, err = memAvailable(); err != nil {
+		return s, err
+	}
+	if cg != nil {
+		s.cgroup, err = cg.read()
+	}
+	return s, err
+}
