@@ -22,7 +22,11 @@ type ExecResult struct {
 	DurationMS      float64 `json:"duration_ms"`
 	TimedOut        bool    `json:"timed_out,omitempty"`
 	Signal          string  `json:"signal,omitempty"`
-	Error           string  `json:"error,omitempty"`
+	// OOMKilled says the out-of-memory killer killed a process of the
+	// sandbox (at its memory limit) while this command ran: the command
+	// itself, or something it started, most likely.
+	OOMKilled bool   `json:"oom_killed,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Exec stream event types.

@@ -36,6 +36,10 @@ type CreateSandboxRequest struct {
 	Limits   *Limits           `json:"limits,omitempty"`
 	TimeoutS int               `json:"timeout_s,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// Root runs the sandbox's commands as root inside it, still an
+	// unprivileged user on the host; by default they run as "user" (uid
+	// 1000). Only drivers whose info lists the "root_user" feature offer it.
+	Root bool `json:"root,omitempty"`
 }
 
 // Sandbox is a sandbox as the API shows it. Env values are never echoed.
@@ -50,6 +54,7 @@ type Sandbox struct {
 	Limits    Limits            `json:"limits"`
 	TimeoutS  int               `json:"timeout_s"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	Root      bool              `json:"root,omitempty"`
 	Error     string            `json:"error,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`

@@ -27,9 +27,13 @@ func TestRestartRecovers(t *testing.T) {
 		t.Fatalf("exec = %+v, %v", res, err)
 	}
 	bgPid := strings.TrimSpace(res.Stdout)
+	info, err := s.client().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.stop(false)
 
-	orphan := filepath.Join(dataDir, "sandboxes", "process", ids.New())
+	orphan := filepath.Join(dataDir, "sandboxes", info.Driver, ids.New())
 	if err := os.MkdirAll(filepath.Join(orphan, "root"), 0o700); err != nil {
 		t.Fatal(err)
 	}

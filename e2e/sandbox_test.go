@@ -13,10 +13,20 @@ import (
 	"github.com/hutchdev/hutch/client"
 )
 
-// TestQuickStart walks the README's quick start through the Go client:
-// create, exec, write and read a file, tar both ways, destroy.
+// TestQuickStart walks the README's quick start through the Go client,
+// under each driver: create, exec, write and read a file, tar both ways,
+// destroy.
 func TestQuickStart(t *testing.T) {
-	s := startServer(t, "")
+	for _, drv := range []struct {
+		name      string
+		isolation string
+	}{{"namespace", api.IsolationFull}, {"process", api.IsolationDegraded}} {
+		t.Run(drv.name, func(t *testing.T) { quickStart(t, drv.name, drv.isolation) })
+	}
+}
+
+func quickStart(t *testing.T, driver, isolation string) {
+	s := startServer(t, "", "--driver", driver)
 	c := s.client()
 	ctx := context.Background()
 
@@ -24,8 +34,8 @@ func TestQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Driver != "process" || info.Isolation != api.IsolationDegraded || len(info.Degraded) == 0 {
-		t.Fatalf("info = %+v; want the process driver reported as degraded", info)
+	if info.Driver != driver || info.Isolation != isolation || (len(info.Degraded) > 0) != (isolation == api.IsolationDegraded) {
+		t.Fatalf("info = %+v; want the %s driver reported with %s isolation", info, driver, isolation)
 	}
 
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{
@@ -36,8 +46,8 @@ func TestQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb.State != api.StateRunning || sb.Isolation != api.IsolationDegraded || len(sb.Degraded) == 0 {
-		t.Fatalf("created %+v; want running and reported degraded", sb)
+	if sb.State != api.StateRunning || sb.Isolation != isolation || sb.Driver != driver {
+		t.Fatalf("created %+v; want running on the %s driver with %s isolation", sb, driver, isolation)
 	}
 	res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo $GREETING; echo oops >&2; exit 4"}})
 	if err != nil {

@@ -94,7 +94,12 @@ func startServer(t *testing.T, dataDir string, args ...string) *server {
 		t.Fatal(err)
 	}
 	s.key = strings.TrimSpace(string(key))
-	t.Cleanup(func() { s.stop(true) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("hutch serve's log:\n%s", s.stderr)
+		}
+		s.stop(true)
+	})
 	return s
 }
 

@@ -18,6 +18,8 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/api":               true,
 		"github.com/hutchdev/hutch/internal/envelope": true,
 		"github.com/hutchdev/hutch/internal/confine":  true,
+		"github.com/hutchdev/hutch/internal/nsinit":   true,
+		"github.com/hutchdev/hutch/internal/cgroups":  true,
 		"github.com/hutchdev/hutch/internal/errdefs":  true,
 	}
 	allowedPrefixes := []string{

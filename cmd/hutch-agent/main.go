@@ -4,6 +4,12 @@
 // one ready line on stdout and then serves the control plane (see
 // internal/agent) until SIGTERM, SIGINT or POST /shutdown, when it kills
 // its whole process tree, removes its socket and exits 0.
+//
+// Under the namespace driver the agent is pid 1 of the sandbox's pid
+// namespace: before it listens it builds the sandbox's root and enters it
+// (internal/nsinit), and it ignores every signal a process of the sandbox
+// could send it. It then ends only on POST /shutdown or when the host kills
+// it, which ends every process of the sandbox with it.
 package main
 
 import (
@@ -25,6 +31,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/nsinit"
 )
 
 // shutdownTimeout bounds killing the tree and draining the requests.
@@ -38,7 +45,15 @@ func run() int {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Before anything starts, so a signal during start-up is not lost.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	if os.Getpid() == 1 {
+		// As init of the sandbox's pid namespace the kernel already drops
+		// SIGKILL and SIGSTOP from inside it; catching every other signal
+		// keeps the Go runtime from dying of one. Only the host can stop
+		// the agent, by killing it.
+		ignoreSignals()
+	} else {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
 
 	srv, ln, env, err := start(log)
 	if err != nil {
@@ -67,8 +82,12 @@ func run() int {
 		log.Error("shutdown", "err", err)
 		code = 1
 	}
-	if err := os.Remove(env.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Warn("remove socket", "err", err)
+	// Under the namespace driver the socket is out of the agent's sight
+	// now, and the driver removes it with the sandbox's directory.
+	if env.Namespace == nil {
+		if err := os.Remove(env.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("remove socket", "err", err)
+		}
 	}
 	log.Info("agent stopped")
 	return code
@@ -91,16 +110,36 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, nil, nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
-	ln, err := listen(env.Socket)
-	if err != nil {
-		return nil, nil, nil, err
+	var ln net.Listener
+	listenOnce := func() error {
+		ln, err = listen(env.Socket)
+		return err
 	}
-	defer func() {
-		if retErr != nil {
-			ln.Close()
+	cfg := agent.ConfigFromEnvelope(env, log.With("sandbox.id", env.SandboxID))
+	if env.Namespace != nil {
+		box, err := nsinit.Setup(env.Namespace, listenOnce, agent.OnForkThread)
+		if ln != nil {
+			defer func() {
+				if retErr != nil {
+					ln.Close()
+				}
+			}()
 		}
-	}()
-	srv, err := agent.New(agent.ConfigFromEnvelope(env, log.With("sandbox.id", env.SandboxID)))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cfg.Adopt = box.Adopt
+	} else {
+		if err := listenOnce(); err != nil {
+			return nil, nil, nil, err
+		}
+		defer func() {
+			if retErr != nil {
+				ln.Close()
+			}
+		}()
+	}
+	srv, err := agent.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -109,6 +148,11 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			srv.Close()
 		}
 	}()
+	if env.Namespace != nil && env.RunAs != nil {
+		if err := fileUser(env.RunAs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	// After listening, so Landlock need not allow making the socket.
 	var report *confine.Report
 	if env.Confine != nil {
@@ -138,9 +182,14 @@ func listen(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
+	short, done, err := agentproto.SocketPath(path)
+	if err != nil {
+		return nil, err
+	}
 	old := unix.Umask(0o177)
-	ln, err := net.Listen("unix", path)
+	ln, err := net.Listen("unix", short)
 	unix.Umask(old)
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}

@@ -161,19 +161,20 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		// Fd puts the child's ends in blocking mode; the agent's ends stay
 		// in the poller, so read deadlines work on them.
 		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential},
 	}
 	pid, exited, err := s.startProcess(func() (int, error) {
 		pid, err := syscall.ForkExec(prog, spec.argv, attr)
-		if err == nil && len(s.cfg.CommandRlimits) > 0 {
-			// The command has just exec'd; limit it before it runs long.
-			// If that fails it dies, and the reaper reaps it as an orphan.
-			if err = confine.Prlimit(pid, s.cfg.CommandRlimits); err != nil {
-				_ = unix.Kill(pid, unix.SIGKILL)
-				return 0, err
-			}
+		if err != nil {
+			return 0, err
 		}
-		return pid, err
+		// The command has just exec'd; limit and place it before it runs
+		// long. If that fails it dies, and the reaper reaps it as an orphan.
+		if err := s.settle(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, err
+		}
+		return pid, nil
 	})
 	pipes[0][0].Close()
 	pipes[1][1].Close()
@@ -250,6 +251,20 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		res.Signal = unix.SignalName(ws.Signal())
 	}
 	return res
+}
+
+// settle applies what each command gets right after it starts: its
+// rlimits and its cgroup.
+func (s *Server) settle(pid int) error {
+	if len(s.cfg.CommandRlimits) > 0 {
+		if err := confine.Prlimit(pid, s.cfg.CommandRlimits); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Adopt != nil {
+		return s.cfg.Adopt(pid)
+	}
+	return nil
 }
 
 // pump reads f into events of type typ until EOF or the drain deadline;

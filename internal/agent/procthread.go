@@ -56,3 +56,13 @@ func (p *procThread) kill(pid int, sig unix.Signal) error {
 	p.do(func() { err = unix.Kill(pid, sig) })
 	return err
 }
+
+// OnForkThread runs f on the thread every command is forked from and
+// returns its error. What f changes of that thread (its cgroup, a cgroup
+// namespace) every command inherits; hutch-agent uses it while it sets up a
+// namespace sandbox.
+func OnForkThread(f func() error) error {
+	var err error
+	processThread().do(func() { err = f() })
+	return err
+}

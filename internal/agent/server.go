@@ -23,6 +23,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,13 @@ type Config struct {
 	MaxFileBytes int64
 	// CommandRlimits are set on each command right after it starts.
 	CommandRlimits []confine.Rlimit
+	// Credential, when set, is the user and group every command runs as
+	// (the agent needs CAP_SETUID and CAP_SETGID for it).
+	Credential *syscall.Credential
+	// Adopt, when set, is called with each command's pid right after it
+	// starts (to move it into the sandbox's cgroup); an error kills the
+	// command.
+	Adopt func(pid int) error
 	// MaxRequestBytes bounds a JSON request body; zero means
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -73,8 +81,18 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		Env:            e.Env,
 		MaxFileBytes:   e.MaxFileBytes,
 		CommandRlimits: e.CommandRlimits,
+		Credential:     credential(e.RunAs),
 		Logger:         logger,
 	}
+}
+
+// credential is what commands run as: nil (the agent's own user) unless
+// the envelope names one, and then with no supplementary groups.
+func credential(r *envelope.RunAs) *syscall.Credential {
+	if r == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
 }
 
 func (c *Config) validate() error {

@@ -42,7 +42,15 @@ func New(network, address, token string) *Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, address)
+			if network != "unix" {
+				return dialer.DialContext(ctx, network, address)
+			}
+			p, done, err := agentproto.SocketPath(address)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			return dialer.DialContext(ctx, network, p)
 		},
 		MaxIdleConns:          16,
 		MaxIdleConnsPerHost:   16,

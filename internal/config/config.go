@@ -19,10 +19,13 @@ import (
 type Config struct {
 	Listen    string // address of the API
 	DataDir   string // store, keys, sandboxes
-	Driver    string // auto, process
+	Driver    string // auto, namespace, process
 	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
-	WarmPool  int    // agents the process driver starts ahead of need
-	LogLevel  string // debug, info, warn, error
+	WarmPool  int    // sandboxes the driver starts ahead of need
+	// CgroupParent names the cgroup under which the namespace driver
+	// makes one per sandbox (at the root of each hierarchy).
+	CgroupParent string
+	LogLevel     string // debug, info, warn, error
 
 	DefaultLimits   api.Limits
 	MaxLimits       api.Limits
@@ -42,6 +45,7 @@ func Default() Config {
 		Listen:          "127.0.0.1:7070",
 		DataDir:         "./hutch-data",
 		Driver:          "auto",
+		CgroupParent:    "hutch",
 		WarmPool:        2,
 		LogLevel:        "info",
 		DefaultLimits:   api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
@@ -71,7 +75,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	str(&c.Listen, "listen", "HUTCH_LISTEN", "address to serve the API on")
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
-	str(&c.Driver, "driver", "HUTCH_DRIVER", "sandbox driver: auto or process")
+	str(&c.Driver, "driver", "HUTCH_DRIVER", "sandbox driver: auto, namespace or process")
+	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	var envErr error
@@ -87,7 +92,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	num(&c.DefaultLimits.MemoryMB, "default-memory-mb", "HUTCH_DEFAULT_MEMORY_MB", "memory limit of a sandbox that names none")
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
-	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandbox agents to keep started ahead of need (0: off)")
+	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	dur := func(p *time.Duration, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -135,9 +140,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("data directory must be set"))
 	}
 	switch c.Driver {
-	case "auto", "process":
+	case "auto", "namespace", "process":
 	default:
-		errs = append(errs, fmt.Errorf("driver %q: this build has auto and process", c.Driver))
+		errs = append(errs, fmt.Errorf("driver %q: this build has auto, namespace and process", c.Driver))
+	}
+	if c.CgroupParent == "" || strings.ContainsAny(c.CgroupParent, "/\x00") || c.CgroupParent[0] == '.' {
+		errs = append(errs, fmt.Errorf("cgroup parent %q must be one plain name", c.CgroupParent))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -40,6 +40,12 @@ type Driver interface {
 	Status(ctx context.Context, h Handle) (Status, error)
 }
 
+// OOMCounter is implemented by drivers that can tell how many times the
+// kernel's out-of-memory killer has killed a process of a sandbox.
+type OOMCounter interface {
+	OOMKills(ctx context.Context, h Handle) (uint64, error)
+}
+
 // Sweeper is implemented by drivers that can find what they made outside
 // the store (directories, cgroups, processes) and remove what known does not
 // claim. It runs at start-up and on a timer.
@@ -54,6 +60,9 @@ type Capabilities struct {
 	Degraded  []string // each missing protection, in words a person acts on
 	Templates []string
 	StartStop bool
+	// RootUser says the driver can run a sandbox's commands as root inside
+	// it (Spec.Root), still unprivileged on the host.
+	RootUser bool
 	// Limits says which limits the driver enforces.
 	Limits LimitCaps
 }
@@ -76,6 +85,9 @@ type Spec struct {
 	Limits       api.Limits
 	Token        string
 	MaxFileBytes int64
+	// Root runs the sandbox's commands as root inside it; only drivers
+	// whose Capabilities say RootUser accept it.
+	Root bool
 }
 
 // Handle is the versioned, opaque record of a created sandbox. The caller

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/nsinit"
 )
 
 // Version is the envelope format this build writes and reads.
@@ -47,6 +48,20 @@ type Envelope struct {
 	// address space than it uses, so a data limit sized for a sandbox's
 	// commands would starve it).
 	CommandRlimits []confine.Rlimit `json:"command_rlimits,omitempty"`
+	// RunAs, when set, is the user every command runs as; the agent also
+	// creates files through the file API as that user.
+	RunAs *RunAs `json:"run_as,omitempty"`
+	// Namespace, when set, makes the agent build the sandbox's root and
+	// enter it before it serves (the namespace driver); Socket is then a
+	// host path, listened on before the root pivots, and Root and Workdir
+	// are paths inside the new root.
+	Namespace *nsinit.Config `json:"namespace,omitempty"`
+}
+
+// RunAs is a user and group, as the sandbox numbers them.
+type RunAs struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // Validate checks what the agent relies on.
@@ -69,6 +84,11 @@ func (e *Envelope) Validate() error {
 	}
 	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
 		return fmt.Errorf("envelope command_rlimits: %w", err)
+	}
+	if e.Namespace != nil {
+		if err := e.Namespace.Validate(); err != nil {
+			return fmt.Errorf("envelope namespace: %w", err)
+		}
 	}
 	for k := range e.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
 )
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
@@ -14,6 +15,7 @@ func (a *API) info(w http.ResponseWriter, r *http.Request) {
 	svc := a.cfg.Sandboxes
 	caps := svc.Driver().Capabilities()
 	cfg := svc.Config()
+	_, oomReport := svc.Driver().(driver.OOMCounter)
 	writeJSON(w, http.StatusOK, api.Info{
 		Version:   a.cfg.Version,
 		Driver:    svc.Driver().Name(),
@@ -32,6 +34,8 @@ func (a *API) info(w http.ResponseWriter, r *http.Request) {
 			"memory_limit": caps.Limits.Memory,
 			"cpu_limit":    caps.Limits.CPU,
 			"pids_limit":   caps.Limits.Pids,
+			"root_user":    caps.RootUser,
+			"oom_report":   oomReport,
 		},
 	})
 }

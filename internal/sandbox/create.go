@@ -37,6 +37,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		Limits:   set.limits,
 		TimeoutS: int(set.timeout / time.Second),
 		Labels:   set.labels,
+		Root:     set.root,
 	}
 	if set.timeout > 0 {
 		exp := now.Add(set.timeout)
@@ -54,6 +55,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		Limits:       rec.Limits,
 		Token:        ids.Token(32),
 		MaxFileBytes: s.cfg.MaxFileBytes,
+		Root:         rec.Root,
 	}
 	h, err := s.driver.Create(ctx, spec)
 	if err != nil {
@@ -83,6 +85,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		return api.Sandbox{}, err
 	}
 	s.setAgent(rec.ID, h)
+	s.seedOOM(rec.ID)
 	s.log.Info("sandbox created", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "driver", s.driver.Name())
 	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -31,15 +30,20 @@ func ValidateExec(req api.ExecRequest) error {
 }
 
 // ExecStream starts a command and returns its event stream.
-func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest) (*agentclient.ExecStream, error) {
+func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest) (*ExecStream, error) {
 	if err := ValidateExec(req); err != nil {
 		return nil, err
 	}
-	a, err := s.Agent(ctx, id)
+	rec, a, err := s.running(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return a.Exec(ctx, req)
+	e := &ExecStream{s: s, ctx: context.WithoutCancel(ctx), rec: rec}
+	e.before, e.counts = s.observeOOM(ctx, rec)
+	if e.st, err = a.Exec(ctx, req); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // Exec runs a command to completion and returns its output, each stream

@@ -29,6 +29,7 @@ func (s *Service) Destroy(ctx context.Context, id string) error {
 
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	s.dropAgent(rec.ID)
+	defer s.forgetOOM(rec.ID)
 	if h, err := decodeHandle(rec.Handle); err == nil {
 		if err := s.driver.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; the sweeper will retry"))

@@ -45,6 +45,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		Limits:    r.Limits,
 		TimeoutS:  r.TimeoutS,
 		Labels:    r.Labels,
+		Root:      r.Root,
 		Error:     r.Error,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,

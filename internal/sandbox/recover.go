@@ -104,8 +104,8 @@ func (s *Service) sweep(ctx context.Context) error {
 	return err
 }
 
-// Run reaps expired sandboxes every tick and sweeps orphans every
-// sweepEvery, until ctx ends.
+// Run reaps expired sandboxes and reports out-of-memory kills every tick,
+// and sweeps orphans every sweepEvery, until ctx ends.
 func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 	ctx = tenancy.System(ctx)
 	t := time.NewTicker(tick)
@@ -117,6 +117,7 @@ func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 			return
 		case now := <-t.C:
 			s.reapExpired(ctx, now)
+			s.watchOOM(ctx)
 			if now.Sub(lastSweep) >= sweepEvery {
 				lastSweep = now
 				if err := s.sweep(ctx); err != nil {

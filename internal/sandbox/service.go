@@ -42,6 +42,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
+	ooms   oomCounts                      // sandbox id → OOM kills last seen
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
@@ -53,6 +54,7 @@ func New(cfg Config, st store.Store, drv driver.Driver, log *slog.Logger) *Servi
 		caps:   drv.Capabilities(),
 		log:    log,
 		agents: map[string]*agentclient.Client{},
+		ooms:   oomCounts{},
 	}
 }
 

@@ -30,10 +30,14 @@ type settled struct {
 	limits   api.Limits
 	timeout  time.Duration
 	labels   map[string]string
+	root     bool
 }
 
 func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
-	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, limits: s.cfg.DefaultLimits}
+	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, limits: s.cfg.DefaultLimits, root: req.Root}
+	if req.Root && !s.caps.RootUser {
+		return out, errdefs.Invalid("root_unsupported", "the %s driver cannot run commands as root inside a sandbox; the namespace driver can", s.driver.Name())
+	}
 	if out.template == "" {
 		out.template = s.cfg.DefaultTemplate
 	}

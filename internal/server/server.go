@@ -75,7 +75,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
 	}
 
-	drv, why, err := selectDriver(cfg, log)
+	drv, why, err := selectDriver(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

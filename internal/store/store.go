@@ -124,6 +124,7 @@ type Sandbox struct {
 	Limits   api.Limits
 	TimeoutS int
 	Labels   map[string]string
+	Root     bool   // commands run as root inside the sandbox
 	Handle   []byte // the driver's handle, opaque here
 	Error    string // why it failed
 

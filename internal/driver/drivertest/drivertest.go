@@ -27,6 +27,13 @@ type Suite struct {
 	// processes (which the suite finds itself): directories, mounts,
 	// cgroups, uids. Empty means clean.
 	Leftovers func(id string) []string
+	// Escape runs the escape suite (escape.go): for drivers that claim
+	// to isolate a sandbox from the host and from other sandboxes.
+	Escape bool
+	// HostPaths are host paths no sandbox may read or write, such as the
+	// driver's directory; the escape suite adds /root and its own working
+	// directory.
+	HostPaths []string
 }
 
 // Run runs the whole suite.
@@ -40,6 +47,9 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Recover", func(t *testing.T) { testRecover(t, s) })
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, s) })
 	t.Run("CancelledDestroyStillCleans", func(t *testing.T) { testCancelledDestroy(t, s) })
+	if s.Escape {
+		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })
+	}
 }
 
 // sandbox is one created sandbox and its agent.

@@ -1,4 +1,4 @@
-package process
+package launch
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 )
 
-// openPath makes every directory from / down to dir traversable (o+x) by
+// OpenPath makes every directory from / down to dir traversable (o+x) by
 // the sandboxes' uids, without making anything listable or readable.
-func openPath(dir string) error {
+func OpenPath(dir string) error {
 	for p := dir; ; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -25,8 +25,8 @@ func openPath(dir string) error {
 	}
 }
 
-// worldExecutable checks that a sandbox uid can run path.
-func worldExecutable(path string) error {
+// WorldExecutable checks that a sandbox uid can run path.
+func WorldExecutable(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err

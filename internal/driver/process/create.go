@@ -1,29 +1,23 @@
 package process
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
+	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
-
-// readyTimeout bounds how long Create waits for the agent's ready line.
-const readyTimeout = 15 * time.Second
 
 // Create makes the sandbox's directory and starts its agent, taking a warm
 // agent from the pool when one is ready.
@@ -31,6 +25,9 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	var h driver.Handle
 	if spec.Template != "" && spec.Template != "host" {
 		return h, errdefs.Invalid("invalid_template", "the process driver only has the %q template", "host")
+	}
+	if spec.Root {
+		return h, errdefs.Invalid("root_unsupported", "the process driver cannot run commands as root inside a sandbox; use the namespace driver")
 	}
 	dir := d.sandboxDir(spec.SandboxID)
 	workdir, err := resolveCwd(filepath.Join(dir, "root"), spec.Cwd)
@@ -42,7 +39,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	}
 	var ev *envelope.Envelope
 	var st state
-	if sp := d.pool.take(); sp != nil {
+	if sp, ok := d.pool.Take(); ok {
 		if ev, st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
 			d.log.Warn("warm agent failed; starting a cold one", "sandbox.id", spec.SandboxID, "err", err)
 			ev = nil
@@ -93,8 +90,8 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if d.uids != nil && sp.st.UID != 0 {
 			d.uids.Claim(sp.st.UID, dir)
 		}
-		if err := writeState(sp.st); err != nil {
-			return nil, sp.st, fmt.Errorf("write sandbox state: %w", err)
+		if err := launch.WriteState(dir, sp.st); err != nil {
+			return nil, sp.st, err
 		}
 	}
 	if err := prepareDirs(sp.st, workdir); err != nil {
@@ -116,10 +113,10 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0),
 		CommandRlimits: commandRlimits(spec.Limits),
 	}
-	if err := writeEnvelope(dir, ev); err != nil {
+	if err := launch.WriteEnvelope(dir, ev); err != nil {
 		return nil, sp.st, err
 	}
-	if err := d.handshake(ctx, sp, ev); err != nil {
+	if err := sp.agent.Handshake(ctx, ev); err != nil {
 		return nil, sp.st, err
 	}
 	return ev, sp.st, nil
@@ -142,8 +139,8 @@ func (d *Driver) newAgent(dir string) (_ *spawned, retErr error) {
 		st.UID = uid
 	}
 	// Record the uid before anything runs as it, so a sweep can clean up.
-	if err := writeState(st); err != nil {
-		return nil, fmt.Errorf("write sandbox state: %w", err)
+	if err := launch.WriteState(dir, st); err != nil {
+		return nil, err
 	}
 	root := filepath.Join(dir, "root")
 	if err := prepareDirs(st, root); err != nil {
@@ -184,14 +181,14 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if hostproc.Alive(st.Pid, st.StartTime) {
 		return h, nil
 	}
-	ev, err := readEnvelope(st.Dir)
+	ev, err := launch.ReadEnvelope(st.Dir)
 	if err != nil {
 		return h, err
 	}
 	sp, err := d.spawn(st, ev.Workdir)
 	if err == nil {
 		st = sp.st
-		err = d.handshake(ctx, sp, ev)
+		err = sp.agent.Handshake(ctx, ev)
 	}
 	if err != nil {
 		d.killAll(context.WithoutCancel(ctx), st)
@@ -203,132 +200,35 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	return h, nil
 }
 
-// spawned is an agent process that was started and waits for its
-// envelope on stdin.
+// spawned is an agent started for a sandbox, waiting for its envelope.
 type spawned struct {
-	st     state
-	stdin  io.WriteCloser
-	stdout io.ReadCloser
+	st    state
+	agent *launch.Agent
 }
+
+func (sp *spawned) close() { sp.agent.Close() }
 
 // spawn starts hutch-agent as the sandbox's uid in its own session, with
 // dir as its working directory, and records its pid.
 func (d *Driver) spawn(st state, dir string) (*spawned, error) {
-	logf, err := os.OpenFile(filepath.Join(st.Dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open agent log: %w", err)
-	}
-	defer logf.Close()
 	cmd := exec.Command(d.agentPath)
 	cmd.Dir = dir
 	cmd.Env = []string{}
-	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if st.UID != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: st.UID, Gid: st.UID, Groups: []uint32{}}
 	}
-	stdin, err := cmd.StdinPipe()
+	a, err := launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdin.Close()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		stdin.Close()
-		stdout.Close()
-		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "could not start the sandbox agent")
-	}
-	st.Pid = cmd.Process.Pid
-	st.StartTime, _ = hostproc.StartTime(st.Pid)
-	// The agent outlives this process across control-plane restarts; until
-	// then, reap it when it exits.
-	go func() { _ = cmd.Wait() }()
-	sp := &spawned{st: st, stdin: stdin, stdout: stdout}
-	if err := writeState(st); err != nil {
+	st.Pid, st.StartTime = a.Pid, a.StartTime
+	sp := &spawned{st: st, agent: a}
+	if err := launch.WriteState(st.Dir, st); err != nil {
 		sp.close()
-		return sp, fmt.Errorf("write sandbox state: %w", err)
+		return sp, err
 	}
 	return sp, nil
-}
-
-// handshake sends ev to a spawned agent and waits for its ready line.
-func (d *Driver) handshake(ctx context.Context, sp *spawned, ev *envelope.Envelope) error {
-	defer sp.close()
-	if err := envelope.Encode(sp.stdin, ev); err != nil {
-		return d.agentFailed(sp.st, err)
-	}
-	sp.stdin.Close()
-	if err := waitReady(ctx, sp.stdout); err != nil {
-		return d.agentFailed(sp.st, err)
-	}
-	return nil
-}
-
-func (sp *spawned) close() {
-	sp.stdin.Close()
-	sp.stdout.Close()
-}
-
-// ready is the agent's first and only line on stdout.
-type ready struct {
-	Ready   bool           `json:"ready"`
-	Pid     int            `json:"pid"`
-	Error   string         `json:"error"`
-	Confine confine.Report `json:"confine"`
-}
-
-func waitReady(ctx context.Context, stdout io.ReadCloser) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	type result struct {
-		r   ready
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadBytes('\n')
-		var r ready
-		if err == nil {
-			err = json.Unmarshal(line, &r)
-		}
-		ch <- result{r, err}
-	}()
-	select {
-	case res := <-ch:
-		switch {
-		case res.err != nil:
-			return fmt.Errorf("agent exited before it was ready: %w", res.err)
-		case !res.r.Ready:
-			return fmt.Errorf("agent refused to start: %s", res.r.Error)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("agent not ready: %w", ctx.Err())
-	}
-}
-
-func (d *Driver) agentFailed(st state, err error) error {
-	tail := logTail(filepath.Join(st.Dir, "agent.log"), 512)
-	if tail != "" {
-		err = fmt.Errorf("%w; agent log: %s", err, tail)
-	}
-	return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the sandbox agent failed to start")
-}
-
-func logTail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > n {
-		_, _ = f.Seek(-n, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
-	return strings.TrimSpace(string(b))
 }
 
 // resolveCwd places the requested working directory inside root.
@@ -349,27 +249,6 @@ func resolveCwd(root, cwd string) (string, error) {
 			"cwd %q is outside the sandbox; with the process driver give a relative path (it is placed under %s)", cwd, root)
 	}
 	return p, nil
-}
-
-// The envelope is kept (0600, root-owned) so Start can relaunch the agent.
-func writeEnvelope(dir string, ev *envelope.Envelope) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "envelope.json"), b, 0o600)
-}
-
-func readEnvelope(dir string) (*envelope.Envelope, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "envelope.json"))
-	if err != nil {
-		return nil, fmt.Errorf("read sandbox envelope: %w", err)
-	}
-	var ev envelope.Envelope
-	if err := json.Unmarshal(b, &ev); err != nil {
-		return nil, fmt.Errorf("decode sandbox envelope: %w", err)
-	}
-	return &ev, nil
 }
 
 func decodeState(h driver.Handle) (state, error) {

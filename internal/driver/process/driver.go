@@ -18,6 +18,8 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/launch"
+	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/hostids"
 )
 
@@ -48,7 +50,7 @@ type Driver struct {
 	uids      *hostids.Pool // nil when hutch is not root: sandboxes share its uid
 	caps      driver.Capabilities
 	probe     confine.Report
-	pool      *pool
+	pool      *warm.Pool[*spawned]
 }
 
 // New returns the driver. It creates Dir; it starts nothing.
@@ -77,10 +79,10 @@ func New(cfg Config) (*Driver, error) {
 	if os.Geteuid() == 0 {
 		// Sandboxes run as their own uids and must be able to reach their
 		// directories and the agent binary.
-		if err := openPath(dir); err != nil {
+		if err := launch.OpenPath(dir); err != nil {
 			return nil, fmt.Errorf("process driver: %w", err)
 		}
-		if err := worldExecutable(agent); err != nil {
+		if err := launch.WorldExecutable(agent); err != nil {
 			return nil, fmt.Errorf("process driver: %w", err)
 		}
 		if d.uids, err = newUIDPool(); err != nil {
@@ -98,7 +100,7 @@ func New(cfg Config) (*Driver, error) {
 // Close stops the warm pool and removes its agents. Sandboxes keep
 // running.
 func (d *Driver) Close() error {
-	d.pool.close()
+	d.pool.Close()
 	return nil
 }
 

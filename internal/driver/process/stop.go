@@ -2,16 +2,13 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
+	"github.com/hutchdev/hutch/internal/driver/launch"
 )
 
 // teardownTimeout bounds a Stop or Destroy that was given no deadline.
@@ -39,7 +36,7 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 	if err := d.killAll(ctx, st); err != nil {
 		return err
 	}
-	if err := removeAll(st.Dir); err != nil {
+	if err := launch.RemoveAll(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
 	if d.uids != nil && st.UID != 0 {
@@ -82,20 +79,4 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// removeAll removes dir even where the sandbox left directories it cannot
-// write (chmod 000), without ever following a symlink.
-func removeAll(dir string) error {
-	err := os.RemoveAll(dir)
-	if err == nil || !errors.Is(err, fs.ErrPermission) {
-		return err
-	}
-	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if e != nil && e.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }

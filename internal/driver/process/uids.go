@@ -1,11 +1,11 @@
 package process
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/hostids"
 )
 
@@ -47,24 +47,8 @@ type state struct {
 
 func readState(dir string) (state, error) {
 	var st state
-	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
-		return st, err
-	}
-	err = json.Unmarshal(b, &st)
+	err := launch.ReadState(dir, &st)
 	return st, err
-}
-
-func writeState(st state) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(st.Dir, ".state.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(st.Dir, "state.json"))
 }
 
 // sweepUIDs frees registry entries of this driver whose sandbox directory

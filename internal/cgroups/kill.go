@@ -1,0 +1,119 @@
+package cgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// freezeWait bounds how long one round of Kill waits for a group to freeze.
+// A task in an uninterruptible sleep can hold a v1 group in FREEZING; the
+// round then signals what it has and tries again.
+const freezeWait = time.Second
+
+// Kill SIGKILLs every process in <id> and the groups below it and waits
+// until none is left, or fails when ctx ends first. On v2 it writes
+// cgroup.kill, which the kernel applies to the whole subtree at once,
+// forks included. Without it, each round freezes the group (v1 freezer or
+// v2 cgroup.freeze, when there is one) so nothing forks or exits while its
+// pids are read, SIGKILLs them, and thaws it so the signals land.
+func (g *Group) Kill(ctx context.Context) error {
+	killFile := ""
+	if g.m.version == 2 {
+		if f := g.path(g.m.hiers[0], "cgroup.kill"); exists(f) {
+			killFile = f
+		}
+	}
+	return g.kill(ctx, killFile)
+}
+
+// kill is Kill with the choice of cgroup.kill made: "" signals process by
+// process.
+func (g *Group) kill(ctx context.Context, killFile string) error {
+	wait := time.Millisecond
+	for {
+		pids, err := g.Procs()
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if killFile != "" {
+			err = writeFile(killFile, "1")
+		} else {
+			err = g.signalAll(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return fmt.Errorf("cgroups: kill %s: %d processes left: %w", g.id, len(pids), err)
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// signalAll is one round of killing without cgroup.kill: freeze, SIGKILL
+// every pid, thaw.
+func (g *Group) signalAll(ctx context.Context) (retErr error) {
+	thaw, err := g.freeze(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { retErr = errors.Join(retErr, thaw()) }()
+	pids, err := g.Procs()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("cgroups: kill %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// freeze stops every task of the group, waiting up to freezeWait for the
+// kernel to finish, and returns how to thaw it. Without a freezer it does
+// nothing.
+func (g *Group) freeze(ctx context.Context) (thaw func() error, err error) {
+	nothing := func() error { return nil }
+	var file, frozen, thawed string
+	var done func() (bool, error)
+	if g.m.version == 2 {
+		h := g.m.hiers[0]
+		file, frozen, thawed = g.path(h, "cgroup.freeze"), "1", "0"
+		done = func() (bool, error) {
+			n, err := readKey(g.path(h, "cgroup.events"), "frozen")
+			return n == 1, err
+		}
+	} else if h, ok := g.m.find(freezer); ok {
+		file, frozen, thawed = g.path(h, "freezer.state"), "FROZEN", "THAWED"
+		done = func() (bool, error) {
+			s, err := readFile(file)
+			return s == "FROZEN", err
+		}
+	}
+	if file == "" || !exists(file) {
+		return nothing, nil
+	}
+	thaw = func() error { return writeFile(file, thawed) }
+	if err := writeFile(file, frozen); err != nil {
+		return nothing, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, freezeWait)
+	defer cancel()
+	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		ok, err := done()
+		if err != nil {
+			return nothing, errors.Join(err, thaw())
+		}
+		if ok || sleep(ctx, wait) != nil {
+			return thaw, nil
+		}
+	}
+}

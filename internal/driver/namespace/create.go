@@ -1,0 +1,246 @@
+package namespace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/cgroups"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/launch"
+	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// cloneFlags are the namespaces every agent starts in. The cgroup
+// namespace comes later, from the agent's fork thread, once it is in the
+// sandbox's cgroup.
+const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+
+// spawned is a sandbox whose agent started in its namespaces and waits
+// for its envelope.
+type spawned struct {
+	st    state
+	agent *launch.Agent
+}
+
+func (sp *spawned) close() { sp.agent.Close() }
+
+// Create makes the sandbox, taking a warm one from the pool when one is
+// ready, and returns once its agent serves.
+func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, error) {
+	var h driver.Handle
+	if spec.Template != "" && spec.Template != "host" {
+		return h, errdefs.Invalid("invalid_template", "the namespace driver has the %q template", "host")
+	}
+	workdir, err := d.resolveCwd(spec.Cwd)
+	if err != nil {
+		return h, err
+	}
+	dir := d.sandboxDir(spec.SandboxID)
+	if _, err := os.Lstat(dir); err == nil {
+		return h, errdefs.Conflict("sandbox_exists", "sandbox %s already has a directory", spec.SandboxID)
+	}
+	var st state
+	if sp, ok := d.pool.Take(); ok {
+		if st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
+			d.log.Warn("warm sandbox failed; starting a cold one", "sandbox.id", spec.SandboxID, "err", err)
+		}
+	}
+	if st.Pid == 0 {
+		if err := os.Mkdir(dir, 0o711); err != nil {
+			return h, fmt.Errorf("create sandbox directory: %w", err)
+		}
+		sp, err := d.newSandbox(dir)
+		if err != nil {
+			return h, err
+		}
+		if st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
+			return h, err
+		}
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		d.teardown(context.WithoutCancel(ctx), st)
+		return h, err
+	}
+	return driver.Handle{
+		Version: driver.HandleVersion,
+		Driver:  Name,
+		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, runDir, "agent.sock")},
+		Token:   spec.Token,
+		Workdir: workdir,
+		State:   raw,
+	}, nil
+}
+
+// newSandbox prepares dir and starts an agent in fresh namespaces that
+// waits for its envelope: everything of a sandbox that does not depend on
+// its spec. On error nothing of it is left.
+func (d *Driver) newSandbox(dir string) (_ *spawned, retErr error) {
+	st := state{Dir: dir, Template: d.tmpl.Dir}
+	defer func() {
+		if retErr != nil {
+			d.teardown(context.Background(), st)
+		}
+	}()
+	base, err := d.ids.Take(dir)
+	if err != nil {
+		return nil, errdefs.Unavailable("no_capacity", "%s", err.Error())
+	}
+	st.IDBase = base
+	// Record the range before anything runs as it, so a sweep can clean up.
+	if err := launch.WriteState(dir, st); err != nil {
+		return nil, err
+	}
+	if err := d.prepareDir(st); err != nil {
+		return nil, err
+	}
+	sp, err := d.spawn(st)
+	if sp != nil {
+		st = sp.st
+	}
+	return sp, err
+}
+
+// spawn starts hutch-agent as root of a new user namespace (mapped to the
+// sandbox's host range) in new mount, pid, net, ipc and uts namespaces,
+// and records its pid.
+func (d *Driver) spawn(st state) (*spawned, error) {
+	cmd := exec.Command(d.agentPath)
+	// Its name inside, as /proc/1/cmdline shows it: not the host's path.
+	cmd.Args = []string{agentInside}
+	cmd.Dir = "/"
+	cmd.Env = []string{}
+	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(st.IDBase), Size: idSize}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 cloneFlags,
+		UidMappings:                ids,
+		GidMappings:                ids,
+		GidMappingsEnableSetgroups: true,
+		// Become the namespace's root before exec, so the agent keeps its
+		// capabilities inside it.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+		Setsid:     true,
+	}
+	a, err := launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
+	if err != nil {
+		return nil, err
+	}
+	st.Pid, st.StartTime = a.Pid, a.StartTime
+	sp := &spawned{st: st, agent: a}
+	if err := launch.WriteState(st.Dir, st); err != nil {
+		sp.close()
+		return sp, err
+	}
+	return sp, nil
+}
+
+// bringUp turns a spawned sandbox into the one spec asks for: it moves a
+// warm sandbox's directory into place, writes the sandbox's own files,
+// makes its cgroups and puts the agent in them, then hands the agent its
+// envelope and waits until it serves. On error nothing of it is left.
+func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir string, sp *spawned) (_ state, retErr error) {
+	defer func() {
+		if retErr != nil {
+			sp.close()
+			d.teardown(context.WithoutCancel(ctx), sp.st)
+		}
+	}()
+	if sp.st.Dir != dir {
+		if err := os.Rename(sp.st.Dir, dir); err != nil {
+			return sp.st, fmt.Errorf("move warm sandbox into place: %w", err)
+		}
+		sp.st.Dir = dir
+		d.ids.Claim(sp.st.IDBase, dir)
+	}
+	acct := accountFor(spec.Root)
+	if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
+		return sp.st, err
+	}
+	var join *cgroups.Join
+	if d.cg != nil {
+		sp.st.Cgroup, sp.st.Limits = spec.SandboxID, spec.Limits
+		if err := launch.WriteState(dir, sp.st); err != nil {
+			return sp.st, err
+		}
+		g, err := d.cg.Create(spec.SandboxID, cgroupLimits(spec.Limits), cgroups.Owner{UID: int(sp.st.IDBase), GID: int(sp.st.IDBase)})
+		if err != nil {
+			return sp.st, fmt.Errorf("create the sandbox's cgroups: %w", err)
+		}
+		if err := g.Place(sp.st.Pid); err != nil {
+			return sp.st, fmt.Errorf("put the agent in its cgroup: %w", err)
+		}
+		j := g.Join()
+		join = &j
+	}
+	if err := launch.WriteState(dir, sp.st); err != nil {
+		return sp.st, err
+	}
+	ev := d.envelope(spec, dir, workdir, acct, join)
+	if err := launch.WriteEnvelope(dir, ev); err != nil {
+		return sp.st, err
+	}
+	if err := sp.agent.Handshake(ctx, ev); err != nil {
+		return sp.st, err
+	}
+	return sp.st, nil
+}
+
+// Start starts the agent of a stopped sandbox again, in new namespaces over
+// the same upper layer and cgroups, with the envelope it was created with.
+func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, error) {
+	st, err := decodeState(h)
+	if err != nil {
+		return h, err
+	}
+	if d.alive(st) {
+		return h, nil
+	}
+	ev, err := launch.ReadEnvelope(st.Dir)
+	if err != nil {
+		return h, err
+	}
+	sp, err := d.spawn(st)
+	if err == nil {
+		st = sp.st
+		err = d.replace(ctx, st, ev, sp)
+	}
+	if err != nil {
+		d.killAll(context.WithoutCancel(ctx), st)
+		return h, err
+	}
+	if h.State, err = json.Marshal(st); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// replace puts a restarted agent in the sandbox's cgroups (made again if
+// they are gone) and hands it its envelope.
+func (d *Driver) replace(ctx context.Context, st state, ev *envelope.Envelope, sp *spawned) error {
+	if d.cg != nil && st.Cgroup != "" {
+		owner := cgroups.Owner{UID: int(st.IDBase), GID: int(st.IDBase)}
+		g, err := d.cg.Create(st.Cgroup, cgroupLimits(st.Limits), owner)
+		if errors.Is(err, cgroups.ErrExists) {
+			g, err = d.cg.Open(st.Cgroup)
+		}
+		if err != nil {
+			sp.close()
+			return fmt.Errorf("create the sandbox's cgroups: %w", err)
+		}
+		if err := g.Place(st.Pid); err != nil {
+			sp.close()
+			return fmt.Errorf("put the agent in its cgroup: %w", err)
+		}
+	}
+	return sp.agent.Handshake(ctx, ev)
+}

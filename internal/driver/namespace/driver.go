@@ -1,0 +1,188 @@
+// Package namespace is the namespace driver, hutch's default where the
+// host allows it: each sandbox is a hutch-agent started as pid 1 of new
+// user, mount, pid, net, ipc and uts namespaces, with the sandbox's ids
+// mapped to a range of host uids far from root. The agent builds the
+// sandbox's root (internal/nsinit): an overlay of the template under a
+// per-sandbox upper directory, read-only binds of the host's system
+// directories, a fresh /proc, a minimal /dev and a tmpfs /tmp; it pivots
+// into it, with only lo for a network. Commands run in a cgroup of their
+// own (memory with swap, pids, cpu on cgroup v1 or v2) and a cgroup
+// namespace rooted there, as an unprivileged user by default, under
+// no_new_privs, a narrowed capability bounding set, Landlock scopes and a
+// seccomp filter.
+//
+// Everything a sandbox has outside the kernel's namespaces carries its id:
+// <Dir>/<id>/ (state, envelope, agent log, overlay upper and work
+// directories), the cgroups <parent>/<id>/ and its uid range in the
+// host-wide registry. Destroy kills the agent, which ends the pid
+// namespace and every process in it, empties and removes the cgroups and
+// removes the directory; Sweep removes whatever of this that the store
+// does not know.
+package namespace
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/cgroups"
+	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/launch"
+	"github.com/hutchdev/hutch/internal/driver/warm"
+	"github.com/hutchdev/hutch/internal/hostids"
+)
+
+// Name is the driver's name in configuration and in the API.
+const Name = "namespace"
+
+var (
+	_ driver.Driver     = (*Driver)(nil)
+	_ driver.Sweeper    = (*Driver)(nil)
+	_ driver.OOMCounter = (*Driver)(nil)
+	_ io.Closer         = (*Driver)(nil)
+)
+
+// Host uid ranges: 65,536 ids per sandbox (inside ids 0..65535), from
+// 2,200,000,000 up, clear of real accounts and of the process driver's
+// range.
+const (
+	idBase   = 2_200_000_000
+	idSize   = 1 << 16
+	idRanges = 30_000
+)
+
+// Config configures the driver.
+type Config struct {
+	// Dir holds one directory per sandbox and the templates.
+	Dir string
+	// AgentPath is the hutch-agent binary.
+	AgentPath string
+	// WarmPool is how many sandboxes to keep started ahead of need; 0
+	// turns the pool off.
+	WarmPool int
+	// CgroupParent names the cgroup under which every sandbox gets one;
+	// "" means "hutch".
+	CgroupParent string
+	Log          *slog.Logger
+}
+
+// Driver runs sandboxes in namespaces.
+type Driver struct {
+	dir       string
+	agentPath string
+	log       *slog.Logger
+	ids       *hostids.Pool
+	cg        *cgroups.Manager // nil: no usable cgroups, limits not enforced
+	cgErr     error            // why cg is nil
+	tmpl      *template
+	probe     confine.Report
+	caps      driver.Capabilities
+	pool      *warm.Pool[*spawned]
+}
+
+// New checks the host and prepares the driver: the directory, the host
+// template and the cgroup manager. It starts no sandbox. It needs root.
+func New(cfg Config) (*Driver, error) {
+	if cfg.Dir == "" || cfg.AgentPath == "" {
+		return nil, fmt.Errorf("namespace driver: Dir and AgentPath are required")
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("namespace driver: needs root to map each sandbox to its own range of host uids")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	agent, err := filepath.Abs(cfg.AgentPath)
+	if err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	if err := launch.WorldExecutable(agent); err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	// Each sandbox's root user must reach its directory and the template.
+	if err := launch.OpenPath(dir); err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe()}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	parent := cfg.CgroupParent
+	if parent == "" {
+		parent = "hutch"
+	}
+	if d.cg, err = cgroups.New(parent); err != nil {
+		d.cg, d.cgErr = nil, err
+	}
+	if d.tmpl, err = buildTemplate(filepath.Join(dir, ".templates"), agent); err != nil {
+		return nil, fmt.Errorf("namespace driver: %w", err)
+	}
+	if err := d.loadIDs(); err != nil {
+		return nil, err
+	}
+	d.caps = d.capabilities()
+	d.pool = newPool(d, cfg.WarmPool)
+	return d, nil
+}
+
+// Close stops the warm pool and removes its sandboxes. Sandboxes keep
+// running.
+func (d *Driver) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// Name returns "namespace".
+func (d *Driver) Name() string { return Name }
+
+// Capabilities reports what this host lets the driver do.
+func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
+
+func (d *Driver) capabilities() driver.Capabilities {
+	c := driver.Capabilities{
+		Isolation: api.IsolationFull,
+		Templates: []string{"host"},
+		StartStop: true,
+		RootUser:  true,
+	}
+	if d.cg == nil {
+		c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: no usable cgroups (%v): memory, pids and cpu limits are not enforced", d.cgErr))
+	} else {
+		for _, m := range d.cg.Available() {
+			switch m {
+			case "memory":
+				c.Limits.Memory = true
+			case "pids":
+				c.Limits.Pids = true
+			case "cpu":
+				c.Limits.CPU = true
+			}
+		}
+		for _, m := range d.cg.Missing() {
+			c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: the cgroup %s controller is not available: that limit is not enforced", m))
+		}
+	}
+	for _, m := range d.probe.Missing {
+		if m != confine.MissingLandlockTSync {
+			c.Degraded = append(c.Degraded, "kernel lacks "+m)
+		}
+	}
+	if len(c.Degraded) > 0 {
+		c.Isolation = api.IsolationDegraded
+	}
+	return c
+}
+
+// sandboxDir is where one sandbox lives on the host.
+func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.dir, id) }

@@ -1,0 +1,69 @@
+package namespace
+
+import (
+	"maps"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/cgroups"
+	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/nsinit"
+)
+
+// defaultTmpBytes sizes /tmp and /dev/shm of a sandbox without a memory
+// limit; with one, they are as large as the limit (and charged to it).
+const defaultTmpBytes = 1 << 30
+
+// envelope is what the agent of one sandbox needs: where its root is made
+// from, where to listen, who its commands run as, and how it confines
+// itself before it serves.
+func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
+	env := acct.env(spec.SandboxID, d.tmpl.Shell)
+	maps.Copy(env, spec.Env)
+	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
+	tmp := int64(defaultTmpBytes)
+	if spec.Limits.MemoryMB > 0 {
+		tmp = int64(spec.Limits.MemoryMB) << 20
+	}
+	return &envelope.Envelope{
+		Version:      envelope.Version,
+		SandboxID:    spec.SandboxID,
+		Token:        spec.Token,
+		Socket:       filepath.Join(dir, runDir, "agent.sock"),
+		Root:         "/",
+		Workdir:      workdir,
+		Env:          env,
+		MaxFileBytes: spec.MaxFileBytes,
+		RunAs:        acct.runAs(),
+		Namespace: &nsinit.Config{
+			Dir:      dir,
+			Lower:    lowerLink,
+			Upper:    upperDir,
+			Work:     workDir,
+			Rootfs:   rootfsDir,
+			ReadOnly: d.tmpl.ReadOnly,
+			Agent:    agentInside,
+			Hostname: spec.SandboxID,
+			TmpBytes: tmp,
+			Cgroup:   join,
+		},
+		Confine: &confine.Config{
+			NoNewPrivs: true,
+			Seccomp:    true,
+			Caps:       acct.caps(),
+			// The root is the sandbox's own and the network namespace
+			// holds only lo: Landlock adds its scopes (no signals to, and
+			// no abstract sockets of, processes outside the sandbox's
+			// domain) on top of a root the sandbox may use whole.
+			Landlock: &confine.Landlock{ReadWrite: []string{"/"}, Scope: true},
+			Rlimits:  []confine.Rlimit{{Resource: "core", Cur: 0, Max: 0}},
+		},
+	}
+}
+
+// cgroupLimits converts the API's limits; zero stays unlimited.
+func cgroupLimits(l api.Limits) cgroups.Limits {
+	return cgroups.Limits{MemoryBytes: int64(l.MemoryMB) << 20, Pids: int64(l.Pids), CPU: l.CPU}
+}

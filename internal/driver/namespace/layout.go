@@ -1,0 +1,149 @@
+package namespace
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// A sandbox's directory holds, beside state.json, envelope.json and
+// agent.log: the overlay's upper and work directories, its mount point,
+// run/ for the agent's socket (never visible inside) and lower, a link to
+// the template. The overlay is mounted with these relative names so that
+// /proc/mounts inside names no host path.
+const (
+	upperDir  = "upper"
+	workDir   = "work"
+	rootfsDir = "rootfs"
+	runDir    = "run"
+	lowerLink = "lower"
+)
+
+// prepareDir makes what every sandbox needs before its agent starts; it
+// is the same for all sandboxes, so warm ones are made ahead.
+func (d *Driver) prepareDir(st state) error {
+	root := int(st.IDBase)
+	for _, m := range []struct {
+		name  string
+		mode  os.FileMode
+		owner int // -1: hutch's
+	}{
+		{upperDir, 0o755, root}, {workDir, 0o700, root}, {rootfsDir, 0o755, -1}, {runDir, 0o700, root},
+	} {
+		p := filepath.Join(st.Dir, m.name)
+		if err := os.Mkdir(p, m.mode); err != nil {
+			return fmt.Errorf("prepare sandbox directory: %w", err)
+		}
+		if m.owner >= 0 {
+			if err := os.Chown(p, m.owner, m.owner); err != nil {
+				return fmt.Errorf("prepare sandbox directory: %w", err)
+			}
+		}
+	}
+	if err := os.Symlink(d.tmpl.Dir, filepath.Join(st.Dir, lowerLink)); err != nil {
+		return fmt.Errorf("prepare sandbox directory: %w", err)
+	}
+	return nil
+}
+
+// personalize writes one sandbox's own files into its fresh upper layer:
+// its /etc files, its users' home directories, /workspace and the working
+// directory. Nothing of the sandbox has run yet, so no link it made can
+// redirect these writes.
+func (d *Driver) personalize(st state, hostname string, acct account, workdir string) error {
+	upper := filepath.Join(st.Dir, upperDir)
+	rootOwner, userOwner := int(st.IDBase+rootID), int(st.IDBase+userID)
+	owner := int(st.IDBase + acct.id)
+	dirs := []struct {
+		p     string
+		mode  os.FileMode
+		owner int
+	}{
+		{"etc", 0o755, rootOwner}, {"root", 0o700, rootOwner}, {"home", 0o755, rootOwner},
+		{"home/user", 0o750, userOwner}, {"workspace", 0o755, owner},
+	}
+	for _, m := range dirs {
+		if err := mkdirOwned(filepath.Join(upper, m.p), m.mode, m.owner); err != nil {
+			return err
+		}
+	}
+	for name, content := range sandboxEtc(hostname, d.tmpl.Shell) {
+		p := filepath.Join(upper, "etc", name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
+		}
+		if err := os.Chown(p, rootOwner, rootOwner); err != nil {
+			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
+		}
+	}
+	// The working directory and any parent it lacks belong to the user.
+	var made []string
+	for p := workdir; p != "/"; p = path.Dir(p) {
+		made = append(made, p)
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		if err := mkdirOwned(filepath.Join(upper, made[i]), 0o755, owner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirOwned makes p (if it is not there) with mode and owner.
+func mkdirOwned(p string, mode os.FileMode, owner int) error {
+	err := os.Mkdir(p, mode)
+	if os.IsExist(err) {
+		return nil
+	}
+	if err == nil {
+		err = os.Chmod(p, mode)
+	}
+	if err == nil {
+		err = os.Chown(p, owner, owner)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare the sandbox's %s: %w", p, err)
+	}
+	return nil
+}
+
+// mounted are the directories whose contents the upper layer cannot give:
+// mounts over the root, and the system directories bound read-only.
+func (d *Driver) mounted() []string {
+	return append([]string{"/proc", "/dev", "/tmp", "/.hutch"}, d.tmpl.ReadOnly...)
+}
+
+// resolveCwd places the requested working directory in the sandbox: a
+// relative path is under /workspace. It must not lie under a mount, where
+// it could not be made beforehand.
+func (d *Driver) resolveCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return "/workspace", nil
+	}
+	if strings.ContainsRune(cwd, 0) {
+		return "", errdefs.Invalid("invalid_path", "cwd contains a NUL byte")
+	}
+	for _, c := range strings.Split(cwd, "/") {
+		if c == ".." {
+			return "", errdefs.Invalid("invalid_path", "cwd %q has a .. component", cwd)
+		}
+	}
+	p := cwd
+	if !path.IsAbs(p) {
+		p = path.Join("/workspace", p)
+	}
+	p = path.Clean(p)
+	for _, m := range d.mounted() {
+		if p == m || strings.HasPrefix(p, m+"/") {
+			return "", errdefs.Invalid("invalid_cwd", "cwd %q is under %s, which is not part of the sandbox's writable root; use a directory such as /workspace", cwd, m)
+		}
+	}
+	if p == "/" {
+		return "", errdefs.Invalid("invalid_cwd", "cwd must not be / itself")
+	}
+	return p, nil
+}

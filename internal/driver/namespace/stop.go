@@ -1,0 +1,110 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/hostproc"
+	"github.com/hutchdev/hutch/internal/driver/launch"
+)
+
+// teardownTimeout bounds a Stop or Destroy that was given no deadline.
+const teardownTimeout = 30 * time.Second
+
+// Stop ends every process of the sandbox and keeps its files and cgroups.
+func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
+	st, err := decodeState(h)
+	if err != nil {
+		return err
+	}
+	return d.killAll(ctx, st)
+}
+
+// Destroy ends every process and removes the sandbox's cgroups, directory
+// and uid range.
+func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
+	st, err := decodeState(h)
+	if err != nil {
+		return err
+	}
+	return d.teardown(ctx, st)
+}
+
+// teardown removes everything of a sandbox, whatever state it is in.
+func (d *Driver) teardown(ctx context.Context, st state) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
+		defer cancel()
+	}
+	if err := d.killAll(ctx, st); err != nil {
+		return err
+	}
+	if d.cg != nil && st.Cgroup != "" {
+		g, err := d.cg.Open(st.Cgroup)
+		if err == nil {
+			err = g.Remove(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("remove the sandbox's cgroups: %w", err)
+		}
+	}
+	if err := launch.RemoveAll(st.Dir); err != nil {
+		return fmt.Errorf("remove sandbox directory: %w", err)
+	}
+	if st.IDBase != 0 {
+		d.ids.Release(st.IDBase)
+	}
+	return nil
+}
+
+// killAll kills the agent, which as init of the sandbox's pid namespace
+// takes every process of the sandbox with it (the kernel kills them all
+// before the agent's exit completes), then kills whatever is still in the
+// sandbox's cgroups, or, without cgroups, runs as one of its host uids,
+// until nothing is left.
+func (d *Driver) killAll(ctx context.Context, st state) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
+		defer cancel()
+	}
+	if d.alive(st) {
+		_ = syscall.Kill(st.Pid, syscall.SIGKILL)
+		hostproc.WaitGone(ctx, st.Pid, st.StartTime, 2*time.Second)
+	}
+	if d.cg != nil && st.Cgroup != "" {
+		g, err := d.cg.Open(st.Cgroup)
+		if err == nil {
+			err = g.Kill(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("kill the sandbox's processes: %w", err)
+		}
+	}
+	if d.cg != nil || st.IDBase == 0 {
+		return nil
+	}
+	// Without cgroups, the sandbox's host uids find what is left.
+	ours := func(p hostproc.Proc) bool { return p.UID >= st.IDBase && p.UID < st.IDBase+idSize }
+	for {
+		left, err := hostproc.KillMatching(ours)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d processes of the sandbox survived SIGKILL: %w", left, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// alive reports whether the sandbox's agent runs.
+func (d *Driver) alive(st state) bool { return hostproc.Alive(st.Pid, st.StartTime) }

@@ -1,0 +1,104 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/internal/driver/warm"
+	"github.com/hutchdev/hutch/internal/ids"
+)
+
+// Sweep removes every sandbox the store does not know, with its
+// processes, cgroups and uid range; then what earlier warm pools left,
+// cgroups without a directory, stale registry entries and templates no
+// sandbox uses.
+func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]string, error) {
+	warm.SweepOthers(filepath.Join(d.dir, ".warm"), d.pool.Dir(), func(dir string) {
+		_ = d.teardown(ctx, d.stateOr(dir))
+	})
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	onDisk := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !ids.Valid(id) {
+			continue
+		}
+		onDisk[id] = true
+		if known(id) {
+			continue
+		}
+		if err := d.teardown(ctx, d.stateOr(d.sandboxDir(id))); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, id)
+	}
+	errs = append(errs, d.sweepCgroups(ctx, known, onDisk))
+	d.ids.Sweep(d.dir)
+	d.sweepTemplates()
+	return removed, errors.Join(errs...)
+}
+
+// stateOr reads dir's state, or makes do with the directory alone.
+func (d *Driver) stateOr(dir string) state {
+	st, err := readState(dir)
+	if err != nil {
+		st = state{}
+	}
+	st.Dir = dir
+	return st
+}
+
+// sweepCgroups removes the cgroups of sandboxes that have neither a
+// record nor a directory (a crash between the two removals).
+func (d *Driver) sweepCgroups(ctx context.Context, known func(string) bool, onDisk map[string]bool) error {
+	if d.cg == nil {
+		return nil
+	}
+	names, err := d.cg.List()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range names {
+		if known(id) || onDisk[id] {
+			continue
+		}
+		g, err := d.cg.Open(id)
+		if err != nil {
+			continue // not one of ours
+		}
+		if err := g.Kill(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, g.Remove(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepTemplates removes template directories that are neither current
+// nor the lower layer of a sandbox still on disk.
+func (d *Driver) sweepTemplates() {
+	used := map[string]bool{d.tmpl.Dir: true}
+	entries, _ := os.ReadDir(d.dir)
+	for _, e := range entries {
+		if st, err := readState(d.sandboxDir(e.Name())); err == nil {
+			used[st.Template] = true
+		}
+	}
+	base := filepath.Join(d.dir, ".templates")
+	tmpls, _ := os.ReadDir(base)
+	for _, t := range tmpls {
+		if p := filepath.Join(base, t.Name()); !used[p] {
+			_ = os.RemoveAll(p)
+		}
+	}
+}

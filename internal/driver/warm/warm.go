@@ -1,0 +1,150 @@
+// Package warm keeps sandboxes started ahead of need for a driver: each
+// has paid for exec and the agent's start and waits for its envelope, so a
+// create only moves one into place.
+//
+// A pool refills once creates have paused for RefillDelay: starting an
+// agent costs several milliseconds of CPU, and spent during a burst of
+// creates it would slow the very creates the pool is there to speed up.
+package warm
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/ids"
+)
+
+// RefillDelay is how long creates must pause before a pool refills.
+const RefillDelay = 50 * time.Millisecond
+
+// Pool holds up to size warm items of type T. Each lives in its own
+// directory under Dir until a create takes it.
+type Pool[T any] struct {
+	dir     string
+	ready   chan T
+	make    func(dir string) (T, error)
+	discard func(T)
+	log     *slog.Logger
+
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{}
+	timer  *time.Timer // debounces refills
+}
+
+// New returns a pool whose items live under base/<instance>/. build makes
+// one item in the directory it is given (which exists); discard removes
+// one. Nothing starts until the first Take.
+func New[T any](base string, size int, build func(dir string) (T, error), discard func(T), log *slog.Logger) *Pool[T] {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool[T]{
+		dir:     filepath.Join(base, ids.New()),
+		ready:   make(chan T, size),
+		make:    build,
+		discard: discard,
+		log:     log,
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+	}
+}
+
+// Dir is this pool's own directory.
+func (p *Pool[T]) Dir() string { return p.dir }
+
+// Take returns a warm item, or false when none is ready (or the pool is
+// off); the first call starts the filling.
+func (p *Pool[T]) Take() (T, bool) {
+	var zero T
+	if cap(p.ready) == 0 {
+		return zero, false
+	}
+	p.once.Do(func() {
+		p.timer = time.AfterFunc(RefillDelay, func() {
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		})
+		go p.fill()
+	})
+	p.timer.Reset(RefillDelay)
+	select {
+	case it := <-p.ready:
+		return it, true
+	default:
+		return zero, false
+	}
+}
+
+// fill keeps the pool full until Close.
+func (p *Pool[T]) fill() {
+	defer close(p.done)
+	for {
+		for len(p.ready) < cap(p.ready) {
+			if p.ctx.Err() != nil {
+				return
+			}
+			dir := filepath.Join(p.dir, ids.New())
+			if err := os.MkdirAll(dir, 0o711); err != nil {
+				p.log.Warn("warm pool", "err", err)
+				break
+			}
+			it, err := p.make(dir)
+			if err != nil {
+				p.log.Warn("warm pool", "err", err)
+				break
+			}
+			p.ready <- it
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.kick:
+		}
+	}
+}
+
+// Close stops the filling and discards every warm item.
+func (p *Pool[T]) Close() {
+	p.cancel()
+	p.once.Do(func() { close(p.done) })
+	<-p.done
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	for {
+		select {
+		case it := <-p.ready:
+			p.discard(it)
+		default:
+			os.Remove(p.dir)
+			return
+		}
+	}
+}
+
+// SweepOthers tears down what the pools of earlier runs left under base
+// (every instance directory but keep): teardown gets each item's
+// directory.
+func SweepOthers(base, keep string, teardown func(dir string)) {
+	instances, _ := os.ReadDir(base)
+	for _, inst := range instances {
+		instDir := filepath.Join(base, inst.Name())
+		if instDir == keep {
+			continue
+		}
+		entries, _ := os.ReadDir(instDir)
+		for _, e := range entries {
+			teardown(filepath.Join(instDir, e.Name()))
+		}
+		_ = os.Remove(instDir)
+	}
+}

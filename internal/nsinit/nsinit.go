@@ -1,0 +1,76 @@
+// Package nsinit is what hutch-agent does as pid 1 of a new sandbox, in
+// the fresh user, mount, pid, net, ipc and uts namespaces the namespace
+// driver started it in, before it serves: it builds the sandbox's root
+// filesystem (an overlay over the template, read-only binds of the host's
+// system directories, a fresh /proc with its sensitive entries masked, a
+// minimal /dev, a tmpfs /tmp), lets the caller listen on its socket while
+// the host's paths are still in view, moves the thread that forks commands
+// into the sandbox's cgroup and gives it a cgroup namespace rooted there,
+// pivots into the new root, and sets the hostname and brings up lo.
+//
+// It links only the standard library, golang.org/x/sys and
+// internal/cgroups, because hutch-agent does.
+package nsinit
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/hutchdev/hutch/internal/cgroups"
+)
+
+// Config is the namespace part of the agent's bootstrap envelope.
+type Config struct {
+	// Dir is the sandbox's directory on the host. The agent works from it
+	// and the overlay's paths (Lower, Upper, Work) are relative to it, so
+	// that /proc/mounts inside the sandbox names no host path. Lower is a
+	// symlink to the template's directory.
+	Dir    string `json:"dir"`
+	Lower  string `json:"lower"`
+	Upper  string `json:"upper"`
+	Work   string `json:"work"`
+	Rootfs string `json:"rootfs"` // the overlay's mount point, relative to Dir
+	// ReadOnly are host directories bound read-only, nosuid and nodev at
+	// the same path inside the sandbox (/usr and the like).
+	ReadOnly []string `json:"read_only,omitempty"`
+	// Agent is where the agent binary is inside the root; it is bound
+	// read-only over itself.
+	Agent    string `json:"agent,omitempty"`
+	Hostname string `json:"hostname"`
+	// TmpBytes sizes /tmp and /dev/shm (tmpfs, charged to the sandbox's
+	// memory limit as they fill).
+	TmpBytes int64 `json:"tmp_bytes"`
+	// Cgroup says how commands join the sandbox's cgroup; nil leaves them
+	// in the agent's.
+	Cgroup *cgroups.Join `json:"cgroup,omitempty"`
+}
+
+// Validate checks what Setup relies on.
+func (c *Config) Validate() error {
+	var errs []error
+	if !path.IsAbs(c.Dir) || path.Clean(c.Dir) != c.Dir {
+		errs = append(errs, fmt.Errorf("nsinit: dir %q is not a clean absolute path", c.Dir))
+	}
+	for name, p := range map[string]string{"lower": c.Lower, "upper": c.Upper, "work": c.Work, "rootfs": c.Rootfs} {
+		if p == "" || path.IsAbs(p) || path.Clean(p) != p || strings.HasPrefix(p, "..") || strings.ContainsAny(p, ",:\\") {
+			errs = append(errs, fmt.Errorf("nsinit: %s %q must be a clean relative path without , : or \\", name, p))
+		}
+	}
+	for _, p := range c.ReadOnly {
+		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+			errs = append(errs, fmt.Errorf("nsinit: read-only bind %q is not a clean absolute path below /", p))
+		}
+	}
+	if c.Agent != "" && (!path.IsAbs(c.Agent) || path.Clean(c.Agent) != c.Agent) {
+		errs = append(errs, fmt.Errorf("nsinit: agent path %q is not clean and absolute", c.Agent))
+	}
+	if len(c.Hostname) == 0 || len(c.Hostname) > 64 || strings.ContainsAny(c.Hostname, "/\x00 ") {
+		errs = append(errs, fmt.Errorf("nsinit: hostname %q must be 1 to 64 characters without /, space or NUL", c.Hostname))
+	}
+	if c.TmpBytes <= 0 {
+		errs = append(errs, errors.New("nsinit: tmp_bytes must be positive"))
+	}
+	return errors.Join(errs...)
+}
