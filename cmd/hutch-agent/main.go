@@ -148,6 +148,11 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			srv.Close()
 		}
 	}()
+	if env.CommandCaps != nil {
+		if err := agent.OnForkThread(func() error { return confine.DropBounding(env.CommandCaps) }); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if env.Namespace != nil && env.RunAs != nil {
 		if err := fileUser(env.RunAs); err != nil {
 			return nil, nil, nil, err

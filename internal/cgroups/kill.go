@@ -17,9 +17,11 @@ const freezeWait = time.Second
 // Kill SIGKILLs every process in <id> and the groups below it and waits
 // until none is left, or fails when ctx ends first. On v2 it writes
 // cgroup.kill, which the kernel applies to the whole subtree at once,
-// forks included. Without it, each round freezes the group (v1 freezer or
-// v2 cgroup.freeze, when there is one) so nothing forks or exits while its
-// pids are read, SIGKILLs them, and thaws it so the signals land.
+// forks included. Without it, the first rounds SIGKILL what they find
+// (enough for tasks already dying, the common case once a sandbox's init
+// is dead); later rounds freeze the group (v1 freezer or v2 cgroup.freeze,
+// when there is one) so nothing forks or exits while its pids are read,
+// SIGKILL them, and thaw it so the signals land.
 func (g *Group) Kill(ctx context.Context) error {
 	killFile := ""
 	if g.m.version == 2 {
@@ -30,11 +32,14 @@ func (g *Group) Kill(ctx context.Context) error {
 	return g.kill(ctx, killFile)
 }
 
+// plainRounds are the rounds Kill signals without freezing.
+const plainRounds = 2
+
 // kill is Kill with the choice of cgroup.kill made: "" signals process by
 // process.
 func (g *Group) kill(ctx context.Context, killFile string) error {
 	wait := time.Millisecond
-	for {
+	for round := 0; ; round++ {
 		pids, err := g.Procs()
 		if err != nil {
 			return err
@@ -42,9 +47,12 @@ func (g *Group) kill(ctx context.Context, killFile string) error {
 		if len(pids) == 0 {
 			return nil
 		}
-		if killFile != "" {
+		switch {
+		case killFile != "":
 			err = writeFile(killFile, "1")
-		} else {
+		case round < plainRounds:
+			err = signal(pids)
+		default:
 			err = g.signalAll(ctx)
 		}
 		if err != nil {
@@ -69,6 +77,11 @@ func (g *Group) signalAll(ctx context.Context) (retErr error) {
 	if err != nil {
 		return err
 	}
+	return signal(pids)
+}
+
+// signal SIGKILLs pids; one already gone is not an error.
+func signal(pids []int) error {
 	for _, pid := range pids {
 		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("cgroups: kill %d: %w", pid, err)

@@ -29,8 +29,7 @@ const (
 // starts afterwards. It cannot be undone.
 //
 // In order it sets the rlimits, makes the process non-dumpable (so sandboxed
-// processes of the same uid cannot read its memory or /proc entries), drops
-// the capabilities Caps does not keep from every thread's bounding set, sets
+// processes of the same uid cannot read its memory or /proc entries), sets
 // no_new_privs on every thread, enforces Landlock and installs the seccomp
 // filter on every thread. The config is validated, the Landlock ruleset
 // filled and the filter assembled before the first of these steps, so most

@@ -10,15 +10,7 @@ func apply(c *Config) (Report, error) {
 	var rep Report
 	// Prepare: everything that can fail on bad input or a lacking kernel
 	// runs before the first irreversible step.
-	needAllThreads := c.NoNewPrivs || c.Caps != nil
-	var drop []int
-	if c.Caps != nil {
-		last, err := lastCap()
-		if err != nil {
-			return Report{}, err
-		}
-		drop = c.Caps.dropped(last)
-	}
+	needAllThreads := c.NoNewPrivs
 	var plan *landlockPlan
 	if c.Landlock != nil {
 		p, missing, err := prepareLandlock(c.Landlock)
@@ -57,9 +49,6 @@ func apply(c *Config) (Report, error) {
 	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return Report{}, fmt.Errorf("confine: prctl(PR_SET_DUMPABLE, 0): %w", err)
-	}
-	if err := dropBounding(drop); err != nil {
-		return Report{}, err
 	}
 	if c.NoNewPrivs {
 		if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {

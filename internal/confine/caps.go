@@ -21,16 +21,16 @@ var capNumbers = map[string]int{
 	"audit_read": 37, "perfmon": 38, "bpf": 39, "checkpoint_restore": 40,
 }
 
-// Caps narrows the capability bounding set: every capability not in Keep
-// is dropped, on every thread, so no process started afterwards can gain
-// it, whatever its uid (root inside a user namespace included) or its
-// file capabilities. The caller's own effective capabilities are left as
-// they are. Dropping needs CAP_SETPCAP.
+// Caps narrows a thread's capability bounding set (see DropBounding):
+// every capability not in Keep is dropped, so no process that thread
+// starts afterwards can gain it, whatever its uid (root inside a user
+// namespace included) or its file capabilities.
 type Caps struct {
 	Keep []string `json:"keep,omitempty"` // names as in capabilities(7), lower case, without "cap_"
 }
 
-func (c *Caps) validate() error {
+// Validate checks that Keep names known capabilities.
+func (c *Caps) Validate() error {
 	for _, n := range c.Keep {
 		if _, ok := capNumbers[n]; !ok {
 			names := make([]string, 0, len(capNumbers))

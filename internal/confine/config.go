@@ -15,8 +15,6 @@ type Config struct {
 	// netlink or packet sockets.
 	RestrictSockets bool     `json:"restrict_sockets"`
 	Rlimits         []Rlimit `json:"rlimits,omitempty"`
-	// Caps, when set, narrows the capability bounding set.
-	Caps *Caps `json:"caps,omitempty"`
 }
 
 // Landlock lists the file hierarchies a sandbox may use; everything else is

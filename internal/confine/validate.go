@@ -19,9 +19,6 @@ func (c *Config) Validate() error {
 	if c.RestrictSockets && !c.Seccomp {
 		errs = append(errs, errors.New("confine: restrict_sockets needs seccomp, whose filter enforces it"))
 	}
-	if c.Caps != nil {
-		errs = append(errs, c.Caps.validate())
-	}
 	if l := c.Landlock; l != nil {
 		for _, p := range slices.Concat(l.ReadOnly, l.ReadWrite) {
 			if !filepath.IsAbs(p) {

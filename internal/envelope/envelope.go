@@ -48,6 +48,10 @@ type Envelope struct {
 	// address space than it uses, so a data limit sized for a sandbox's
 	// commands would starve it).
 	CommandRlimits []confine.Rlimit `json:"command_rlimits,omitempty"`
+	// CommandCaps, when set, narrows the capability bounding set of the
+	// thread the agent forks every command from, so no command can gain
+	// what it drops.
+	CommandCaps *confine.Caps `json:"command_caps,omitempty"`
 	// RunAs, when set, is the user every command runs as; the agent also
 	// creates files through the file API as that user.
 	RunAs *RunAs `json:"run_as,omitempty"`
@@ -84,6 +88,11 @@ func (e *Envelope) Validate() error {
 	}
 	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
 		return fmt.Errorf("envelope command_rlimits: %w", err)
+	}
+	if e.CommandCaps != nil {
+		if err := e.CommandCaps.Validate(); err != nil {
+			return fmt.Errorf("envelope command_caps: %w", err)
+		}
 	}
 	if e.Namespace != nil {
 		if err := e.Namespace.Validate(); err != nil {

@@ -82,6 +82,7 @@ type Driver struct {
 	probe     confine.Report
 	caps      driver.Capabilities
 	pool      *warm.Pool[*spawned]
+	trash     *launch.Trash
 }
 
 // New checks the host and prepares the driver: the directory, the host
@@ -111,7 +112,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := launch.OpenPath(dir); err != nil {
 		return nil, fmt.Errorf("namespace driver: %w", err)
 	}
-	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe()}
+	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -136,10 +137,11 @@ func New(cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Close stops the warm pool and removes its sandboxes. Sandboxes keep
-// running.
+// Close stops the warm pool and removes its sandboxes, and waits for the
+// trash to empty. Sandboxes keep running.
 func (d *Driver) Close() error {
 	d.pool.Close()
+	d.trash.Wait()
 	return nil
 }
 

@@ -37,6 +37,7 @@ func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, j
 		Env:          env,
 		MaxFileBytes: spec.MaxFileBytes,
 		RunAs:        acct.runAs(),
+		CommandCaps:  acct.caps(),
 		Namespace: &nsinit.Config{
 			Dir:      dir,
 			Lower:    lowerLink,
@@ -52,7 +53,6 @@ func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, j
 		Confine: &confine.Config{
 			NoNewPrivs: true,
 			Seccomp:    true,
-			Caps:       acct.caps(),
 			// The root is the sandbox's own and the network namespace
 			// holds only lo: Landlock adds its scopes (no signals to, and
 			// no abstract sockets of, processes outside the sandbox's

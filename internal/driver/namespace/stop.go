@@ -8,7 +8,6 @@ import (
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
-	"github.com/hutchdev/hutch/internal/driver/launch"
 )
 
 // teardownTimeout bounds a Stop or Destroy that was given no deadline.
@@ -52,7 +51,7 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 			return fmt.Errorf("remove the sandbox's cgroups: %w", err)
 		}
 	}
-	if err := launch.RemoveAll(st.Dir); err != nil {
+	if err := d.trash.Remove(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
 	if st.IDBase != 0 {

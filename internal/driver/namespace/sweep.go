@@ -41,6 +41,7 @@ func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]strin
 		removed = append(removed, id)
 	}
 	errs = append(errs, d.sweepCgroups(ctx, known, onDisk))
+	d.trash.Sweep()
 	d.ids.Sweep(d.dir)
 	d.sweepTemplates()
 	return removed, errors.Join(errs...)

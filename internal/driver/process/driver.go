@@ -51,6 +51,7 @@ type Driver struct {
 	caps      driver.Capabilities
 	probe     confine.Report
 	pool      *warm.Pool[*spawned]
+	trash     *launch.Trash
 }
 
 // New returns the driver. It creates Dir; it starts nothing.
@@ -72,7 +73,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("process driver: %w", err)
 	}
-	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe()}
+	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -101,6 +102,7 @@ func New(cfg Config) (*Driver, error) {
 // running.
 func (d *Driver) Close() error {
 	d.pool.Close()
+	d.trash.Wait()
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
-	"github.com/hutchdev/hutch/internal/driver/launch"
 )
 
 // teardownTimeout bounds a Stop or Destroy that was given no deadline.
@@ -36,7 +35,7 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 	if err := d.killAll(ctx, st); err != nil {
 		return err
 	}
-	if err := launch.RemoveAll(st.Dir); err != nil {
+	if err := d.trash.Remove(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
 	if d.uids != nil && st.UID != 0 {

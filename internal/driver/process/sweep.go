@@ -13,6 +13,7 @@ import (
 // not claim: what a crash or a lost destroy left behind.
 func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]string, error) {
 	d.sweepWarm()
+	d.trash.Sweep()
 	defer d.sweepUIDs()
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
