@@ -53,12 +53,22 @@ type server struct {
 // one when empty) and waits until it serves.
 func startServer(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
+	return startServerAs(t, nil, dataDir, args...)
+}
+
+// startServerAs is startServer with hutch serve running as cred (nil: as
+// the test).
+func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args ...string) *server {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
 	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
 	cmd := exec.Command(filepath.Join(binDir, "hutch"), append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir}, args...)...)
 	cmd.Env = append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL=")
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {

@@ -124,6 +124,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	s.onClose("api", srv.Shutdown)
 
 	caps := drv.Capabilities()
+	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drv.Name(), caps.Isolation, why)
 	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "driver", drv.Name(),
 		"driver.reason", why, "isolation", caps.Isolation, "data", cfg.DataDir)
 	for _, d := range caps.Degraded {

@@ -84,7 +84,14 @@ func testSweep(t *testing.T, s Suite) {
 func testCancelledDestroy(t *testing.T, s Suite) {
 	d := s.New(t)
 	sb := create(t, d, spec(api.Limits{}))
-	sh(t, sb, "sleep 300 >/dev/null 2>&1 & sleep 300 >/dev/null 2>&1 &")
+	// Processes that make a teardown hard: stopped, ignoring SIGTERM, in a
+	// session of their own.
+	sh(t, sb, "sleep 300 >/dev/null 2>&1 & kill -STOP $!; "+
+		"(trap '' TERM HUP INT; exec sleep 301) >/dev/null 2>&1 & "+
+		"setsid sleep 302 >/dev/null 2>&1 &")
+	if n := len(processesOf(sb.id)); n < 3 {
+		t.Fatalf("%d processes of the sandbox running before Destroy, want 3", n)
+	}
 	// The caller must give teardown a context that outlives the request;
 	// a driver still finishes with one that has no deadline at all.
 	if err := d.Destroy(context.WithoutCancel(context.Background()), sb.handle); err != nil {

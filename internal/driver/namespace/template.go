@@ -17,7 +17,7 @@ import (
 
 // templateVersion changes whenever the template's layout does, so a new
 // build never reuses an old directory.
-const templateVersion = "1"
+const templateVersion = "2"
 
 // agentInside is where the agent binary is in every sandbox.
 const agentInside = "/.hutch/bin/hutch-agent"
@@ -42,10 +42,13 @@ var etcFiles = []string{
 }
 
 // emptyDirs are the template's directories: mount points and the usual
-// top of a Linux tree.
+// top of a Linux tree. Every one must be readable by others: overlayfs
+// reads a lower directory with the credentials of the sandbox's root,
+// which does not own the template. (/root is 0700 in each sandbox's upper
+// layer, which is what its users see.)
 var emptyDirs = map[string]os.FileMode{
 	"proc": 0o555, "dev": 0o755, "tmp": 0o777 | os.ModeSticky, "etc": 0o755,
-	"home": 0o755, "root": 0o700, "workspace": 0o755, "var": 0o755, "var/tmp": 0o777 | os.ModeSticky,
+	"home": 0o755, "root": 0o755, "workspace": 0o755, "var": 0o755, "var/tmp": 0o777 | os.ModeSticky,
 	"run": 0o755, "opt": 0o755, "srv": 0o755, "mnt": 0o755, ".hutch": 0o755, ".hutch/bin": 0o755,
 }
 
