@@ -87,9 +87,9 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 }
 
 // credential is what commands run as: nil (the agent's own user) unless
-// the envelope names one, and then with no supplementary groups.
+// the envelope names another one, and then with no supplementary groups.
 func credential(r *envelope.RunAs) *syscall.Credential {
-	if r == nil {
+	if r == nil || (r.UID == uint32(os.Getuid()) && r.GID == uint32(os.Getgid())) {
 		return nil
 	}
 	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}

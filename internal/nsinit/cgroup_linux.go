@@ -36,7 +36,8 @@ func (b *Box) Close() {
 
 // enterCgroup makes commands start in the sandbox's cgroup, and gives the
 // thread that forks them a cgroup namespace rooted there, so
-// /proc/self/cgroup inside shows "/" and no host path.
+// /proc/self/cgroup inside shows "/" and no host path. Without a cgroup
+// (j nil) the namespace is rooted where the agent is.
 //
 // On cgroup v1 a single thread can change cgroups: the fork thread moves
 // itself into the box, and every child it forks is born there. On cgroup
@@ -45,7 +46,9 @@ func (b *Box) Close() {
 // cgroup, and each command is moved into the box right after it starts.
 func enterCgroup(j *cgroups.Join, onForkThread func(func() error) error) (*Box, error) {
 	if j == nil {
-		return &Box{}, nil
+		// No cgroup of its own (rootless): the namespace still hides the
+		// host's cgroup paths.
+		return &Box{}, onForkThread(unshareCgroup)
 	}
 	switch j.Version {
 	case 1:

@@ -35,15 +35,19 @@ type Config struct {
 	// ReadOnly are host directories bound read-only, nosuid and nodev at
 	// the same path inside the sandbox (/usr and the like).
 	ReadOnly []string `json:"read_only,omitempty"`
-	// Agent is where the agent binary is inside the root; it is bound
-	// read-only over itself.
-	Agent    string `json:"agent,omitempty"`
-	Hostname string `json:"hostname"`
+	// Sealed are directories inside the root bound read-only over
+	// themselves (where the agent binary is), so not even root inside can
+	// change them.
+	Sealed   []string `json:"sealed,omitempty"`
+	Hostname string   `json:"hostname"`
+	// TTYGID is the group of /dev/pts's terminals, as the sandbox numbers
+	// it.
+	TTYGID uint32 `json:"tty_gid"`
 	// TmpBytes sizes /tmp and /dev/shm (tmpfs, charged to the sandbox's
 	// memory limit as they fill).
 	TmpBytes int64 `json:"tmp_bytes"`
 	// Cgroup says how commands join the sandbox's cgroup; nil leaves them
-	// in the agent's.
+	// in the agent's (in a cgroup namespace of their own all the same).
 	Cgroup *cgroups.Join `json:"cgroup,omitempty"`
 }
 
@@ -63,8 +67,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("nsinit: read-only bind %q is not a clean absolute path below /", p))
 		}
 	}
-	if c.Agent != "" && (!path.IsAbs(c.Agent) || path.Clean(c.Agent) != c.Agent) {
-		errs = append(errs, fmt.Errorf("nsinit: agent path %q is not clean and absolute", c.Agent))
+	for _, p := range c.Sealed {
+		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+			errs = append(errs, fmt.Errorf("nsinit: sealed path %q is not a clean absolute path below /", p))
+		}
 	}
 	if len(c.Hostname) == 0 || len(c.Hostname) > 64 || strings.ContainsAny(c.Hostname, "/\x00 ") {
 		errs = append(errs, fmt.Errorf("nsinit: hostname %q must be 1 to 64 characters without /, space or NUL", c.Hostname))

@@ -49,16 +49,16 @@ func buildRoot(c *Config) error {
 			return err
 		}
 	}
-	if c.Agent != "" {
-		p := filepath.Join(root, c.Agent)
-		if err := bindReadOnly(p, p, false); err != nil {
+	for _, p := range c.Sealed {
+		q := filepath.Join(root, p)
+		if err := bindReadOnly(q, q, true); err != nil {
 			return err
 		}
 	}
 	if err := mountProc(filepath.Join(root, "proc")); err != nil {
 		return err
 	}
-	if err := mountDev(filepath.Join(root, "dev"), c.TmpBytes); err != nil {
+	if err := mountDev(filepath.Join(root, "dev"), c.TmpBytes, c.TTYGID); err != nil {
 		return err
 	}
 	return mountTmpfs(filepath.Join(root, "tmp"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(c.TmpBytes, 10))
@@ -146,7 +146,7 @@ func mask(p string) error {
 // mountDev makes a minimal /dev: a small tmpfs with the host's harmless
 // device nodes bound in, a private devpts instance, a tmpfs /dev/shm and
 // the usual links.
-func mountDev(dev string, shmBytes int64) error {
+func mountDev(dev string, shmBytes int64, ttyGID uint32) error {
 	if err := mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=65536"); err != nil {
 		return err
 	}
@@ -164,9 +164,8 @@ func mountDev(dev string, shmBytes int64) error {
 			return fmt.Errorf("nsinit: %w", err)
 		}
 	}
-	// gid 5 is tty inside the sandbox, as in Debian's /etc/group.
 	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
-		"newinstance,ptmxmode=0666,mode=0620,gid=5"); err != nil {
+		"newinstance,ptmxmode=0666,mode=0620,gid="+strconv.FormatUint(uint64(ttyGID), 10)); err != nil {
 		return fmt.Errorf("nsinit: mount /dev/pts: %w", err)
 	}
 	if err := mountTmpfs(filepath.Join(dev, "shm"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(shmBytes, 10)); err != nil {

@@ -30,6 +30,12 @@ type Suite struct {
 	// Escape runs the escape suite (escape.go): for drivers that claim
 	// to isolate a sandbox from the host and from other sandboxes.
 	Escape bool
+	// Probe is a built probe command (probe/) for the escape suite; empty
+	// builds one.
+	Probe string
+	// RootInside says the driver runs every command as root inside the
+	// sandbox (the namespace driver rootless), unprivileged on the host.
+	RootInside bool
 	// HostPaths are host paths no sandbox may read or write, such as the
 	// driver's directory; the escape suite adds /root and its own working
 	// directory.

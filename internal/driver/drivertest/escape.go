@@ -23,15 +23,15 @@ func testEscape(t *testing.T, s Suite) {
 	t.Run("HostFiles", func(t *testing.T) { escapeHostFiles(t, s, d) })
 	t.Run("Processes", func(t *testing.T) { escapeProcesses(t, d) })
 	t.Run("Network", func(t *testing.T) { escapeNetwork(t, d) })
-	t.Run("Syscalls", func(t *testing.T) { escapeSyscalls(t, d) })
+	t.Run("Syscalls", func(t *testing.T) { escapeSyscalls(t, s, d) })
 	t.Run("WriteOutside", func(t *testing.T) { escapeWrite(t, s, d) })
 	t.Run("NoHostPaths", func(t *testing.T) { escapeHostPaths(t, s, d) })
-	t.Run("Identity", func(t *testing.T) { escapeIdentity(t, d) })
+	t.Run("Identity", func(t *testing.T) { escapeIdentity(t, s, d) })
 	if d.Capabilities().Limits.Pids {
 		t.Run("ForkBomb", func(t *testing.T) { escapeForkBomb(t, d) })
 	}
 	if d.Capabilities().Limits.Memory {
-		t.Run("MemoryHog", func(t *testing.T) { escapeMemoryHog(t, d) })
+		t.Run("MemoryHog", func(t *testing.T) { escapeMemoryHog(t, s, d) })
 	}
 }
 
@@ -52,13 +52,26 @@ func escapeHostFiles(t *testing.T, s Suite, d driver.Driver) {
 	a := create(t, d, spec(api.Limits{}))
 	b := create(t, d, spec(api.Limits{}))
 	sh(t, b, "echo b-secret > mine.txt")
-	paths := append(forbidden(s), "/root/.bashrc", hostDirOf(b), filepath.Join(hostDirOf(b), "upper", "workspace", "mine.txt"))
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			continue // not on this host either
+	// A sandbox has its own /root, /tmp and so on: what it must not see is
+	// what the host keeps there. Markers planted in each host directory the
+	// test can write must stay out of sight.
+	marker := "hutch-marker-" + a.id
+	var planted []string
+	for _, dir := range forbidden(s) {
+		p := filepath.Join(dir, marker)
+		if err := os.WriteFile(p, []byte("host secret"), 0o644); err == nil {
+			planted = append(planted, p)
+			defer os.Remove(p)
 		}
-		res := run(t, a, "/bin/sh", "-c", "ls -d "+p+" && cat "+p+" 2>/dev/null; ls "+p)
-		if strings.Contains(res.Stdout, "b-secret") || res.ExitCode == 0 {
+	}
+	if len(planted) == 0 {
+		t.Fatal("the test could plant no marker on the host")
+	}
+	paths := append(planted, hostDirOf(b), filepath.Join(hostDirOf(b), "upper", "workspace", "mine.txt"))
+	for _, p := range paths {
+		res := run(t, a, "/bin/sh", "-c", "cat "+p+"; ls "+filepath.Dir(p))
+		if strings.Contains(res.Stdout, "host secret") || strings.Contains(res.Stdout, "b-secret") ||
+			strings.Contains(res.Stdout, marker) || strings.Contains(res.Stdout, "mine.txt") {
 			t.Errorf("the sandbox reached host path %s: %q", p, res.Stdout)
 		}
 	}
@@ -73,9 +86,9 @@ func escapeHostFiles(t *testing.T, s Suite, d driver.Driver) {
 	if strings.Contains(procs, self) {
 		t.Errorf("the sandbox sees the host's process %s: %q", self, procs)
 	}
-	// Nor does anything of its own name a host path (its agent's command
-	// line, an environment variable).
-	for _, p := range forbidden(s) {
+	// Nor does anything of its own name a host path of hutch's (its
+	// agent's command line, an environment variable).
+	for _, p := range append(s.HostPaths, hostDirOf(a)) {
 		if strings.Contains(procs, p) {
 			t.Errorf("the sandbox's processes show host path %s: %q", p, procs)
 		}
@@ -139,9 +152,9 @@ func escapeNetwork(t *testing.T, d driver.Driver) {
 	}
 }
 
-func escapeSyscalls(t *testing.T, d driver.Driver) {
+func escapeSyscalls(t *testing.T, s Suite, d driver.Driver) {
 	a := create(t, d, spec(api.Limits{}))
-	probeSyscalls(t, a)
+	probeSyscalls(t, s, a)
 	if got := sh(t, a, "echo alive"); got != "alive\n" {
 		t.Fatalf("after the probe: %q", got)
 	}
@@ -151,7 +164,7 @@ func escapeSyscalls(t *testing.T, d driver.Driver) {
 	sp := spec(api.Limits{})
 	sp.Root = true
 	r := create(t, d, sp)
-	probeSyscalls(t, r)
+	probeSyscalls(t, s, r)
 	if got := sh(t, r, "echo alive"); got != "alive\n" {
 		t.Fatalf("root sandbox after the probe: %q", got)
 	}
@@ -190,22 +203,24 @@ func escapeHostPaths(t *testing.T, s Suite, d driver.Driver) {
 	}
 }
 
-func escapeIdentity(t *testing.T, d driver.Driver) {
-	a := create(t, d, spec(api.Limits{}))
-	status := sh(t, a, "id -u; grep -E '^Cap(Eff|Bnd):' /proc/self/status")
-	f := strings.Fields(status)
-	if len(f) != 5 || f[0] == "0" || f[2] != "0000000000000000" || f[4] != "0000000000000000" {
-		t.Errorf("default user: %q, want a uid other than 0 and no capabilities", status)
+func escapeIdentity(t *testing.T, s Suite, d driver.Driver) {
+	if !s.RootInside {
+		a := create(t, d, spec(api.Limits{}))
+		status := sh(t, a, "id -u; grep -E '^Cap(Eff|Bnd):' /proc/self/status")
+		f := strings.Fields(status)
+		if len(f) != 5 || f[0] == "0" || f[2] != "0000000000000000" || f[4] != "0000000000000000" {
+			t.Errorf("default user: %q, want a uid other than 0 and no capabilities", status)
+		}
+		assertHostUID(t, a)
 	}
-	assertHostUID(t, a)
 	if !d.Capabilities().RootUser {
 		return
 	}
 	sp := spec(api.Limits{})
 	sp.Root = true
 	r := create(t, d, sp)
-	status = sh(t, r, "id -u; grep -E '^CapEff:' /proc/self/status")
-	f = strings.Fields(status)
+	status := sh(t, r, "id -u; grep -E '^CapEff:' /proc/self/status")
+	f := strings.Fields(status)
 	if len(f) != 3 || f[0] != "0" {
 		t.Fatalf("root sandbox: %q, want uid 0 inside", status)
 	}
@@ -262,9 +277,9 @@ func escapeForkBomb(t *testing.T, d driver.Driver) {
 	waitAlive(t, a)
 }
 
-func escapeMemoryHog(t *testing.T, d driver.Driver) {
+func escapeMemoryHog(t *testing.T, s Suite, d driver.Driver) {
 	a := create(t, d, spec(api.Limits{MemoryMB: 64}))
-	probe := uploadProbe(t, a)
+	probe := uploadProbe(t, s, a)
 	var before uint64
 	oc, counts := d.(driver.OOMCounter)
 	if counts {

@@ -18,10 +18,15 @@ var (
 	probeErr  error
 )
 
-// probeBinary builds the probe command (see probe/) once per test binary.
-func probeBinary(t *testing.T) []byte {
+// probeBinary reads the suite's probe, or builds the probe command (see
+// probe/) once per test binary.
+func probeBinary(t *testing.T, s Suite) []byte {
 	t.Helper()
 	probeOnce.Do(func() {
+		if s.Probe != "" {
+			probeBin, probeErr = os.ReadFile(s.Probe)
+			return
+		}
 		dir, err := testutil.Build("internal/driver/drivertest/probe")
 		if err != nil {
 			probeErr = err
@@ -38,9 +43,9 @@ func probeBinary(t *testing.T) []byte {
 
 // uploadProbe puts the probe in the sandbox's working directory through
 // the file API and returns its path there.
-func uploadProbe(t *testing.T, sb *sandbox) string {
+func uploadProbe(t *testing.T, s Suite, sb *sandbox) string {
 	t.Helper()
-	if _, err := sb.agent.WriteFile(context.Background(), "probe", "0755", strings.NewReader(string(probeBinary(t)))); err != nil {
+	if _, err := sb.agent.WriteFile(context.Background(), "probe", "0755", strings.NewReader(string(probeBinary(t, s)))); err != nil {
 		t.Fatalf("upload the probe: %v", err)
 	}
 	return filepath.Join(sb.handle.Workdir, "probe")
@@ -48,9 +53,9 @@ func uploadProbe(t *testing.T, sb *sandbox) string {
 
 // probeSyscalls runs `probe syscalls` and fails t for every attempt that
 // worked.
-func probeSyscalls(t *testing.T, sb *sandbox) {
+func probeSyscalls(t *testing.T, s Suite, sb *sandbox) {
 	t.Helper()
-	out := sh(t, sb, uploadProbe(t, sb)+" syscalls")
+	out := sh(t, sb, uploadProbe(t, s, sb)+" syscalls")
 	var res map[string]string
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("probe output %q: %v", out, err)

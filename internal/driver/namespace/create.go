@@ -92,7 +92,7 @@ func (d *Driver) newSandbox(dir string) (_ *spawned, retErr error) {
 			d.teardown(context.Background(), st)
 		}
 	}()
-	base, err := d.ids.Take(dir)
+	base, err := d.takeIDs(dir)
 	if err != nil {
 		return nil, errdefs.Unavailable("no_capacity", "%s", err.Error())
 	}
@@ -120,15 +120,17 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 	cmd.Args = []string{agentInside}
 	cmd.Dir = "/"
 	cmd.Env = []string{}
-	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(st.IDBase), Size: idSize}}
+	uids, gids := d.idMaps(st)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 cloneFlags,
-		UidMappings:                ids,
-		GidMappings:                ids,
-		GidMappingsEnableSetgroups: true,
+		Cloneflags:  cloneFlags,
+		UidMappings: uids,
+		GidMappings: gids,
+		// Rootless, the kernel lets a user namespace map its creator's gid
+		// only once setgroups is denied in it.
+		GidMappingsEnableSetgroups: !d.rootless,
 		// Become the namespace's root before exec, so the agent keeps its
 		// capabilities inside it.
-		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
 		Setsid:     true,
 	}
 	a, err := launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
@@ -160,9 +162,9 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 			return sp.st, fmt.Errorf("move warm sandbox into place: %w", err)
 		}
 		sp.st.Dir = dir
-		d.ids.Claim(sp.st.IDBase, dir)
+		d.claimIDs(sp.st.IDBase, dir)
 	}
-	acct := accountFor(spec.Root)
+	acct := accountFor(spec.Root || d.rootless)
 	if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
 		return sp.st, err
 	}
@@ -172,7 +174,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if err := launch.WriteState(dir, sp.st); err != nil {
 			return sp.st, err
 		}
-		g, err := d.cg.Create(spec.SandboxID, cgroupLimits(spec.Limits), cgroups.Owner{UID: int(sp.st.IDBase), GID: int(sp.st.IDBase)})
+		g, err := d.cg.Create(spec.SandboxID, cgroupLimits(spec.Limits), cgroups.Owner{UID: d.hostUID(sp.st, rootID), GID: d.hostGID(sp.st, rootID)})
 		if err != nil {
 			return sp.st, fmt.Errorf("create the sandbox's cgroups: %w", err)
 		}
@@ -228,7 +230,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 // they are gone) and hands it its envelope.
 func (d *Driver) replace(ctx context.Context, st state, ev *envelope.Envelope, sp *spawned) error {
 	if d.cg != nil && st.Cgroup != "" {
-		owner := cgroups.Owner{UID: int(st.IDBase), GID: int(st.IDBase)}
+		owner := cgroups.Owner{UID: d.hostUID(st, rootID), GID: d.hostGID(st, rootID)}
 		g, err := d.cg.Create(st.Cgroup, cgroupLimits(st.Limits), owner)
 		if errors.Is(err, cgroups.ErrExists) {
 			g, err = d.cg.Open(st.Cgroup)

@@ -21,6 +21,7 @@
 package namespace
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,7 +76,8 @@ type Driver struct {
 	dir       string
 	agentPath string
 	log       *slog.Logger
-	ids       *hostids.Pool
+	rootless  bool             // hutch is not root: one host uid for every sandbox (ids.go)
+	ids       *hostids.Pool    // nil rootless
 	cg        *cgroups.Manager // nil: no usable cgroups, limits not enforced
 	cgErr     error            // why cg is nil
 	tmpl      *template
@@ -86,13 +88,18 @@ type Driver struct {
 }
 
 // New checks the host and prepares the driver: the directory, the host
-// template and the cgroup manager. It starts no sandbox. It needs root.
+// template and the cgroup manager. It starts no sandbox. As root it gives
+// each sandbox its own host uids and cgroups; otherwise it runs rootless
+// where the kernel lets unprivileged users make user namespaces.
 func New(cfg Config) (*Driver, error) {
 	if cfg.Dir == "" || cfg.AgentPath == "" {
 		return nil, fmt.Errorf("namespace driver: Dir and AgentPath are required")
 	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("namespace driver: needs root to map each sandbox to its own range of host uids")
+	rootless := os.Geteuid() != 0
+	if rootless {
+		if err := userNamespacesAllowed(); err != nil {
+			return nil, fmt.Errorf("namespace driver: not root, and %w", err)
+		}
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -102,29 +109,34 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace driver: %w", err)
 	}
-	if err := launch.WorldExecutable(agent); err != nil {
-		return nil, fmt.Errorf("namespace driver: %w", err)
-	}
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("namespace driver: %w", err)
 	}
-	// Each sandbox's root user must reach its directory and the template.
-	if err := launch.OpenPath(dir); err != nil {
-		return nil, fmt.Errorf("namespace driver: %w", err)
-	}
-	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
+	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, rootless: rootless, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
-		return nil, fmt.Errorf("namespace driver: %w", err)
-	}
-	parent := cfg.CgroupParent
-	if parent == "" {
-		parent = "hutch"
-	}
-	if d.cg, err = cgroups.New(parent); err != nil {
-		d.cg, d.cgErr = nil, err
+	if rootless {
+		d.cgErr = errors.New("hutch is not root")
+	} else {
+		// Each sandbox's root user, a host uid of its own, must run the
+		// agent and reach its directory and the template.
+		if err := launch.WorldExecutable(agent); err != nil {
+			return nil, fmt.Errorf("namespace driver: %w", err)
+		}
+		if err := launch.OpenPath(dir); err != nil {
+			return nil, fmt.Errorf("namespace driver: %w", err)
+		}
+		if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
+			return nil, fmt.Errorf("namespace driver: %w", err)
+		}
+		parent := cfg.CgroupParent
+		if parent == "" {
+			parent = "hutch"
+		}
+		if d.cg, err = cgroups.New(parent); err != nil {
+			d.cg, d.cgErr = nil, err
+		}
 	}
 	if d.tmpl, err = buildTemplate(filepath.Join(dir, ".templates"), agent); err != nil {
 		return nil, fmt.Errorf("namespace driver: %w", err)
@@ -157,6 +169,9 @@ func (d *Driver) capabilities() driver.Capabilities {
 		Templates: []string{"host"},
 		StartStop: true,
 		RootUser:  true,
+	}
+	if d.rootless {
+		c.Degraded = append(c.Degraded, "namespace driver: rootless (hutch is not root): a user namespace maps only hutch's own uid, so every command runs as root inside its sandbox (hutch's unprivileged user outside) and sandboxes share that host uid")
 	}
 	if d.cg == nil {
 		c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: no usable cgroups (%v): memory, pids and cpu limits are not enforced", d.cgErr))

@@ -26,20 +26,19 @@ const (
 // prepareDir makes what every sandbox needs before its agent starts; it
 // is the same for all sandboxes, so warm ones are made ahead.
 func (d *Driver) prepareDir(st state) error {
-	root := int(st.IDBase)
 	for _, m := range []struct {
 		name  string
 		mode  os.FileMode
-		owner int // -1: hutch's
+		owned bool // by the sandbox's root, else by hutch
 	}{
-		{upperDir, 0o755, root}, {workDir, 0o700, root}, {rootfsDir, 0o755, -1}, {runDir, 0o700, root},
+		{upperDir, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o700, true},
 	} {
 		p := filepath.Join(st.Dir, m.name)
 		if err := os.Mkdir(p, m.mode); err != nil {
 			return fmt.Errorf("prepare sandbox directory: %w", err)
 		}
-		if m.owner >= 0 {
-			if err := os.Chown(p, m.owner, m.owner); err != nil {
+		if m.owned {
+			if err := os.Chown(p, d.hostUID(st, rootID), d.hostGID(st, rootID)); err != nil {
 				return fmt.Errorf("prepare sandbox directory: %w", err)
 			}
 		}
@@ -56,18 +55,16 @@ func (d *Driver) prepareDir(st state) error {
 // redirect these writes.
 func (d *Driver) personalize(st state, hostname string, acct account, workdir string) error {
 	upper := filepath.Join(st.Dir, upperDir)
-	rootOwner, userOwner := int(st.IDBase+rootID), int(st.IDBase+userID)
-	owner := int(st.IDBase + acct.id)
 	dirs := []struct {
 		p     string
 		mode  os.FileMode
-		owner int
+		owner uint32 // inside the sandbox
 	}{
-		{"etc", 0o755, rootOwner}, {"root", 0o700, rootOwner}, {"home", 0o755, rootOwner},
-		{"home/user", 0o750, userOwner}, {"workspace", 0o755, owner},
+		{"etc", 0o755, rootID}, {"root", 0o700, rootID}, {"home", 0o755, rootID},
+		{"home/user", 0o750, userID}, {"workspace", 0o755, acct.id},
 	}
 	for _, m := range dirs {
-		if err := mkdirOwned(filepath.Join(upper, m.p), m.mode, m.owner); err != nil {
+		if err := d.mkdirOwned(st, filepath.Join(upper, m.p), m.mode, m.owner); err != nil {
 			return err
 		}
 	}
@@ -76,7 +73,7 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
-		if err := os.Chown(p, rootOwner, rootOwner); err != nil {
+		if err := os.Chown(p, d.hostUID(st, rootID), d.hostGID(st, rootID)); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
 	}
@@ -86,15 +83,16 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 		made = append(made, p)
 	}
 	for i := len(made) - 1; i >= 0; i-- {
-		if err := mkdirOwned(filepath.Join(upper, made[i]), 0o755, owner); err != nil {
+		if err := d.mkdirOwned(st, filepath.Join(upper, made[i]), 0o755, acct.id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// mkdirOwned makes p (if it is not there) with mode and owner.
-func mkdirOwned(p string, mode os.FileMode, owner int) error {
+// mkdirOwned makes p (if it is not there) with mode, owned by the
+// sandbox's user id (and group of the same number).
+func (d *Driver) mkdirOwned(st state, p string, mode os.FileMode, id uint32) error {
 	err := os.Mkdir(p, mode)
 	if os.IsExist(err) {
 		return nil
@@ -103,7 +101,7 @@ func mkdirOwned(p string, mode os.FileMode, owner int) error {
 		err = os.Chmod(p, mode)
 	}
 	if err == nil {
-		err = os.Chown(p, owner, owner)
+		err = os.Chown(p, d.hostUID(st, id), d.hostGID(st, id))
 	}
 	if err != nil {
 		return fmt.Errorf("prepare the sandbox's %s: %w", p, err)

@@ -2,7 +2,9 @@ package namespace_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/hutchdev/hutch/internal/driver"
@@ -12,26 +14,38 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-var agentPath string
+// envRootless, in a copy of this test binary that TestRootless runs as an
+// unprivileged user, names the directory holding a built hutch-agent and
+// probe.
+const envRootless = "HUTCH_TEST_ROOTLESS_BIN"
+
+var binDir string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envRootless); dir != "" {
+		binDir = dir
+		os.Exit(m.Run())
+	}
 	if os.Geteuid() != 0 {
 		// TestConformance says why it skips.
 		os.Exit(m.Run())
 	}
-	dir, err := testutil.Build("cmd/hutch-agent")
+	dir, err := testutil.Build("cmd/hutch-agent", "internal/driver/drivertest/probe")
 	if err != nil {
 		panic(err)
 	}
-	agentPath = filepath.Join(dir, "hutch-agent")
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
+// TestConformance runs the driver conformance suite and the escape suite:
+// as root, or rootless when TestRootless runs it.
 func TestConformance(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the namespace driver needs root (to map each sandbox to its own host uids); CI runs this as root")
+	rootless := os.Getenv(envRootless) != ""
+	if os.Geteuid() != 0 && !rootless {
+		t.Skip("the namespace driver needs root here (TestRootless covers the rootless mode from a root run); CI runs this as root")
 	}
 	base, err := os.MkdirTemp("", "hutch-namespace-")
 	if err != nil {
@@ -40,9 +54,10 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(base) })
 	dir := filepath.Join(base, "sandboxes")
 	parent := "hutch-test-" + ids.New()[20:]
+	agent := filepath.Join(binDir, "hutch-agent")
 	drivertest.Run(t, drivertest.Suite{
 		New: func(t *testing.T) driver.Driver {
-			d, err := namespace.New(namespace.Config{Dir: dir, AgentPath: agentPath, WarmPool: 2, CgroupParent: parent})
+			d, err := namespace.New(namespace.Config{Dir: dir, AgentPath: agent, WarmPool: 2, CgroupParent: parent})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,12 +72,63 @@ func TestConformance(t *testing.T) {
 			cgs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/" + id)
 			return append(left, cgs...)
 		},
-		Escape:    true,
-		HostPaths: []string{base, filepath.Dir(agentPath)},
+		Escape:     true,
+		RootInside: rootless,
+		Probe:      filepath.Join(binDir, "probe"),
+		HostPaths:  []string{base, binDir},
 	})
 	// The test's cgroup parent goes with it.
 	parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
 	for _, p := range parents {
 		os.Remove(p)
+	}
+}
+
+// TestRootless runs TestConformance again as an unprivileged user (nobody),
+// where the driver maps a sandbox's root to that user alone.
+func TestRootless(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("runs from a root run, which starts the unprivileged one")
+	}
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "hutch-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, name := range []string{"hutch-agent", "probe"} {
+		b, err := os.ReadFile(filepath.Join(binDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(dir, "namespace.test")
+	if err := os.WriteFile(test, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(test, "-test.run=^TestConformance$", "-test.count=1", "-test.v")
+	cmd.Dir = tmp
+	cmd.Env = []string{envRootless + "=" + dir, "TMPDIR=" + tmp, "PATH=/usr/local/bin:/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the conformance suite as uid %d: %v\n%s", nobody, err, out)
 	}
 }

@@ -15,7 +15,7 @@ func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, e
 	if err != nil {
 		return driver.Status{}, err
 	}
-	d.ids.Claim(st.IDBase, st.Dir)
+	d.claimIDs(st.IDBase, st.Dir)
 	return d.Status(ctx, h)
 }
 
@@ -56,8 +56,8 @@ func (d *Driver) loadIDs() error {
 	}
 	for _, e := range entries {
 		st, err := readState(d.sandboxDir(e.Name()))
-		if err == nil && st.IDBase != 0 {
-			d.ids.Claim(st.IDBase, st.Dir)
+		if err == nil {
+			d.claimIDs(st.IDBase, st.Dir)
 		}
 	}
 	return nil

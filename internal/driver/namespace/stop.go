@@ -54,9 +54,7 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 	if err := d.trash.Remove(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
-	if st.IDBase != 0 {
-		d.ids.Release(st.IDBase)
-	}
+	d.releaseIDs(st.IDBase)
 	return nil
 }
 
@@ -84,10 +82,11 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 			return fmt.Errorf("kill the sandbox's processes: %w", err)
 		}
 	}
-	if d.cg != nil || st.IDBase == 0 {
+	if d.cg != nil || d.rootless || st.IDBase == 0 {
 		return nil
 	}
-	// Without cgroups, the sandbox's host uids find what is left.
+	// Without cgroups, the sandbox's host uids find what is left (not
+	// rootless, where they are hutch's own).
 	ours := func(p hostproc.Proc) bool { return p.UID >= st.IDBase && p.UID < st.IDBase+idSize }
 	for {
 		left, err := hostproc.KillMatching(ours)

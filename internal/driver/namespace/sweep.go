@@ -42,7 +42,9 @@ func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]strin
 	}
 	errs = append(errs, d.sweepCgroups(ctx, known, onDisk))
 	d.trash.Sweep()
-	d.ids.Sweep(d.dir)
+	if !d.rootless {
+		d.ids.Sweep(d.dir)
+	}
 	d.sweepTemplates()
 	return removed, errors.Join(errs...)
 }

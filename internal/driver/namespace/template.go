@@ -19,8 +19,12 @@ import (
 // build never reuses an old directory.
 const templateVersion = "2"
 
-// agentInside is where the agent binary is in every sandbox.
-const agentInside = "/.hutch/bin/hutch-agent"
+// agentInside is where the agent binary is in every sandbox, under
+// sealedDir, which is bound read-only.
+const (
+	sealedDir   = "/.hutch"
+	agentInside = sealedDir + "/bin/hutch-agent"
+)
 
 // systemDirs are the host directories a sandbox sees read-only: bound
 // where they are real directories, mirrored as symlinks where the host's

@@ -28,6 +28,14 @@ type account struct {
 	home string
 }
 
+// ttyGID is the group of the sandbox's terminals: tty, where it exists.
+func (d *Driver) ttyGID() uint32 {
+	if d.rootless {
+		return rootID
+	}
+	return ttyGID
+}
+
 func accountFor(root bool) account {
 	if root {
 		return account{name: "root", id: rootID, home: "/root"}
