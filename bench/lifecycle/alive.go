@@ -44,13 +44,8 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	res.n = n
 	var ids []string
 	defer func() {
-		if retErr == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		for _, id := range ids {
-			_ = c.DeleteSandbox(ctx, id)
+		if retErr != nil {
+			destroyAll(ctx, c, ids)
 		}
 	}()
 

@@ -145,13 +145,8 @@ func measureLifecycle(ctx context.Context, c *client.Client, o options) (lc life
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
 	var ids []string
 	defer func() {
-		if retErr == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		for _, id := range ids {
-			_ = c.DeleteSandbox(ctx, id)
+		if retErr != nil {
+			destroyAll(ctx, c, ids)
 		}
 	}()
 	for i := 0; i < o.n; i++ {
@@ -212,3 +207,13 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// destroyAll destroys ids on a context of its own: what a failed or
+// interrupted measurement created goes even so.
+func destroyAll(ctx context.Context, c *client.Client, ids []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		_ = c.DeleteSandbox(ctx, id)
+	}
+}

@@ -190,11 +190,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 			c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: the cgroup %s controller is not available: that limit is not enforced", m))
 		}
 	}
-	for _, m := range d.probe.Missing {
-		if m != confine.MissingLandlockTSync {
-			c.Degraded = append(c.Degraded, "kernel lacks "+m)
-		}
-	}
+	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	if len(c.Degraded) > 0 {
 		c.Isolation = api.IsolationDegraded
 	}

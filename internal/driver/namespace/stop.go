@@ -10,9 +10,6 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
 )
 
-// teardownTimeout bounds a Stop or Destroy that was given no deadline.
-const teardownTimeout = 30 * time.Second
-
 // Stop ends every process of the sandbox and keeps its files and cgroups.
 func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
 	st, err := decodeState(h)
@@ -34,11 +31,8 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 
 // teardown removes everything of a sandbox, whatever state it is in.
 func (d *Driver) teardown(ctx context.Context, st state) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
-		defer cancel()
-	}
+	ctx, cancel := hostproc.TeardownContext(ctx)
+	defer cancel()
 	if err := d.killAll(ctx, st); err != nil {
 		return err
 	}
@@ -64,11 +58,8 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 // sandbox's cgroups, or, without cgroups, runs as one of its host uids,
 // until nothing is left.
 func (d *Driver) killAll(ctx context.Context, st state) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
-		defer cancel()
-	}
+	ctx, cancel := hostproc.TeardownContext(ctx)
+	defer cancel()
 	if d.alive(st) {
 		_ = syscall.Kill(st.Pid, syscall.SIGKILL)
 		hostproc.WaitGone(ctx, st.Pid, st.StartTime, 2*time.Second)
@@ -88,20 +79,7 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 	// Without cgroups, the sandbox's host uids find what is left (not
 	// rootless, where they are hutch's own).
 	ours := func(p hostproc.Proc) bool { return p.UID >= st.IDBase && p.UID < st.IDBase+idSize }
-	for {
-		left, err := hostproc.KillMatching(ours)
-		if err != nil {
-			return err
-		}
-		if left == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d processes of the sandbox survived SIGKILL: %w", left, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return hostproc.KillAll(ctx, ours)
 }
 
 // alive reports whether the sandbox's agent runs.

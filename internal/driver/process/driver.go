@@ -130,13 +130,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 		c.Degraded = append(c.Degraded,
 			"process driver: not running as root, so sandboxes share hutch's uid and the pids limit is not enforced")
 	}
-	for _, m := range d.probe.Missing {
-		// Without Landlock TSYNC each agent thread has its own domain;
-		// the agent forks and signals from one thread, so nothing is lost.
-		if m != confine.MissingLandlockTSync {
-			c.Degraded = append(c.Degraded, "kernel lacks "+m)
-		}
-	}
+	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	return c
 }
 

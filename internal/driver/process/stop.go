@@ -10,9 +10,6 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
 )
 
-// teardownTimeout bounds a Stop or Destroy that was given no deadline.
-const teardownTimeout = 30 * time.Second
-
 // Stop ends every process of the sandbox and keeps its files.
 func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
 	st, err := decodeState(h)
@@ -48,11 +45,8 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 // whatever is left: every process of the sandbox's uid, or, when sandboxes
 // share hutch's uid, every process of the agent's session.
 func (d *Driver) killAll(ctx context.Context, st state) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, teardownTimeout)
-		defer cancel()
-	}
+	ctx, cancel := hostproc.TeardownContext(ctx)
+	defer cancel()
 	if hostproc.Alive(st.Pid, st.StartTime) {
 		_ = syscall.Kill(st.Pid, syscall.SIGTERM)
 		hostproc.WaitGone(ctx, st.Pid, st.StartTime, 2*time.Second)
@@ -64,18 +58,5 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 	if st.UID != 0 {
 		match = func(p hostproc.Proc) bool { return p.UID == st.UID || (st.Pid != 0 && p.Sid == st.Pid) }
 	}
-	for {
-		left, err := hostproc.KillMatching(match)
-		if err != nil {
-			return err
-		}
-		if left == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d processes of the sandbox survived SIGKILL: %w", left, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return hostproc.KillAll(ctx, match)
 }
