@@ -163,8 +163,15 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential},
 	}
+	argv := spec.argv
+	if len(s.cfg.CommandRlimits) > 0 && s.cfg.Prlimit != "" {
+		// prlimit(1) sets the limits on itself and execs the command: no
+		// moment without them.
+		argv = append(confine.PrlimitArgs(s.cfg.Prlimit, s.cfg.CommandRlimits), append([]string{prog}, spec.argv[1:]...)...)
+		prog = s.cfg.Prlimit
+	}
 	pid, exited, err := s.startProcess(func() (int, error) {
-		pid, err := syscall.ForkExec(prog, spec.argv, attr)
+		pid, err := syscall.ForkExec(prog, argv, attr)
 		if err != nil {
 			return 0, err
 		}
@@ -254,9 +261,9 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 }
 
 // settle applies what each command gets right after it starts: its
-// rlimits and its cgroup.
+// rlimits (unless prlimit(1) set them already) and its cgroup.
 func (s *Server) settle(pid int) error {
-	if len(s.cfg.CommandRlimits) > 0 {
+	if len(s.cfg.CommandRlimits) > 0 && s.cfg.Prlimit == "" {
 		if err := confine.Prlimit(pid, s.cfg.CommandRlimits); err != nil {
 			return err
 		}

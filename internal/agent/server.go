@@ -55,8 +55,11 @@ type Config struct {
 	// MaxFileBytes bounds one file read or written, and each file of a tar
 	// upload.
 	MaxFileBytes int64
-	// CommandRlimits are set on each command right after it starts.
+	// CommandRlimits are set on each command: through Prlimit (see
+	// confine.PrlimitArgs) before it runs, or, without it, right after it
+	// starts.
 	CommandRlimits []confine.Rlimit
+	Prlimit        string
 	// Credential, when set, is the user and group every command runs as
 	// (the agent needs CAP_SETUID and CAP_SETGID for it).
 	Credential *syscall.Credential
@@ -81,6 +84,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		Env:            e.Env,
 		MaxFileBytes:   e.MaxFileBytes,
 		CommandRlimits: e.CommandRlimits,
+		Prlimit:        e.Prlimit,
 		Credential:     credential(e.RunAs),
 		Logger:         logger,
 	}

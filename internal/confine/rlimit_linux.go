@@ -51,3 +51,13 @@ func Prlimit(pid int, rs []Rlimit) error {
 	}
 	return nil
 }
+
+// PrlimitArgs is the start of a prlimit(1) command line (util-linux) that
+// sets rs on itself and then runs the program that follows "--".
+func PrlimitArgs(prlimit string, rs []Rlimit) []string {
+	args := []string{prlimit}
+	for _, r := range rs {
+		args = append(args, fmt.Sprintf("--%s=%d:%d", r.Resource, r.Cur, r.Max))
+	}
+	return append(args, "--")
+}

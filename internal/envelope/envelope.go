@@ -43,11 +43,16 @@ type Envelope struct {
 	MaxFileBytes int64 `json:"max_file_bytes"`
 	// Confine is applied by the agent to itself after it listens.
 	Confine *confine.Config `json:"confine,omitempty"`
-	// CommandRlimits are set on each command the agent starts, right
-	// after it starts, and not on the agent (a Go runtime maps far more
-	// address space than it uses, so a data limit sized for a sandbox's
-	// commands would starve it).
+	// CommandRlimits are set on each command the agent starts, and not on
+	// the agent (a Go runtime maps far more address space than it uses,
+	// so a data limit sized for a sandbox's commands would starve it):
+	// before it runs, through the Prlimit program, or else right after it
+	// starts, which a command that forks at once can outrun.
 	CommandRlimits []confine.Rlimit `json:"command_rlimits,omitempty"`
+	// Prlimit is util-linux's prlimit(1), which the agent starts each
+	// command through when CommandRlimits are set; "" falls back to
+	// setting them after the start.
+	Prlimit string `json:"prlimit,omitempty"`
 	// CommandCaps, when set, narrows the capability bounding set of the
 	// thread the agent forks every command from, so no command can gain
 	// what it drops.
@@ -88,6 +93,9 @@ func (e *Envelope) Validate() error {
 	}
 	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
 		return fmt.Errorf("envelope command_rlimits: %w", err)
+	}
+	if e.Prlimit != "" && !path.IsAbs(e.Prlimit) {
+		return errors.New("envelope prlimit is not an absolute path")
 	}
 	if e.CommandCaps != nil {
 		if err := e.CommandCaps.Validate(); err != nil {

@@ -112,6 +112,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		MaxFileBytes:   spec.MaxFileBytes,
 		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0),
 		CommandRlimits: commandRlimits(spec.Limits),
+		Prlimit:        d.prlimit,
 	}
 	if err := launch.WriteEnvelope(dir, ev); err != nil {
 		return nil, sp.st, err

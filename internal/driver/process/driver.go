@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
@@ -52,6 +53,7 @@ type Driver struct {
 	probe     confine.Report
 	pool      *warm.Pool[*spawned]
 	trash     *launch.Trash
+	prlimit   string // util-linux's prlimit(1), "" when the host has none
 }
 
 // New returns the driver. It creates Dir; it starts nothing.
@@ -93,6 +95,9 @@ func New(cfg Config) (*Driver, error) {
 			return nil, err
 		}
 	}
+	if p, err := exec.LookPath("prlimit"); err == nil {
+		d.prlimit, _ = filepath.Abs(p)
+	}
 	d.caps = d.capabilities()
 	d.pool = newPool(d, cfg.WarmPool)
 	return d, nil
@@ -129,6 +134,10 @@ func (d *Driver) capabilities() driver.Capabilities {
 	} else {
 		c.Degraded = append(c.Degraded,
 			"process driver: not running as root, so sandboxes share hutch's uid and the pids limit is not enforced")
+	}
+	if d.prlimit == "" {
+		c.Degraded = append(c.Degraded,
+			"process driver: prlimit(1) (util-linux) is missing, so the memory limit is set just after a command starts, and a command that forks at once can outrun it")
 	}
 	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	return c
