@@ -10,6 +10,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/config"
 )
 
 // settleDelay is how long the density test waits before reading memory, so
@@ -34,6 +35,9 @@ type memSnapshot struct {
 	procs  procMem // the sandboxes' processes
 	avail  int64   // host MemAvailable, bytes
 	cgroup int64   // usage of this process's memory cgroup, bytes
+	// sandboxes is the usage of the sandboxes' own cgroups (the namespace
+	// driver's), bytes; -1 when they have none.
+	sandboxes int64
 }
 
 // measureAlive creates n sandboxes back to back and keeps them all alive;
@@ -138,6 +142,10 @@ func idleMemory(agentPath string, cg *memCgroup) (s memSnapshot, err error) {
 	}
 	if s.avail, err = memAvailable(); err != nil {
 		return s, err
+	}
+	s.sandboxes = -1
+	if n, ok := sandboxCgroupsMem(config.Default().CgroupParent); ok {
+		s.sandboxes = n
 	}
 	if cg != nil {
 		s.cgroup, err = cg.read()

@@ -64,3 +64,24 @@ func (cg memCgroup) holds(pid int) bool {
 	}
 	return own.path == cg.path || strings.HasPrefix(own.path, strings.TrimSuffix(cg.path, "/")+"/")
 }
+
+// sandboxCgroupsMem sums the memory usage of every sandbox cgroup under
+// parent (the namespace driver's <parent>/<id>, agent and commands, kernel
+// memory included); ok is false when there is no such parent.
+func sandboxCgroupsMem(parent string) (total int64, ok bool) {
+	for _, pattern := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", parent, "*", "memory.usage_in_bytes"),
+		filepath.Join("/sys/fs/cgroup", parent, "*", "memory.current"),
+	} {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			if n, err := (memCgroup{usage: f}).read(); err == nil {
+				total, ok = total+n, true
+			}
+		}
+		if ok {
+			return total, true
+		}
+	}
+	return 0, false
+}

@@ -89,6 +89,9 @@ func printAlive(r aliveResult) {
 		if r.cgroup != "" {
 			mem(fmt.Sprintf("this process's memory cgroup usage (holds %d of the %d)", a.inCgroup, a.procs), r.after.cgroup-r.before.cgroup)
 		}
+		if r.after.sandboxes >= 0 {
+			mem("the sandboxes' own cgroups (agent and commands, kernel memory included)", r.after.sandboxes-max(r.before.sandboxes, 0))
+		}
 		mem("host MemAvailable drop", r.before.avail-r.after.avail)
 		fmt.Println()
 		if r.cgroup != "" {
