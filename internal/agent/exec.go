@@ -163,13 +163,7 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential},
 	}
-	argv := spec.argv
-	if len(s.cfg.CommandRlimits) > 0 && s.cfg.Prlimit != "" {
-		// prlimit(1) sets the limits on itself and execs the command: no
-		// moment without them.
-		argv = append(confine.PrlimitArgs(s.cfg.Prlimit, s.cfg.CommandRlimits), append([]string{prog}, spec.argv[1:]...)...)
-		prog = s.cfg.Prlimit
-	}
+	argv, prog := s.withRlimits(spec.argv, prog)
 	pid, exited, err := s.startProcess(func() (int, error) {
 		pid, err := syscall.ForkExec(prog, argv, attr)
 		if err != nil {
@@ -250,14 +244,18 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 	}
 	res := result(0, "")
 	res.TimedOut = timedOut.Load()
-	switch {
-	case ws.Exited():
-		res.ExitCode = ws.ExitStatus()
-	case ws.Signaled():
-		res.ExitCode = 128 + int(ws.Signal())
-		res.Signal = unix.SignalName(ws.Signal())
-	}
+	res.ExitCode, res.Signal = exitStatus(ws)
 	return res
+}
+
+// withRlimits is the command line that runs prog with argv under the
+// command rlimits: through prlimit(1), which sets them on itself and execs
+// the command, so there is no moment without them.
+func (s *Server) withRlimits(argv []string, prog string) ([]string, string) {
+	if len(s.cfg.CommandRlimits) == 0 || s.cfg.Prlimit == "" {
+		return argv, prog
+	}
+	return append(confine.PrlimitArgs(s.cfg.Prlimit, s.cfg.CommandRlimits), append([]string{prog}, argv[1:]...)...), s.cfg.Prlimit
 }
 
 // settle applies what each command gets right after it starts: its
@@ -379,7 +377,7 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 	return &eventWriter{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
 }
 
-func (e *eventWriter) event(ev api.ExecEvent) {
+func (e *eventWriter) event(ev any) {
 	if e.err == nil {
 		e.err = e.enc.Encode(ev)
 	}

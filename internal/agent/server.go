@@ -70,6 +70,9 @@ type Config struct {
 	// MaxRequestBytes bounds a JSON request body; zero means
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// ProcessOutputBytes bounds each background process's output buffer;
+	// zero means DefaultProcessOutputBytes.
+	ProcessOutputBytes int64
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -77,16 +80,17 @@ type Config struct {
 // ConfigFromEnvelope is the server's configuration for envelope e.
 func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 	return Config{
-		SandboxID:      e.SandboxID,
-		Token:          e.Token,
-		Root:           e.Root,
-		Workdir:        e.Workdir,
-		Env:            e.Env,
-		MaxFileBytes:   e.MaxFileBytes,
-		CommandRlimits: e.CommandRlimits,
-		Prlimit:        e.Prlimit,
-		Credential:     credential(e.RunAs),
-		Logger:         logger,
+		SandboxID:          e.SandboxID,
+		Token:              e.Token,
+		Root:               e.Root,
+		Workdir:            e.Workdir,
+		Env:                e.Env,
+		MaxFileBytes:       e.MaxFileBytes,
+		ProcessOutputBytes: e.ProcessOutputBytes,
+		CommandRlimits:     e.CommandRlimits,
+		Prlimit:            e.Prlimit,
+		Credential:         credential(e.RunAs),
+		Logger:             logger,
 	}
 }
 
@@ -112,6 +116,8 @@ func (c *Config) validate() error {
 		return errors.New("agent: MaxFileBytes must be positive")
 	case c.MaxRequestBytes < 0:
 		return errors.New("agent: MaxRequestBytes must not be negative")
+	case c.ProcessOutputBytes < 0:
+		return errors.New("agent: ProcessOutputBytes must not be negative")
 	}
 	return nil
 }
@@ -130,6 +136,7 @@ type Server struct {
 	root   *fsRoot
 	reaper *reaper
 	nonces *nonceCache
+	procs  *procTable
 	http   *http.Server
 
 	// startMu orders process starts against shutdown: a start either
@@ -151,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if cfg.ProcessOutputBytes == 0 {
+		cfg.ProcessOutputBytes = DefaultProcessOutputBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -164,6 +174,7 @@ func New(cfg Config) (*Server, error) {
 		root:        root,
 		reaper:      processReaper(),
 		nonces:      newNonceCache(),
+		procs:       newProcTable(cfg.ProcessOutputBytes, DefaultExitedProcesses),
 		shutdownReq: make(chan struct{}),
 	}
 	s.http = &http.Server{
@@ -180,6 +191,14 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("POST /exec", s.handleExec)
+	mux.HandleFunc("POST /processes", s.handleStartProcess)
+	mux.HandleFunc("GET /processes", s.handleListProcesses)
+	mux.HandleFunc("GET /processes/{pid}", s.handleGetProcess)
+	mux.HandleFunc("GET /processes/{pid}/output", s.handleProcessOutput)
+	mux.HandleFunc("POST /processes/{pid}/stdin", s.handleProcessStdin)
+	mux.HandleFunc("POST /processes/{pid}/signal", s.handleProcessSignal)
+	mux.HandleFunc("POST /processes/{pid}/resize", s.handleProcessResize)
+	mux.HandleFunc("GET /processes/{pid}/wait", s.handleProcessWait)
 	mux.HandleFunc("GET /files", s.handleRead)
 	mux.HandleFunc("PUT /files", s.handleWrite)
 	mux.HandleFunc("DELETE /files", s.handleRemove)

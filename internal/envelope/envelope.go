@@ -41,6 +41,9 @@ type Envelope struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// MaxFileBytes bounds one file read or written through the file API.
 	MaxFileBytes int64 `json:"max_file_bytes"`
+	// ProcessOutputBytes bounds each background process's output buffer;
+	// zero means the agent's default.
+	ProcessOutputBytes int64 `json:"process_output_bytes,omitempty"`
 	// Confine is applied by the agent to itself after it listens.
 	Confine *confine.Config `json:"confine,omitempty"`
 	// CommandRlimits are set on each command the agent starts, and not on
@@ -90,6 +93,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope workdir is not inside root")
 	case e.MaxFileBytes <= 0:
 		return errors.New("envelope max_file_bytes must be positive")
+	case e.ProcessOutputBytes < 0:
+		return errors.New("envelope process_output_bytes must not be negative")
 	}
 	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
 		return fmt.Errorf("envelope command_rlimits: %w", err)

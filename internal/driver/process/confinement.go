@@ -22,8 +22,9 @@ var systemReadOnly = []string{
 	"/etc/mime.types", "/etc/magic", "/etc/locale.alias", "/etc/terminfo",
 }
 
-// devices a sandbox may open for reading and writing.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+// devices a sandbox may open for reading and writing (with /dev/ptmx and
+// /dev/pts, terminals for background processes).
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
 
 // confinement is what the agent applies to itself for one sandbox.
 func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool) *confine.Config {
