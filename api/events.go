@@ -15,12 +15,33 @@ const (
 	EventSandboxOOM       = "sandbox.oom"
 )
 
+// Process event types, about a background process of a sandbox (POST
+// /v1/sandboxes/{id}/processes).
+//
+// process.started carries, in Data, "pid" (the process's pid inside the
+// sandbox) and "tag" (the caller's label; may be empty).
+//
+// process.exited carries "pid" and "tag" as above, "exit_code" (the
+// code, or 128 + the signal's number when a signal ended it), "signal"
+// (the signal's name, such as "SIGKILL", when a signal ended it; else
+// empty) and "duration_ms" (how long it ran, in milliseconds).
+const (
+	EventProcessStarted = "process.started"
+	EventProcessExited  = "process.exited"
+)
+
 // Event is one entry of a tenant's append-only event log. IDs are ULIDs
 // that increase in the order events were recorded, so the last ID a
 // reader saw is where it resumes (the after parameter). SandboxID is empty
 // for an event about the tenant rather than one sandbox. Message is safe
 // to show a person; Data holds small structured details (an exit status,
 // a count), its numbers as JSON numbers.
+//
+// The event routes also stream events, when asked with Accept:
+// text/event-stream: every event after the Last-Event-ID header (or the
+// after parameter), then each new one as it is recorded. Each
+// Server-Sent Event has the Event's ID as its id, its Type as its name
+// and the Event as JSON as its data.
 type Event struct {
 	ID        string         `json:"id"`
 	SandboxID string         `json:"sandbox_id,omitempty"`

@@ -83,3 +83,25 @@ type SignalRequest struct {
 	// Group sends it to the process's whole process group.
 	Group bool `json:"group,omitempty"`
 }
+
+// Terminal message types: the text messages of a terminal WebSocket
+// (input and output themselves go as binary messages).
+const (
+	TerminalStarted = "started" // server → client: the process, first
+	TerminalResize  = "resize"  // client → server: Rows and Cols
+	TerminalSignal  = "signal"  // client → server: Signal, to the process group
+	TerminalEOF     = "eof"     // client → server: end of input
+	TerminalDropped = "dropped" // server → client: Dropped bytes of output were lost
+	TerminalExit    = "exit"    // server → client: the process, last
+)
+
+// TerminalMessage is a text message of GET /v1/sandboxes/{id}/terminal and
+// GET …/processes/{pid}/terminal.
+type TerminalMessage struct {
+	Type    string   `json:"type"`
+	Rows    uint16   `json:"rows,omitempty"`
+	Cols    uint16   `json:"cols,omitempty"`
+	Signal  string   `json:"signal,omitempty"`
+	Dropped int64    `json:"dropped,omitempty"`
+	Process *Process `json:"process,omitempty"`
+}

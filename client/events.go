@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/hutchdev/hutch/api"
 )
@@ -20,9 +22,11 @@ type EventQuery struct {
 	// Types keeps only events of these types (api.EventSandboxCreated, …).
 	Types []string
 	// After keeps only events recorded after this event id: a page's
-	// NextCursor, or the id of the last event seen, to resume a tail.
+	// NextCursor, or the id of the last event seen (EventStream.LastID),
+	// to resume a tail. Streams send it as the Last-Event-ID header.
 	After string
-	// Limit is the page size; zero is the server's default.
+	// Limit is the page size; zero is the server's default. Streams
+	// ignore it.
 	Limit int
 }
 
@@ -74,4 +78,107 @@ func (c *Client) SandboxEvents(ctx context.Context, id string, q EventQuery) (*a
 		return nil, err
 	}
 	return &out, nil
+}
+
+// EventStream is a live stream of events: every event after the query's
+// After, oldest first, then each new one as the server records it, with
+// no end until Close, the context or the connection ends it. It is not
+// safe for concurrent use, except Close, which may be called from another
+// goroutine to end a blocked Next.
+//
+// To resume after a broken stream, open a new one with q.After set to
+// LastID: it starts with exactly the events this one did not deliver.
+type EventStream struct {
+	r      *sseReader
+	cancel context.CancelFunc
+	last   string
+}
+
+// StreamEvents opens a stream of the tenant's events matching q (its
+// SandboxID and Types filters; Limit does not apply). q.After, when set,
+// is sent as the Last-Event-ID header: the stream starts after that
+// event. Too many open streams is an *Error with code too_many_streams
+// (status 429).
+func (c *Client) StreamEvents(ctx context.Context, q EventQuery) (*EventStream, error) {
+	return c.streamEvents(ctx, "/v1/events", q)
+}
+
+// StreamSandboxEvents opens a stream of one sandbox's events, as
+// StreamEvents. An unknown id is an *Error with code sandbox_not_found
+// (IsNotFound). The stream of a destroyed sandbox stays open though no
+// event will come. q.SandboxID must be empty or id.
+func (c *Client) StreamSandboxEvents(ctx context.Context, id string, q EventQuery) (*EventStream, error) {
+	if id == "" {
+		return nil, errNoID
+	}
+	if q.SandboxID != "" && q.SandboxID != id {
+		return nil, fmt.Errorf("client: StreamSandboxEvents of %q with a query for sandbox %q", id, q.SandboxID)
+	}
+	q.SandboxID = ""
+	return c.streamEvents(ctx, sandboxPath(id, "events"), q)
+}
+
+func (c *Client) streamEvents(ctx context.Context, path string, q EventQuery) (*EventStream, error) {
+	after := q.After
+	q.After, q.Limit = "", 0
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := c.newRequest(ctx, request{method: http.MethodGet, path: path, query: q.query(), accept: "text/event-stream"})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if after != "" {
+		req.Header.Set("Last-Event-ID", after)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer cancel()
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		closeBody(resp.Body)
+		cancel()
+		return nil, fmt.Errorf("client: %s answered %q, not an event stream", path, ct)
+	}
+	return &EventStream{r: newSSEReader(resp.Body), cancel: cancel, last: after}, nil
+}
+
+// Next blocks until the next event and returns it. It returns io.EOF when
+// the server ended the stream (it is shutting down), and the context's or
+// the connection's error when those end it; resume after LastID.
+func (s *EventStream) Next() (api.Event, error) {
+	for {
+		ev, err := s.r.next()
+		if err != nil {
+			return api.Event{}, err
+		}
+		if ev.Data == "" {
+			continue
+		}
+		var e api.Event
+		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+			return api.Event{}, fmt.Errorf("client: decode event %q: %w", ev.ID, err)
+		}
+		if ev.ID != "" {
+			s.last = ev.ID
+		} else if e.ID != "" {
+			s.last = e.ID
+		}
+		return e, nil
+	}
+}
+
+// LastID is the id of the last event Next returned, or the After the
+// stream was opened with when none yet: where a new stream resumes.
+func (s *EventStream) LastID() string { return s.last }
+
+// Close ends the stream and releases its connection.
+func (s *EventStream) Close() error {
+	s.cancel()
+	return s.r.close()
 }

@@ -58,11 +58,17 @@ var commands = map[string]command{
 	"sandbox": runSandbox,
 	"sb":      runSandbox,
 	"exec":    runExec,
+	"start":   runStart,
+	"ps":      runPs,
+	"logs":    runLogs,
+	"kill":    runKill,
+	"shell":   runShell,
 	"cp":      runCp,
 	"run":     runRun,
 	"key":     runKey,
 	"tenant":  runTenant,
 	"info":    runInfo,
+	"events":  runEvents,
 	"version": runVersion,
 }
 
@@ -76,11 +82,17 @@ commands:
   sandbox rm ID…             destroy sandboxes
   sandbox stop|start ID…     stop or start sandboxes
   exec [flags] ID -- CMD…    run a command in a sandbox, streaming its output
+  start [flags] ID -- CMD…   start a background process and print its pid
+  ps ID                      list a sandbox's processes
+  logs [-f] ID PID           print (or follow) a process's output
+  kill [-s SIG] ID PID       signal a process (--group: its process group)
+  shell ID [-- CMD…]         a terminal in the sandbox (raw mode, resizes)
   cp [-r] SRC DST            copy files; one side is ID:PATH, - is stdin/stdout
   run [flags] -- CMD…        create a sandbox, run a command, destroy it
   key create|ls|rm           manage API keys
   tenant create NAME         create a tenant (admin)
   info                       show the server's driver, limits and features
+  events [-f] [flags]        print the event log; -f follows it live
   version                    print hutch's version
 
 environment:

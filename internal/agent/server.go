@@ -208,6 +208,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /files/move", s.handleMove)
 	mux.HandleFunc("GET /files/tar", s.handleTarDownload)
 	mux.HandleFunc("PUT /files/tar", s.handleTarUpload)
+	mux.HandleFunc("GET /files/watch", s.handleWatch)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))

@@ -14,7 +14,8 @@ const maxTypeFilters = 32
 
 // listEvents is GET /v1/events: the caller's tenant's whole log, or one
 // sandbox's with sandbox=. An unknown sandbox there is an empty page, not
-// a 404: the filter only narrows the log.
+// a 404: the filter only narrows the log. With Accept: text/event-stream
+// it streams instead.
 func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
 	q, err := eventQuery(r)
 	if err != nil {
@@ -22,12 +23,13 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.SandboxID = r.URL.Query().Get("sandbox")
-	a.writeEvents(w, r, q)
+	a.answerEvents(w, r, q)
 }
 
 // listSandboxEvents is GET /v1/sandboxes/{id}/events. An unknown sandbox,
 // or another tenant's, is 404 sandbox_not_found; a destroyed sandbox keeps
-// its record, so its events stay readable.
+// its record, so its events stay readable. With Accept: text/event-stream
+// it streams instead.
 func (a *API) listSandboxEvents(w http.ResponseWriter, r *http.Request) {
 	q, err := eventQuery(r)
 	if err != nil {
@@ -37,6 +39,17 @@ func (a *API) listSandboxEvents(w http.ResponseWriter, r *http.Request) {
 	q.SandboxID = r.PathValue("id")
 	if _, err := a.cfg.Store.GetSandbox(r.Context(), q.SandboxID); err != nil {
 		a.writeError(w, r, err)
+		return
+	}
+	a.answerEvents(w, r, q)
+}
+
+// answerEvents answers with a page of the events matching q, or with a
+// stream of them when the client accepts text/event-stream
+// (events_stream.go).
+func (a *API) answerEvents(w http.ResponseWriter, r *http.Request, q store.EventQuery) {
+	if wantsSSE(r) {
+		a.streamEvents(w, r, q)
 		return
 	}
 	a.writeEvents(w, r, q)

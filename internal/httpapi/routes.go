@@ -33,6 +33,17 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream},
 
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes", handler: a.startProcess},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes", handler: a.listProcesses},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}", handler: a.getProcess},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/signal", handler: a.signalProcess},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/resize", handler: a.resizeProcess},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal},
+
 		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile},

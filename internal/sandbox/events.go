@@ -12,7 +12,8 @@ import (
 // emit records an event about rec in its tenant's log. It runs on a context
 // that outlives ctx, so a request cancelled after the work was done still
 // records it, and it never fails the operation: an event that cannot be
-// stored is logged. msg must be safe to show the sandbox's owner.
+// stored is logged. msg must be safe to show the sandbox's owner. The
+// tenant's event streams are woken (AppendEvent).
 func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
 	ctx, cancel := s.teardownContext(ctx)
 	defer cancel()
@@ -23,7 +24,7 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 		Message:   truncate(msg, store.MaxEventMessage),
 		Data:      data,
 	}
-	if err := s.store.AppendEvent(ctx, e); err != nil {
+	if err := s.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "event.type", typ, "err", err)
 	}
 }

@@ -39,8 +39,10 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	}
 	st, err := s.driver.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
-		if _, err = s.setAgent(rec.ID, h).Health(ctx); err == nil {
+		a := s.setAgent(rec.ID, h)
+		if _, err = a.Health(ctx); err == nil {
 			s.log.Info("sandbox recovered", "sandbox.id", rec.ID)
+			s.reattachProcesses(ctx, rec, a)
 			return
 		}
 	}

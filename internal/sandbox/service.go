@@ -43,6 +43,9 @@ type Service struct {
 	mu     sync.Mutex
 	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
 	ooms   oomCounts                      // sandbox id → OOM kills last seen
+	procs  procWatch                      // the exit watchers of background processes
+
+	events *Notifier // wakes event streams on every append (events_notify.go)
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
@@ -55,6 +58,7 @@ func New(cfg Config, st store.Store, drv driver.Driver, log *slog.Logger) *Servi
 		log:    log,
 		agents: map[string]*agentclient.Client{},
 		ooms:   oomCounts{},
+		events: NewNotifier(),
 	}
 }
 

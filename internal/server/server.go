@@ -95,6 +95,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err := svc.Recover(ctx); err != nil {
 		log.Warn("recovery was incomplete", "err", err)
 	}
+	s.onClose("process watchers", func(context.Context) error { svc.Close(); return nil })
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })

@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// maxTerminalMessage bounds one message a terminal client sends.
+const maxTerminalMessage = 1 << 20
+
+// defaultShell runs the sandbox user's login shell.
+var defaultShell = []string{"/bin/sh", "-c", `exec "${SHELL:-/bin/sh}" -l`}
+
+// terminal answers GET /v1/sandboxes/{id}/terminal, a WebSocket: it starts
+// ?cmd= (repeated for each argument; the user's login shell by default) in
+// ?cwd= on a terminal of ?rows= by ?cols= (24 by 80), as a background
+// process that outlives the connection, and bridges it (see bridge).
+func (a *API) terminal(w http.ResponseWriter, r *http.Request) {
+	if !isWebSocket(r) {
+		a.writeError(w, r, errdefs.Invalid("websocket_required", "the terminal is a WebSocket: send an upgrade request"))
+		return
+	}
+	q := r.URL.Query()
+	size, err := termSize(q.Get("rows"), q.Get("cols"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	cmd := q["cmd"]
+	if len(cmd) == 0 {
+		cmd = defaultShell
+	}
+	p, err := a.cfg.Sandboxes.StartProcess(r.Context(), r.PathValue("id"), api.ProcessRequest{Cmd: cmd, Cwd: q.Get("cwd"), PTY: &size})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	c, ok := a.withAgent(w, r)
+	if !ok {
+		return
+	}
+	a.bridge(w, r, c, p, 0)
+}
+
+// attachTerminal answers GET …/processes/{pid}/terminal, a WebSocket to a
+// process that already runs: its output from ?cursor= (0: all that is
+// still buffered, which redraws a screen), and its input.
+func (a *API) attachTerminal(w http.ResponseWriter, r *http.Request) {
+	if !isWebSocket(r) {
+		a.writeError(w, r, errdefs.Invalid("websocket_required", "the terminal is a WebSocket: send an upgrade request"))
+		return
+	}
+	c, pid, ok := a.withProcess(w, r)
+	if !ok {
+		return
+	}
+	cursor, err := parseCursor(r.URL.Query().Get("cursor"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p, err := c.GetProcess(r.Context(), pid)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.bridge(w, r, c, p, cursor)
+}
+
+func termSize(rows, cols string) (api.TermSize, error) {
+	size := api.TermSize{Rows: 24, Cols: 80}
+	for _, f := range []struct {
+		v   string
+		dst *uint16
+	}{{rows, &size.Rows}, {cols, &size.Cols}} {
+		if f.v == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f.v, 10, 16)
+		if err != nil || n == 0 || n > 1000 {
+			return size, errdefs.Invalid("invalid_pty", "rows and cols must be from 1 to 1000")
+		}
+		*f.dst = uint16(n)
+	}
+	return size, nil
+}
+
+// bridge joins a WebSocket and a process. To the client: a "started" text
+// message, then the output as binary messages ("dropped" when some was
+// lost) and an "exit" text message at the end. From the client: binary
+// messages are input; text messages resize the terminal, signal the
+// process group or end the input. The process outlives the connection.
+func (a *API) bridge(w http.ResponseWriter, r *http.Request, c *agentclient.Client, p api.Process, cursor int64) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	st, err := c.ProcessOutput(ctx, p.PID, cursor, true)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	defer st.Close()
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(maxTerminalMessage)
+	if wsjson.Write(ctx, conn, api.TerminalMessage{Type: api.TerminalStarted, Process: &p}) != nil {
+		return
+	}
+	go func() {
+		defer cancel()
+		a.terminalInput(ctx, conn, c, p.PID)
+	}()
+	rl := newRelay(st)
+	for {
+		select {
+		case ev, ok := <-rl.events:
+			if !ok {
+				conn.Close(websocket.StatusNormalClosure, "")
+				return
+			}
+			var err error
+			switch ev.Type {
+			case api.OutputStdout, api.OutputStderr:
+				err = conn.Write(ctx, websocket.MessageBinary, ev.Data)
+			case api.OutputDropped:
+				err = wsjson.Write(ctx, conn, api.TerminalMessage{Type: api.TerminalDropped, Dropped: ev.Dropped})
+			case api.OutputExit:
+				err = wsjson.Write(ctx, conn, api.TerminalMessage{Type: api.TerminalExit, Process: ev.Process})
+			}
+			if err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// terminalInput carries the client's messages to the process until the
+// connection ends.
+func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, c *agentclient.Client, pid int) {
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			if _, err := c.WriteStdin(ctx, pid, bytes.NewReader(data), false); err != nil {
+				return
+			}
+			continue
+		}
+		var m api.TerminalMessage
+		if json.Unmarshal(data, &m) != nil {
+			conn.Close(websocket.StatusUnsupportedData, "text messages are JSON terminal messages")
+			return
+		}
+		switch m.Type {
+		case api.TerminalResize:
+			_, err = c.ResizeProcess(ctx, pid, api.TermSize{Rows: m.Rows, Cols: m.Cols})
+		case api.TerminalSignal:
+			_, err = c.SignalProcess(ctx, pid, api.SignalRequest{Signal: m.Signal, Group: true})
+		case api.TerminalEOF:
+			_, err = c.WriteStdin(ctx, pid, bytes.NewReader(nil), true)
+		default:
+			conn.Close(websocket.StatusUnsupportedData, "unknown terminal message type "+strconv.Quote(m.Type))
+			return
+		}
+		if err != nil {
+			a.cfg.Log.Debug("terminal message refused", "type", m.Type, "err", err)
+		}
+	}
+}
