@@ -15,21 +15,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/server"
 )
 
 // options are the command's flags.
@@ -81,38 +77,23 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	dir, err := os.MkdirTemp("", "hutch-bench-")
+	bs, err := benchserver.Start(ctx, func(cfg *config.Config) {
+		cfg.AgentPath = o.agent
+		cfg.Driver = o.driver
+		cfg.WarmPool = o.warm
+	})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.AgentPath = o.agent
-	cfg.Driver = o.driver
-	cfg.WarmPool = o.warm
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.Start(ctx, cfg, log, "bench")
-	if err != nil {
-		return err
-	}
-	defer srv.Shutdown(context.WithoutCancel(ctx))
-	key, err := os.ReadFile(srv.AdminKeyPath)
-	if err != nil {
-		return err
-	}
-	c := client.New("http://"+srv.Addr().String(), strings.TrimSpace(string(key)))
+	defer bs.Stop(ctx)
+	c := bs.Client
 	info, err := c.Info(ctx)
 	if err != nil {
 		return err
 	}
 
 	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
-		info.Driver, info.Isolation, cfg.WarmPool, o.gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+		info.Driver, info.Isolation, o.warm, o.gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 	printFloors(fl)
 	if o.n > 0 {
 		progress(fmt.Sprintf("creating %d sandboxes one by one", o.n))

@@ -181,13 +181,29 @@ func (s *Server) supervise(pid int, p *proc, io *procIO, exited <-chan unix.Wait
 	s.log.Info("process exited", "pid", pid, "exit_code", code, "signal", sig)
 }
 
+// pumpChunk is what the pump reads at once: a pipe's default capacity.
+const pumpChunk = 64 << 10
+
 // pumpRing copies f into the ring until EOF, an error (EIO from a PTY
-// master once the terminal is gone) or the drain deadline.
+// master once the terminal is gone) or the drain deadline. A large read
+// goes into the ring as it is, and the pump reads on into a buffer the
+// ring pushed out (or a new one); a small one is copied, so a trickle of
+// output does not hold a whole buffer per byte.
 func pumpRing(f *os.File, stream string, r *outRing) {
-	buf := make([]byte, chunkSize)
+	buf := make([]byte, pumpChunk)
 	for {
 		n, err := f.Read(buf)
-		r.write(stream, buf[:n])
+		switch {
+		case n >= pumpChunk/4:
+			spare := r.put(stream, buf[:n])
+			if cap(spare) >= pumpChunk {
+				buf = spare[:pumpChunk]
+			} else {
+				buf = make([]byte, pumpChunk)
+			}
+		case n > 0:
+			r.write(stream, buf[:n])
+		}
 		if err != nil {
 			return
 		}

@@ -1,0 +1,61 @@
+// Package benchserver starts a hutch server inside a benchmark program, on
+// loopback with a temporary data directory, and hands back a client for
+// it.
+package benchserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server"
+)
+
+// Server is a running hutch server and a client of its admin tenant.
+type Server struct {
+	Client *client.Client
+	srv    *server.Server
+	dir    string
+}
+
+// Start starts a server; change adjusts its configuration (driver, agent,
+// warm pool) before it is validated.
+func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
+	dir, err := os.MkdirTemp("", "hutch-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = filepath.Join(dir, "data")
+	change(&cfg)
+	if err := cfg.Validate(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	srv, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	key, err := os.ReadFile(srv.AdminKeyPath)
+	if err != nil {
+		srv.Shutdown(context.WithoutCancel(ctx))
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c := client.New("http://"+srv.Addr().String(), strings.TrimSpace(string(key)))
+	return &Server{Client: c, srv: srv, dir: dir}, nil
+}
+
+// Stop shuts the server down and removes its data directory.
+func (s *Server) Stop(ctx context.Context) {
+	s.srv.Shutdown(context.WithoutCancel(ctx))
+	os.RemoveAll(s.dir)
+}
