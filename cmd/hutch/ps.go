@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,29 +60,22 @@ func runLogs(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "logs", "hutch logs [-f] [--from N] ID PID")
 	follow := fs.Bool("f", false, "follow: go on as output arrives, until the process exits (and exit with its status)")
 	from := fs.Int64("from", 0, "start at this byte `offset` of the output")
-	pos, err := parseArgs(fs, args, 2)
+	id, pid, err := sandboxAndPID(fs, args, "logs")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		return usagef(fs, "logs needs a sandbox id and a process id")
-	}
-	pid, err := strconv.Atoi(pos[1])
-	if err != nil {
-		return usagef(fs, "%q is not a process id", pos[1])
 	}
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
 	if *follow {
-		p, err := c.CopyOutput(ctx, pos[0], pid, *from, e.stdout, e.stderr)
+		p, err := c.CopyOutput(ctx, id, pid, *from, e.stdout, e.stderr)
 		if err != nil {
 			return err
 		}
 		return exitCode(*p.ExitCode)
 	}
-	st, err := c.ProcessOutput(ctx, pos[0], pid, *from, false)
+	st, err := c.ProcessOutput(ctx, id, pid, *from, false)
 	if err != nil {
 		return err
 	}
@@ -107,22 +101,15 @@ func runKill(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "kill", "hutch kill [-s SIGNAL] [--group] ID PID")
 	sig := fs.String("s", "TERM", "the `signal`: TERM, KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT or WINCH")
 	group := fs.Bool("group", false, "signal the process's whole process group")
-	pos, err := parseArgs(fs, args, 2)
+	id, pid, err := sandboxAndPID(fs, args, "kill")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		return usagef(fs, "kill needs a sandbox id and a process id")
-	}
-	pid, err := strconv.Atoi(pos[1])
-	if err != nil {
-		return usagef(fs, "%q is not a process id", pos[1])
 	}
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	_, err = c.SignalProcess(ctx, pos[0], pid, *sig, *group)
+	_, err = c.SignalProcess(ctx, id, pid, *sig, *group)
 	return err
 }
 
@@ -150,4 +137,20 @@ func runStart(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, p.PID)
 	return nil
+}
+
+// sandboxAndPID parses the ID PID arguments of a process command.
+func sandboxAndPID(fs *flag.FlagSet, args []string, name string) (string, int, error) {
+	pos, err := parseArgs(fs, args, 2)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(pos) != 2 {
+		return "", 0, usagef(fs, "%s needs a sandbox id and a process id", name)
+	}
+	pid, err := strconv.Atoi(pos[1])
+	if err != nil || pid <= 0 {
+		return "", 0, usagef(fs, "%q is not a process id", pos[1])
+	}
+	return pos[0], pid, nil
 }

@@ -163,20 +163,7 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential},
 	}
-	argv, prog := s.withRlimits(spec.argv, prog)
-	pid, exited, err := s.startProcess(func() (int, error) {
-		pid, err := syscall.ForkExec(prog, argv, attr)
-		if err != nil {
-			return 0, err
-		}
-		// The command has just exec'd; limit and place it before it runs
-		// long. If that fails it dies, and the reaper reaps it as an orphan.
-		if err := s.settle(pid); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return 0, err
-		}
-		return pid, nil
-	})
+	pid, exited, err := s.forkCommand(prog, spec.argv, attr)
 	pipes[0][0].Close()
 	pipes[1][1].Close()
 	pipes[2][1].Close()
@@ -246,6 +233,24 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 	res.TimedOut = timedOut.Load()
 	res.ExitCode, res.Signal = exitStatus(ws)
 	return res
+}
+
+// forkCommand starts prog with argv (under the command rlimits) through
+// the reaper, and limits and places it right after it has exec'd; if that
+// fails it dies, and the reaper reaps it as an orphan.
+func (s *Server) forkCommand(prog string, argv []string, attr *syscall.ProcAttr) (int, <-chan unix.WaitStatus, error) {
+	argv, prog = s.withRlimits(argv, prog)
+	return s.startProcess(func() (int, error) {
+		pid, err := syscall.ForkExec(prog, argv, attr)
+		if err != nil {
+			return 0, err
+		}
+		if err := s.settle(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, err
+		}
+		return pid, nil
+	})
 }
 
 // withRlimits is the command line that runs prog with argv under the

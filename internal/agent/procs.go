@@ -122,18 +122,7 @@ func (s *Server) startBackground(spec execSpec, tag string, pty *api.TermSize) (
 		return api.Process{}, err
 	}
 	attr := &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: io.childFiles(), Sys: io.sysProcAttr(s.cfg.Credential)}
-	argv, prog := s.withRlimits(spec.argv, prog)
-	pid, exited, err := s.startProcess(func() (int, error) {
-		pid, err := syscall.ForkExec(prog, argv, attr)
-		if err != nil {
-			return 0, err
-		}
-		if err := s.settle(pid); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return 0, err
-		}
-		return pid, nil
-	})
+	pid, exited, err := s.forkCommand(prog, spec.argv, attr)
 	io.closeChildEnds()
 	if err != nil {
 		io.closeAll()
