@@ -64,6 +64,7 @@ var commands = map[string]command{
 	"kill":    runKill,
 	"shell":   runShell,
 	"cp":      runCp,
+	"watch":   runWatch,
 	"run":     runRun,
 	"key":     runKey,
 	"tenant":  runTenant,
@@ -88,6 +89,7 @@ commands:
   kill [-s SIG] ID PID       signal a process (--group: its process group)
   shell ID [-- CMD…]         a terminal in the sandbox (raw mode, resizes)
   cp [-r] SRC DST            copy files; one side is ID:PATH, - is stdin/stdout
+  watch [flags] ID [PATH]    print changes under a directory as they happen
   run [flags] -- CMD…        create a sandbox, run a command, destroy it
   key create|ls|rm           manage API keys
   tenant create NAME         create a tenant (admin)

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -25,16 +28,19 @@ var (
 	// IN_MOVED_TO before it counts as a move out of the watch.
 	watchMoveWait = 10 * time.Millisecond
 	// watchSlots bounds the watches open at once in this agent. Under the
-	// namespace driver every sandbox's inotify instances and watches are
-	// also charged to the user that made its user namespace, so one
-	// sandbox's watches must not be able to use up that budget.
+	// namespace driver inotify instances and watches are also charged to
+	// the user that made the sandbox's user namespace (hutch's), whose
+	// budget (fs.inotify.max_user_instances, max_user_watches) every
+	// sandbox and that user's own programs share: one sandbox's watches
+	// must not take all of it.
 	watchSlots = make(chan struct{}, 16)
 )
 
 // handleWatch answers GET /files/watch?path=&recursive=: the changes under
 // a directory as an NDJSON stream of api.WatchEvent, flushed as they are
-// sent, until the client goes away or the directory is removed. The watch
-// is in place before the answer's header is sent.
+// sent, until the client goes away or the directory is removed (a clean
+// end) or the agent shuts down (a broken stream). The watch is in place
+// before the answer's header is sent.
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	recursive := false
@@ -66,6 +72,16 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	go wt.run()
 	defer wt.close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stopping := s.watchStop()
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -75,7 +91,12 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := json.NewEncoder(w)
 	for {
-		evs, err := wt.q.take(r.Context())
+		evs, err := wt.q.take(ctx)
+		if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+			// The agent is shutting down: break the stream, so the client
+			// does not take it for the clean end of a removed directory.
+			panic(http.ErrAbortHandler)
+		}
 		if err != nil {
 			return // the client went away, or the directory did
 		}
@@ -88,4 +109,23 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// watchStops holds, for each server, a channel closed when its Shutdown
+// begins: a watch never ends by itself, and would otherwise hold the
+// drain of requests until Shutdown gives up.
+var watchStops sync.Map // *Server → chan struct{}
+
+// watchStop is s's channel of watchStops, registered with its HTTP server
+// on first use.
+func (s *Server) watchStop() <-chan struct{} {
+	if ch, ok := watchStops.Load(s); ok {
+		return ch.(chan struct{})
+	}
+	ch := make(chan struct{})
+	if old, loaded := watchStops.LoadOrStore(s, ch); loaded {
+		return old.(chan struct{})
+	}
+	s.http.RegisterOnShutdown(func() { close(ch) })
+	return ch
 }

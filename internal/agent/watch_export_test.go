@@ -2,18 +2,30 @@ package agent
 
 import "time"
 
-// SetWatchBounds sets the watch bounds for a test (zero leaves one as it
-// is) and returns what restores them. Watches opened before keep theirs.
-func SetWatchBounds(queueMax int, window time.Duration, slots int) (restore func()) {
-	q, w, s := watchQueueMax, watchWindow, watchSlots
-	if queueMax > 0 {
-		watchQueueMax = queueMax
+// WatchBounds are the bounds of file watches a test may shrink; zero
+// fields are left as they are.
+type WatchBounds struct {
+	QueueMax int
+	Window   time.Duration
+	Slots    int
+	MaxDirs  int
+}
+
+// SetWatchBounds sets the watch bounds for a test and returns what
+// restores them. Watches opened before keep theirs.
+func SetWatchBounds(b WatchBounds) (restore func()) {
+	q, w, s, d := watchQueueMax, watchWindow, watchSlots, watchMaxDirs
+	if b.QueueMax > 0 {
+		watchQueueMax = b.QueueMax
 	}
-	if window > 0 {
-		watchWindow = window
+	if b.Window > 0 {
+		watchWindow = b.Window
 	}
-	if slots > 0 {
-		watchSlots = make(chan struct{}, slots)
+	if b.Slots > 0 {
+		watchSlots = make(chan struct{}, b.Slots)
 	}
-	return func() { watchQueueMax, watchWindow, watchSlots = q, w, s }
+	if b.MaxDirs > 0 {
+		watchMaxDirs = b.MaxDirs
+	}
+	return func() { watchQueueMax, watchWindow, watchSlots, watchMaxDirs = q, w, s, d }
 }

@@ -44,11 +44,18 @@ const watchBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESO
 // watchBeneath, or with the sandbox root's RESOLVE_IN_ROOT for the
 // watched one) and the watch is added through /proc/self/fd/<fd>, so a
 // rename or symlink swap between the two steps cannot point it elsewhere.
+//
+// No fd stays open on the watched directory between events: an open fd
+// holds its dentry, and the kernel reports IN_DELETE_SELF only when the
+// last one goes, so the watch would never see its directory removed. To
+// watch a new subdirectory the watched directory is opened again by its
+// path and checked to be the same one.
 type watcher struct {
 	f         *os.File        // the inotify instance, non-blocking, in the Go poller
 	rc        syscall.RawConn // f's fd, held open while a watch is added or removed
-	rootfd    int             // the watched directory, O_PATH
-	abs       string          // the watched directory as the sandbox names it (logs only)
+	root      *fsRoot
+	p         sandboxPath // the watched directory
+	dev, ino  uint64      // and its identity
 	recursive bool
 	q         *watchQueue
 	log       *slog.Logger
@@ -73,16 +80,12 @@ type heldMove struct {
 // openWatcher opens the directory p inside root and watches it (and with
 // recursive, the tree below it) before returning, so every change after
 // it returns is reported. Run it with run; close it with close.
-func openWatcher(root *fsRoot, p sandboxPath, recursive bool, log *slog.Logger) (_ *watcher, retErr error) {
+func openWatcher(root *fsRoot, p sandboxPath, recursive bool, log *slog.Logger) (*watcher, error) {
 	rootfd, err := root.open(p.Rel, unix.O_PATH, 0)
 	if err != nil {
 		return nil, fsError(err, p.Abs)
 	}
-	defer func() {
-		if retErr != nil {
-			unix.Close(rootfd)
-		}
-	}()
+	defer unix.Close(rootfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(rootfd, &st); err != nil {
 		return nil, fsError(err, p.Abs)
@@ -106,8 +109,10 @@ func openWatcher(root *fsRoot, p sandboxPath, recursive bool, log *slog.Logger) 
 	w := &watcher{
 		f:         f,
 		rc:        rc,
-		rootfd:    rootfd,
-		abs:       p.Abs,
+		root:      root,
+		p:         p,
+		dev:       st.Dev,
+		ino:       st.Ino,
 		recursive: recursive,
 		q:         newWatchQueue(watchQueueMax, watchWindow),
 		log:       log,
@@ -126,18 +131,39 @@ func openWatcher(root *fsRoot, p sandboxPath, recursive bool, log *slog.Logger) 
 	w.rootWD = wd
 	w.dirs[wd], w.wds["."] = ".", wd
 	if recursive {
-		w.addTree(".", false, true)
+		w.walk(rootfd, ".", false, true)
 	}
 	return w, nil
 }
 
-// close ends the watch: run returns, the instance (and with it every
-// watch) and the directory are closed.
+// close ends the watch: run returns, and the instance is closed, with
+// every watch.
 func (w *watcher) close() {
 	w.closing.Store(true)
 	w.f.Close() // wakes run's read
 	<-w.done
-	unix.Close(w.rootfd)
+}
+
+// errWatchMoved is the watched directory no longer at its path.
+var errWatchMoved = errors.New("the watched directory moved")
+
+// reopen opens the watched directory again (O_PATH) and checks it is the
+// one watched.
+func (w *watcher) reopen() (int, error) {
+	fd, err := w.root.open(w.p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if st.Dev != w.dev || st.Ino != w.ino {
+		unix.Close(fd)
+		return -1, errWatchMoved
+	}
+	return fd, nil
 }
 
 // run reads inotify records until the watch is closed or the watched
@@ -156,7 +182,7 @@ func (w *watcher) run() {
 		case errors.Is(err, os.ErrClosed), err == io.EOF:
 			return
 		case err != nil:
-			w.log.Warn("watch: read inotify", "path", w.abs, "err", err)
+			w.log.Warn("watch: read inotify", "path", w.p.Abs, "err", err)
 			return
 		case w.records(buf[:n]):
 			return
@@ -181,7 +207,7 @@ func (w *watcher) records(b []byte) bool {
 		cookie := binary.NativeEndian.Uint32(b[8:])
 		end := unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:]))
 		if end > len(b) {
-			w.log.Warn("watch: truncated inotify record", "path", w.abs)
+			w.log.Warn("watch: truncated inotify record", "path", w.p.Abs)
 			return false
 		}
 		name := b[unix.SizeofInotifyEvent:end]
@@ -275,16 +301,32 @@ func (w *watcher) push(typ, p, old string, isDir bool) {
 	w.q.push(api.WatchEvent{Type: typ, Path: p, OldPath: old, IsDir: isDir, Time: watchTime()})
 }
 
-// addTree watches the directory rel and the directories below it, breadth
-// first. With emit, what it finds gets create events: the directory is
-// new, and what appeared in it before its watch did would go unreported.
-// With rescan, directories already watched are walked again, to find the
-// ones below them that are not.
+// addTree watches the directory rel and the directories below it, as
+// walk does, from the watched directory opened again. A watched directory
+// that moved away can have no more subdirectories watched: rel gets an
+// overflow event.
 func (w *watcher) addTree(rel string, emit, rescan bool) {
+	fd, err := w.reopen()
+	if err != nil {
+		w.log.Debug("watch: reopen the watched directory", "path", w.p.Abs, "err", err)
+		w.push(api.WatchOverflow, rel, "", true)
+		return
+	}
+	defer unix.Close(fd)
+	w.walk(fd, rel, emit, rescan)
+}
+
+// walk watches the directory rel and the directories below it, breadth
+// first, all relative to the watched directory open as base. With emit,
+// what it finds gets create events: the directory is new, and what
+// appeared in it before its watch did would go unreported. With rescan,
+// directories already watched are walked again, to find the ones below
+// them that are not.
+func (w *watcher) walk(base int, rel string, emit, rescan bool) {
 	for queue := []string{rel}; len(queue) > 0 && !w.closing.Load(); {
 		dir := queue[0]
 		queue = queue[1:]
-		queue = append(queue, w.addDir(dir, emit, rescan)...)
+		queue = append(queue, w.addDir(base, dir, emit, rescan)...)
 	}
 }
 
@@ -292,13 +334,13 @@ func (w *watcher) addTree(rel string, emit, rescan bool) {
 // subdirectories to watch next. A directory that is gone, is no longer a
 // directory, is a mount point or cannot be read is skipped: inotify could
 // not watch it either.
-func (w *watcher) addDir(rel string, emit, rescan bool) []string {
-	fd, err := openat2(w.rootfd, rel, &unix.OpenHow{
+func (w *watcher) addDir(base int, rel string, emit, rescan bool) []string {
+	fd, err := openat2(base, rel, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: watchBeneath,
 	})
 	if err != nil {
-		w.log.Debug("watch: directory skipped", "path", w.abs, "dir", rel, "err", err)
+		w.log.Debug("watch: directory skipped", "path", w.p.Abs, "dir", rel, "err", err)
 		return nil
 	}
 	defer unix.Close(fd)
@@ -323,7 +365,7 @@ func (w *watcher) addDir(rel string, emit, rescan bool) []string {
 			w.push(api.WatchOverflow, rel, "", true)
 			return nil
 		case err != nil:
-			w.log.Debug("watch: directory not watched", "path", w.abs, "dir", rel, "err", err)
+			w.log.Debug("watch: directory not watched", "path", w.p.Abs, "dir", rel, "err", err)
 			return nil
 		default:
 			if isKnown && known != wd {
@@ -334,7 +376,7 @@ func (w *watcher) addDir(rel string, emit, rescan bool) []string {
 	}
 	names, err := readDirNames(fd)
 	if err != nil {
-		w.log.Debug("watch: list directory", "path", w.abs, "dir", rel, "err", err)
+		w.log.Debug("watch: list directory", "path", w.p.Abs, "dir", rel, "err", err)
 		return nil
 	}
 	sort.Strings(names)

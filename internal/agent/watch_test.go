@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +37,7 @@ func (f *fixture) watch(t *testing.T, path string, recursive bool) *watchStream 
 	if err != nil {
 		t.Fatalf("Watch(%q): %v", path, err)
 	}
-	s := &watchStream{w: w, evs: make(chan api.WatchEvent, 100000), end: make(chan error, 1), quiet: 400 * time.Millisecond}
+	s := &watchStream{w: w, evs: make(chan api.WatchEvent, 100000), end: make(chan error, 1), quiet: 250 * time.Millisecond}
 	go func() {
 		defer close(s.evs)
 		for {
@@ -55,25 +57,31 @@ func (f *fixture) watch(t *testing.T, path string, recursive bool) *watchStream 
 // for the quiet period, with their times checked and cleared.
 func (s *watchStream) settle(t *testing.T) []api.WatchEvent {
 	t.Helper()
-	return s.collect(t, func([]api.WatchEvent) bool { return false })
+	return s.collect(t, 0, func([]api.WatchEvent) bool { return false })
 }
 
-// until returns the events that arrive until done holds for them, or until
-// the stream has been quiet (a failure unless done then holds).
+// until returns the events that arrive until done holds for them.
 func (s *watchStream) until(t *testing.T, done func([]api.WatchEvent) bool) []api.WatchEvent {
 	t.Helper()
-	evs := s.collect(t, done)
+	evs := s.collect(t, -1, done)
 	if !done(evs) {
-		t.Fatalf("the watch went quiet after %d events: %s", len(evs), formatEvents(evs))
+		t.Fatalf("the watch ended after %d events: %s", len(evs), formatEvents(evs))
 	}
 	return evs
 }
 
-func (s *watchStream) collect(t *testing.T, done func([]api.WatchEvent) bool) []api.WatchEvent {
+// collect reads events until done holds for them or, once there are at
+// least n (never when n < 0), the stream has been quiet for the quiet
+// period.
+func (s *watchStream) collect(t *testing.T, n int, done func([]api.WatchEvent) bool) []api.WatchEvent {
 	t.Helper()
 	var evs []api.WatchEvent
 	guard := time.After(60 * time.Second)
 	for !done(evs) {
+		var quiet <-chan time.Time
+		if n >= 0 && len(evs) >= n {
+			quiet = time.After(s.quiet)
+		}
 		select {
 		case ev, ok := <-s.evs:
 			if !ok {
@@ -84,13 +92,25 @@ func (s *watchStream) collect(t *testing.T, done func([]api.WatchEvent) bool) []
 			}
 			ev.Time = time.Time{}
 			evs = append(evs, ev)
-		case <-time.After(s.quiet):
+		case <-quiet:
 			return evs
 		case <-guard:
-			t.Fatalf("the watch never went quiet; %d events so far", len(evs))
+			t.Fatalf("60 s of watching and still not done; %d events so far: %s", len(evs), formatEvents(evs))
 		}
 	}
 	return evs
+}
+
+// ended returns what ended the stream, failing if it does not end.
+func (s *watchStream) ended(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-s.end:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watch did not end")
+		return nil
+	}
 }
 
 func formatEvents(evs []api.WatchEvent) string {
@@ -111,11 +131,12 @@ func ev(typ, p string) api.WatchEvent { return api.WatchEvent{Type: typ, Path: p
 
 func dirEv(typ, p string) api.WatchEvent { return api.WatchEvent{Type: typ, Path: p, IsDir: true} }
 
-// checkEvents runs op and compares the events that follow with want.
+// checkEvents runs op and compares the events that follow with want: it
+// waits for as many as want holds, then for the watch to go quiet.
 func (s *watchStream) checkEvents(t *testing.T, what string, op func(), want ...api.WatchEvent) {
 	t.Helper()
 	op()
-	got := s.settle(t)
+	got := s.collect(t, len(want), func([]api.WatchEvent) bool { return false })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s: events (-want +got):\n%s", what, diff)
 	}
@@ -223,11 +244,10 @@ func TestWatchBurst(t *testing.T) {
 }
 
 func TestWatchOverflow(t *testing.T) {
-	// A queue of 100 that holds events for 2 s fills for sure.
-	defer agent.SetWatchBounds(100, 2*time.Second, 0)()
+	// A queue of 100 that holds events for a second fills for sure.
+	defer agent.SetWatchBounds(agent.WatchBounds{QueueMax: 100, Window: time.Second})()
 	f := newFixture(t)
 	s := f.watch(t, ".", false)
-	s.quiet = 3 * time.Second
 	for i := range 1000 {
 		touch(t, filepath.Join(f.work, fmt.Sprintf("f%04d", i)))
 	}
@@ -245,6 +265,28 @@ func TestWatchOverflow(t *testing.T) {
 	if evs := s.until(t, func(evs []api.WatchEvent) bool { return len(evs) > 0 }); evs[0] != ev(api.WatchCreate, "after") {
 		t.Fatalf("after the overflow: %s", formatEvents(evs))
 	}
+}
+
+func TestWatchDirectoryLimit(t *testing.T) {
+	// The watched directory and two more: the rest are reported, not
+	// silently left out.
+	defer agent.SetWatchBounds(agent.WatchBounds{MaxDirs: 3})()
+	f := newFixture(t)
+	at := func(p string) string { return filepath.Join(f.work, p) }
+	for _, d := range []string{"a", "b", "c", "d"} {
+		must(t, os.Mkdir(at(d), 0o755))
+	}
+	s := f.watch(t, ".", true)
+	want := []api.WatchEvent{dirEv(api.WatchOverflow, "c"), dirEv(api.WatchOverflow, "d")}
+	if diff := cmp.Diff(want, s.collect(t, len(want), func([]api.WatchEvent) bool { return false })); diff != "" {
+		t.Errorf("directories over the limit (-want +got):\n%s", diff)
+	}
+	s.checkEvents(t, "below watched and unwatched directories", func() {
+		touch(t, at("a/x"))
+		touch(t, at("c/x"))
+	}, ev(api.WatchCreate, "a/x"))
+	s.checkEvents(t, "a new directory over the limit", func() { must(t, os.Mkdir(at("e"), 0o755)) },
+		dirEv(api.WatchCreate, "e"), dirEv(api.WatchOverflow, "e"))
 }
 
 func TestWatchCoalescesWrites(t *testing.T) {
@@ -289,7 +331,7 @@ func TestWatchSymlinks(t *testing.T) {
 	s := f.watch(t, ".", true)
 	s.checkEvents(t, "a change behind a link to outside", func() { touch(t, filepath.Join(host, "x")) })
 	must(t, os.Mkdir(filepath.Join(f.work, "real"), 0o755))
-	s.settle(t)
+	s.collect(t, 1, func([]api.WatchEvent) bool { return false })
 	s.checkEvents(t, "a link to a directory inside", func() { symlink(t, "real", filepath.Join(f.work, "ln")) }, ev(api.WatchCreate, "ln"))
 	s.checkEvents(t, "a change behind it is reported once, at its real path", func() { touch(t, filepath.Join(f.work, "ln", "y")) },
 		ev(api.WatchCreate, "real/y"))
@@ -314,7 +356,7 @@ func TestWatchErrors(t *testing.T) {
 		wantErr(t, "watch "+c.path, err, c.class, c.code)
 	}
 
-	defer agent.SetWatchBounds(0, 0, 1)()
+	defer agent.SetWatchBounds(agent.WatchBounds{Slots: 1})()
 	w, err := f.c.Watch(ctx, ".", false)
 	if err != nil {
 		t.Fatal(err)
@@ -358,25 +400,57 @@ func TestWatchEndsAndClosesFDs(t *testing.T) {
 	waitFor(t, "no inotify instance left from other tests", func() bool { i, _ := inotifyFDs(t, dir); return i == 0 })
 
 	s := f.watch(t, "w", true)
-	if i, d := inotifyFDs(t, dir); i != 1 || d != 1 {
-		t.Fatalf("while watching: %d inotify instances and %d fds on the directory, want 1 and 1", i, d)
+	// No fd stays on the directory: it would keep the kernel from
+	// reporting the directory's removal.
+	if i, d := inotifyFDs(t, dir); i != 1 || d != 0 {
+		t.Fatalf("while watching: %d inotify instances and %d fds on the directory, want 1 and 0", i, d)
 	}
 	s.w.Close()
 	waitFor(t, "the watch's fds closed", func() bool { i, d := inotifyFDs(t, dir); return i == 0 && d == 0 })
-	if err := <-s.end; err == nil || err == io.EOF {
+	if err := s.ended(t); err == nil || err == io.EOF {
 		t.Fatalf("a closed watch ended with %v, want an error", err)
 	}
 
 	// Removing the watched directory ends the watch from the agent's side.
 	s = f.watch(t, "w", true)
 	must(t, os.RemoveAll(dir))
-	evs := s.settle(t)
 	want := []api.WatchEvent{dirEv(api.WatchRemove, "a/b"), dirEv(api.WatchRemove, "a"), dirEv(api.WatchRemove, ".")}
+	evs := s.collect(t, len(want), func([]api.WatchEvent) bool { return false })
 	if diff := cmp.Diff(want, evs); diff != "" {
 		t.Errorf("rm -r of the watched directory (-want +got):\n%s", diff)
 	}
-	if err := <-s.end; err != io.EOF {
+	if err := s.ended(t); err != io.EOF {
 		t.Fatalf("the watch ended with %v, want io.EOF", err)
 	}
 	waitFor(t, "the watch's fds closed", func() bool { i, d := inotifyFDs(t, dir); return i == 0 && d == 0 })
+}
+
+func TestWatchEndsOnShutdown(t *testing.T) {
+	root := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "hutch-agent-test-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "a.sock"))
+	must(t, err)
+	srv, err := agent.New(agent.Config{
+		Token: testToken, Root: root, Workdir: root, MaxFileBytes: testMaxBytes,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	must(t, err)
+	go srv.Serve(ln)
+	f := &fixture{c: agentclient.New("unix", ln.Addr().String(), testToken), root: root, work: root}
+	t.Cleanup(f.c.Close)
+	s := f.watch(t, ".", true)
+
+	// Shutdown waits for requests in flight: an open watch must end at
+	// once, and as a broken stream, not as the clean end of a removed
+	// directory.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a watch open: %v", err)
+	}
+	if err := s.ended(t); err == nil || err == io.EOF {
+		t.Fatalf("the watch ended with %v, want a broken stream", err)
+	}
 }

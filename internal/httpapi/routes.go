@@ -53,5 +53,6 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/move", handler: a.move},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles},
 	}
 }

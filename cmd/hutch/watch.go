@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// runWatch is `hutch watch [--json] ID [PATH]`: the changes under a
+// directory of a sandbox (its working directory by default), one line per
+// change, until interrupted or the directory is removed.
+func runWatch(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "watch", "hutch watch [--recursive=false] [--json] ID [PATH]")
+	recursive := fs.Bool("recursive", true, "watch the directories below PATH too (false: PATH itself only)")
+	asJSON := fs.Bool("json", false, "print each change as one line of JSON")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usagef(fs, "watch takes a sandbox id and an optional directory")
+	}
+	dir := "."
+	if len(pos) == 2 {
+		dir = pos[1]
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	w, err := c.WatchFiles(ctx, pos[0], dir, *recursive)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	enc := json.NewEncoder(e.stdout)
+	for {
+		ev, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintf(e.stderr, "hutch: %s was removed; the watch is over\n", dir)
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the watch broke: %w", err)
+		}
+		if *asJSON {
+			err = enc.Encode(ev)
+		} else {
+			_, err = fmt.Fprintln(e.stdout, formatWatchEvent(ev))
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// formatWatchEvent is one change as a line: its type and path (a
+// directory's with a trailing slash), a rename's as OLD -> NEW.
+func formatWatchEvent(ev api.WatchEvent) string {
+	p := func(s string) string {
+		s = quoteIfOdd(s)
+		if ev.IsDir && s != "." {
+			s += "/"
+		}
+		return s
+	}
+	switch {
+	case ev.Type == api.WatchOverflow && ev.Path == "":
+		return "overflow  (changes were lost; rescan)"
+	case ev.Type == api.WatchOverflow:
+		return "overflow  " + p(ev.Path) + "  (not watched: the watch limit is reached)"
+	case ev.Type == api.WatchRename:
+		return fmt.Sprintf("%-8s  %s -> %s", ev.Type, p(ev.OldPath), p(ev.Path))
+	}
+	return fmt.Sprintf("%-8s  %s", ev.Type, p(ev.Path))
+}
+
+// quoteIfOdd quotes a path that holds anything that would break or hide
+// in a line: control characters, invalid UTF-8, leading or trailing
+// spaces.
+func quoteIfOdd(s string) string {
+	if !utf8.ValidString(s) || (s != "" && (s[0] == ' ' || s[len(s)-1] == ' ' || s[0] == '"')) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
