@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Group is the cgroup of one sandbox in every hierarchy hutch uses. It is a
@@ -145,4 +147,17 @@ func (g *Group) dirs() []string {
 		out = append(out, g.path(h))
 	}
 	return out
+}
+
+// OwnerUID is the host uid Create gave the group's files to: the
+// sandbox's root user. It tells which uid range, and so which hutch
+// server, the group belongs to.
+func (g *Group) OwnerUID() (int, error) {
+	for _, f := range g.ownedFiles() {
+		var st unix.Stat_t
+		if err := unix.Stat(f, &st); err == nil {
+			return int(st.Uid), nil
+		}
+	}
+	return 0, fmt.Errorf("cgroups: %s has none of the files its owner holds", g.id)
 }

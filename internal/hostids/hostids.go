@@ -108,6 +108,16 @@ func (p *Pool) Release(first uint32) {
 	_ = os.Remove(p.file(first))
 }
 
+// Owner returns the owner directory recorded for the range starting at
+// first, host-wide; false when no server holds it.
+func (p *Pool) Owner(first uint32) (string, bool) {
+	b, err := os.ReadFile(p.file(first))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
 // Sweep releases the ranges whose owner lies under prefix and no longer
 // exists (a crash between teardown and release).
 func (p *Pool) Sweep(prefix string) {

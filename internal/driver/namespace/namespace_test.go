@@ -1,12 +1,14 @@
 package namespace_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/drivertest"
 	"github.com/hutchdev/hutch/internal/driver/namespace"
@@ -130,5 +132,47 @@ func TestRootless(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the conformance suite as uid %d: %v\n%s", nobody, err, out)
+	}
+}
+
+// TestSweepSparesOtherServers: two servers on one host share the cgroup
+// parent; a sweep by one, which knows none of the other's sandboxes,
+// leaves them running with their cgroups.
+func TestSweepSparesOtherServers(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("needs root, for the cgroups")
+	}
+	base := t.TempDir()
+	parent := "hutch-test-" + ids.New()[20:]
+	t.Cleanup(func() {
+		parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+		for _, p := range parents {
+			os.Remove(p)
+		}
+	})
+	newDriver := func(name string) *namespace.Driver {
+		d, err := namespace.New(namespace.Config{Dir: filepath.Join(base, name), AgentPath: filepath.Join(binDir, "hutch-agent"), CgroupParent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	a, b := newDriver("a"), newDriver("b")
+	ctx := context.Background()
+	id := ids.New()
+	h, err := a.Create(ctx, driver.Spec{SandboxID: id, Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64}, Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Destroy(context.Background(), h) })
+	if _, err := b.Sweep(ctx, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.Status(ctx, h); err != nil || st.State != driver.Running {
+		t.Fatalf("after the other server's sweep: %+v, %v", st, err)
+	}
+	if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/" + id); len(cgs) == 0 {
+		t.Fatal("the other server's sweep removed the sandbox's cgroups")
 	}
 }

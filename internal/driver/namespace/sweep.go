@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/hutchdev/hutch/internal/cgroups"
 	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/ids"
 )
@@ -60,7 +62,10 @@ func (d *Driver) stateOr(dir string) state {
 }
 
 // sweepCgroups removes the cgroups of sandboxes that have neither a
-// record nor a directory (a crash between the two removals).
+// record nor a directory (a crash between the two removals). Another hutch
+// server on the host may share the cgroup parent: a group is swept only
+// when the uid range its files belong to is registered to this driver's
+// directory, or to nobody (its sandbox was torn down but for the group).
 func (d *Driver) sweepCgroups(ctx context.Context, known func(string) bool, onDisk map[string]bool) error {
 	if d.cg == nil {
 		return nil
@@ -75,8 +80,8 @@ func (d *Driver) sweepCgroups(ctx context.Context, known func(string) bool, onDi
 			continue
 		}
 		g, err := d.cg.Open(id)
-		if err != nil {
-			continue // not one of ours
+		if err != nil || !d.ownsGroup(g) {
+			continue
 		}
 		if err := g.Kill(ctx); err != nil {
 			errs = append(errs, err)
@@ -104,4 +109,15 @@ func (d *Driver) sweepTemplates() {
 			_ = os.RemoveAll(p)
 		}
 	}
+}
+
+// ownsGroup reports whether g is this driver's to sweep (see sweepCgroups).
+func (d *Driver) ownsGroup(g *cgroups.Group) bool {
+	uid, err := g.OwnerUID()
+	if err != nil || uid < idBase {
+		return false
+	}
+	base := uint32(idBase + (uid-idBase)/idSize*idSize)
+	owner, held := d.ids.Owner(base)
+	return !held || strings.HasPrefix(owner, d.dir+"/")
 }
