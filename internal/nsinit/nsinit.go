@@ -46,6 +46,11 @@ type Config struct {
 	// TmpBytes sizes /tmp and /dev/shm (tmpfs, charged to the sandbox's
 	// memory limit as they fill).
 	TmpBytes int64 `json:"tmp_bytes"`
+	// UserLimits are limits of the sandbox's user namespace, by their
+	// name under /proc/sys/user (max_inotify_instances…). The kernel also
+	// charges what a sandbox uses to its namespace's owner on the host, so
+	// without them one sandbox could take a host-wide budget whole.
+	UserLimits map[string]int64 `json:"user_limits,omitempty"`
 	// Cgroup says how commands join the sandbox's cgroup; nil leaves them
 	// in the agent's (in a cgroup namespace of their own all the same).
 	Cgroup *cgroups.Join `json:"cgroup,omitempty"`
@@ -74,6 +79,11 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Hostname) == 0 || len(c.Hostname) > 64 || strings.ContainsAny(c.Hostname, "/\x00 ") {
 		errs = append(errs, fmt.Errorf("nsinit: hostname %q must be 1 to 64 characters without /, space or NUL", c.Hostname))
+	}
+	for name, v := range c.UserLimits {
+		if name == "" || strings.ContainsAny(name, "/.\x00") || v < 0 {
+			errs = append(errs, fmt.Errorf("nsinit: user limit %q = %d is not a name under /proc/sys/user with a value of 0 or more", name, v))
+		}
 	}
 	if c.TmpBytes <= 0 {
 		errs = append(errs, errors.New("nsinit: tmp_bytes must be positive"))

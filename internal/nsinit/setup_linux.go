@@ -2,6 +2,8 @@ package nsinit
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +28,9 @@ func Setup(c *Config, listen func() error, onForkThread func(func() error) error
 	}
 	if err := unix.Chdir(c.Dir); err != nil {
 		return nil, fmt.Errorf("nsinit: %w", err)
+	}
+	if err := setUserLimits(c.UserLimits); err != nil {
+		return nil, err
 	}
 	if err := buildRoot(c); err != nil {
 		return nil, err
@@ -89,6 +94,19 @@ func loopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("nsinit: bring lo up: %w", err)
+	}
+	return nil
+}
+
+// setUserLimits writes the limits of the agent's user namespace, through
+// the /proc still mounted from the host (the sandbox's own makes
+// /proc/sys read-only); /proc/sys/user shows the writer's namespace.
+func setUserLimits(limits map[string]int64) error {
+	for name, v := range limits {
+		p := "/proc/sys/user/" + name
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(v, 10)), 0); err != nil {
+			return fmt.Errorf("nsinit: set %s: %w", p, err)
+		}
 	}
 	return nil
 }

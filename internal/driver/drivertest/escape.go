@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 )
@@ -27,6 +29,7 @@ func testEscape(t *testing.T, s Suite) {
 	t.Run("WriteOutside", func(t *testing.T) { escapeWrite(t, s, d) })
 	t.Run("NoHostPaths", func(t *testing.T) { escapeHostPaths(t, s, d) })
 	t.Run("Identity", func(t *testing.T) { escapeIdentity(t, s, d) })
+	t.Run("HostBudgets", func(t *testing.T) { escapeHostBudgets(t, s, d) })
 	if d.Capabilities().Limits.Pids {
 		t.Run("ForkBomb", func(t *testing.T) { escapeForkBomb(t, d) })
 	}
@@ -316,4 +319,33 @@ func waitAlive(t *testing.T, sb *sandbox) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// escapeHostBudgets: what the kernel counts per user on the host (inotify
+// instances, which a user namespace charges to its owner) cannot be taken
+// whole by one sandbox: it gets its share, and the host still gets one.
+func escapeHostBudgets(t *testing.T, s Suite, d driver.Driver) {
+	a := create(t, d, spec(api.Limits{}))
+	probe := uploadProbe(t, s, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := a.agent.Exec(ctx, api.ExecRequest{Cmd: []string{probe, "inotify", "100000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ev, err := st.Next()
+	if err != nil || ev.Type != api.ExecStdout {
+		t.Fatalf("probe: %+v, %v", ev, err)
+	}
+	opened, _ := strconv.Atoi(strings.TrimSpace(string(ev.Data)))
+	if opened >= 100000 || opened == 0 {
+		t.Fatalf("the sandbox opened %d inotify instances; want some, and not without bound", opened)
+	}
+	// While the sandbox holds all it could get, the host still gets one.
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatalf("the host cannot make an inotify instance while a sandbox holds %d: %v", opened, err)
+	}
+	unix.Close(fd)
 }

@@ -73,18 +73,19 @@ type Config struct {
 
 // Driver runs sandboxes in namespaces.
 type Driver struct {
-	dir       string
-	agentPath string
-	log       *slog.Logger
-	rootless  bool             // hutch is not root: one host uid for every sandbox (ids.go)
-	ids       *hostids.Pool    // nil rootless
-	cg        *cgroups.Manager // nil: no usable cgroups, limits not enforced
-	cgErr     error            // why cg is nil
-	tmpl      *template
-	probe     confine.Report
-	caps      driver.Capabilities
-	pool      *warm.Pool[*spawned]
-	trash     *launch.Trash
+	dir        string
+	agentPath  string
+	log        *slog.Logger
+	rootless   bool             // hutch is not root: one host uid for every sandbox (ids.go)
+	userLimits map[string]int64 // of each sandbox's user namespace (userlimits.go)
+	ids        *hostids.Pool    // nil rootless
+	cg         *cgroups.Manager // nil: no usable cgroups, limits not enforced
+	cgErr      error            // why cg is nil
+	tmpl       *template
+	probe      confine.Report
+	caps       driver.Capabilities
+	pool       *warm.Pool[*spawned]
+	trash      *launch.Trash
 }
 
 // New checks the host and prepares the driver: the directory, the host
@@ -130,6 +131,9 @@ func New(cfg Config) (*Driver, error) {
 		if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
 			return nil, fmt.Errorf("namespace driver: %w", err)
 		}
+		if err := raiseHostUserLimits(d.log); err != nil {
+			return nil, fmt.Errorf("namespace driver: %w", err)
+		}
 		parent := cfg.CgroupParent
 		if parent == "" {
 			parent = "hutch"
@@ -144,6 +148,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.loadIDs(); err != nil {
 		return nil, err
 	}
+	d.userLimits = userLimits(rootless)
 	d.caps = d.capabilities()
 	d.pool = newPool(d, cfg.WarmPool)
 	return d, nil

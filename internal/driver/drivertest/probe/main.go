@@ -5,6 +5,8 @@
 //
 //	probe syscalls       every attempt below
 //	probe alloc N        allocate and touch N MiB, then print "allocated"
+//	probe inotify N      open up to N inotify instances, print how many
+//	                     opened, and hold them until killed
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +29,19 @@ func main() {
 	case "syscalls":
 		b, _ := json.Marshal(attempts())
 		fmt.Println(string(b))
+	case "inotify":
+		n, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			os.Exit(2)
+		}
+		opened := 0
+		for ; opened < n; opened++ {
+			if _, err := unix.InotifyInit1(0); err != nil {
+				break
+			}
+		}
+		fmt.Println(opened)
+		time.Sleep(time.Hour)
 	case "alloc":
 		n, err := strconv.Atoi(os.Args[2])
 		if err != nil {
