@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Registry is the default registry directory.
@@ -118,8 +119,15 @@ func (p *Pool) Owner(first uint32) (string, bool) {
 	return string(b), true
 }
 
-// Sweep releases the ranges whose owner lies under prefix and no longer
-// exists (a crash between teardown and release).
+// staleAfter is how long a range whose owner directory is gone stays
+// registered when the owner is another server's: a warm sandbox's
+// directory moves before its range is claimed again.
+const staleAfter = 10 * time.Minute
+
+// Sweep releases the ranges whose owner directory no longer exists (a
+// crash between teardown and release, or a server stopped with its
+// sandboxes whose data directory was then removed): at once when the owner
+// lies under prefix (this server's), after staleAfter otherwise.
 func (p *Pool) Sweep(prefix string) {
 	entries, _ := os.ReadDir(p.dir)
 	for _, e := range entries {
@@ -128,10 +136,14 @@ func (p *Pool) Sweep(prefix string) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(p.dir, e.Name()))
-		if err != nil || !strings.HasPrefix(string(b), prefix+"/") {
+		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(string(b)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(string(b)); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		info, err := e.Info()
+		if strings.HasPrefix(string(b), prefix+"/") || (err == nil && time.Since(info.ModTime()) > staleAfter) {
 			p.Release(uint32(first))
 		}
 	}

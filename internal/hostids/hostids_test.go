@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestTakeClaimReleaseSweep(t *testing.T) {
@@ -64,3 +65,30 @@ func TestNewRefusesOverflow(t *testing.T) {
 }
 
 func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+
+// TestSweepStaleOfOthers: a range of another server whose directory is
+// gone is released once it is old enough, and not before.
+func TestSweepStaleOfOthers(t *testing.T) {
+	reg := t.TempDir()
+	p, err := New(reg, 1000, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "other-server", "sb")
+	first, err := p.Take(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Sweep(t.TempDir())
+	if _, err := os.Stat(filepath.Join(reg, itoa(first))); err != nil {
+		t.Fatalf("a fresh range of another server was released: %v", err)
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	if err := os.Chtimes(filepath.Join(reg, itoa(first)), old, old); err != nil {
+		t.Fatal(err)
+	}
+	p.Sweep(t.TempDir())
+	if _, err := os.Stat(filepath.Join(reg, itoa(first))); !os.IsNotExist(err) {
+		t.Fatalf("a stale range of another server was kept: %v", err)
+	}
+}
