@@ -43,3 +43,6 @@ const (
 	EventEgressAllowed = "egress.allowed"
 	EventEgressDenied  = "egress.denied"
 )
+
+// EventNetworkChanged records a change of a sandbox's egress policy.
+const EventNetworkChanged = "network.changed"

@@ -40,6 +40,8 @@ type CreateSandboxRequest struct {
 	// unprivileged user on the host; by default they run as "user" (uid
 	// 1000). Only drivers whose info lists the "root_user" feature offer it.
 	Root bool `json:"root,omitempty"`
+	// Network is the egress policy; the default is public.
+	Network *NetworkPolicy `json:"network,omitempty"`
 }
 
 // Sandbox is a sandbox as the API shows it. Env values are never echoed.
@@ -55,6 +57,7 @@ type Sandbox struct {
 	TimeoutS  int               `json:"timeout_s"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	Root      bool              `json:"root,omitempty"`
+	Network   NetworkPolicy     `json:"network"`
 	Error     string            `json:"error,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`

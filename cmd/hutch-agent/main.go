@@ -129,6 +129,9 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			return nil, nil, nil, err
 		}
 		cfg.Adopt = box.Adopt
+		if box.HasEgress() {
+			cfg.EgressDial = box.DialEgress
+		}
 	} else {
 		if err := listenOnce(); err != nil {
 			return nil, nil, nil, err

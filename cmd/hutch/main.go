@@ -67,6 +67,7 @@ var commands = map[string]command{
 	"watch":   runWatch,
 	"run":     runRun,
 	"key":     runKey,
+	"secret":  runSecret,
 	"tenant":  runTenant,
 	"info":    runInfo,
 	"events":  runEvents,
@@ -92,6 +93,7 @@ commands:
   watch [flags] ID [PATH]    print changes under a directory as they happen
   run [flags] -- CMD…        create a sandbox, run a command, destroy it
   key create|ls|rm           manage API keys
+  secret set|ls|rm           manage secrets; set reads the value from stdin
   tenant create NAME         create a tenant (admin)
   info                       show the server's driver, limits and features
   events [-f] [flags]        print the event log; -f follows it live

@@ -73,6 +73,10 @@ type Config struct {
 	// ProcessOutputBytes bounds each background process's output buffer;
 	// zero means DefaultProcessOutputBytes.
 	ProcessOutputBytes int64
+	// EgressDial, when set, opens a channel to the control plane's egress
+	// proxy, and the agent forwards agentproto.EgressAddr inside the
+	// sandbox to it.
+	EgressDial func(ctx context.Context) (net.Conn, error)
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -137,6 +141,7 @@ type Server struct {
 	reaper *reaper
 	nonces *nonceCache
 	procs  *procTable
+	egress *forwarder // nil without EgressDial
 	http   *http.Server
 
 	// startMu orders process starts against shutdown: a start either
@@ -184,6 +189,12 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	if cfg.EgressDial != nil {
+		if s.egress, err = startForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
+			root.close()
+			return nil, fmt.Errorf("agent: egress forwarder: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -199,6 +210,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /processes/{pid}/signal", s.handleProcessSignal)
 	mux.HandleFunc("POST /processes/{pid}/resize", s.handleProcessResize)
 	mux.HandleFunc("GET /processes/{pid}/wait", s.handleProcessWait)
+	mux.Handle("GET /tunnel/{port}", s.tunnelHandler())
 	mux.HandleFunc("GET /files", s.handleRead)
 	mux.HandleFunc("PUT /files", s.handleWrite)
 	mux.HandleFunc("DELETE /files", s.handleRemove)
@@ -244,13 +256,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.http.Close()
 	}
 	s.log.Info("shutdown: stopped serving")
+	s.closeEgress()
 	return errors.Join(killErr, httpErr, s.root.close())
 }
 
 // Close stops serving at once and closes the root; it leaves processes
 // alone.
 func (s *Server) Close() error {
+	s.closeEgress()
 	return errors.Join(s.http.Close(), s.root.close())
+}
+
+func (s *Server) closeEgress() {
+	if s.egress != nil {
+		s.egress.close()
+	}
 }
 
 // startProcess starts one child through the reaper unless shutdown began.

@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/router"
 )
 
 // Config is everything hutch serve reads at start.
@@ -22,10 +24,16 @@ type Config struct {
 	Driver    string // auto, namespace, process
 	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
 	WarmPool  int    // sandboxes the driver starts ahead of need
+	// EgressAllowPrivate are private ranges sandboxes may reach through
+	// the egress proxy, when their allowlist names the destination too.
+	EgressAllowPrivate []netip.Prefix
 	// CgroupParent names the cgroup under which the namespace driver
 	// makes one per sandbox (at the root of each hierarchy).
 	CgroupParent string
 	LogLevel     string // debug, info, warn, error
+	// PreviewDomain is where previews are served, on the API's listener:
+	// <port>-<sandbox id>.<domain>.
+	PreviewDomain string
 
 	DefaultLimits   api.Limits
 	MaxLimits       api.Limits
@@ -35,6 +43,7 @@ type Config struct {
 	MaxTarBytes     int64 // one tar upload
 	MaxOutputBytes  int   // per stream of a run-to-completion exec
 	MaxBodyBytes    int64 // one JSON request body
+	MaxSecretBytes  int64 // one secret's value
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
 }
@@ -48,6 +57,7 @@ func Default() Config {
 		CgroupParent:    "hutch",
 		WarmPool:        2,
 		LogLevel:        "info",
+		PreviewDomain:   "localhost",
 		DefaultLimits:   api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
 		MaxLimits:       api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
 		DefaultTimeout:  time.Hour,
@@ -56,6 +66,7 @@ func Default() Config {
 		MaxTarBytes:     1 << 30,
 		MaxOutputBytes:  1 << 20,
 		MaxBodyBytes:    1 << 20,
+		MaxSecretBytes:  64 << 10,
 		ShutdownTimeout: 10 * time.Second,
 		TeardownTimeout: 30 * time.Second,
 	}
@@ -79,6 +90,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
+	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
 	var envErr error
 	num := func(p *int, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -94,6 +106,16 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
 	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
+	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
+		ps, err := parsePrefixes(v)
+		envErr = errors.Join(envErr, err)
+		c.EgressAllowPrivate = ps
+	}
+	fs.Func("egress-allow-private", "comma-separated CIDRs of private ranges sandboxes may reach when their allowlist names them ($HUTCH_EGRESS_ALLOW_PRIVATE)", func(v string) error {
+		ps, err := parsePrefixes(v)
+		c.EgressAllowPrivate = ps
+		return err
+	})
 	dur := func(p *time.Duration, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -118,6 +140,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	bytes(&c.MaxFileBytes, "max-file-bytes", "HUTCH_MAX_FILE_BYTES", "largest file the file API reads or writes")
 	bytes(&c.MaxTarBytes, "max-tar-bytes", "HUTCH_MAX_TAR_BYTES", "largest tar upload")
+	bytes(&c.MaxSecretBytes, "max-secret-bytes", "HUTCH_MAX_SECRET_BYTES", "largest secret value (the master key is $HUTCH_SECRETS_KEY or <data>/secrets.key)")
 	if envErr != nil {
 		return c, envErr
 	}
@@ -152,6 +175,9 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel))
 	}
+	if err := router.ValidDomain(c.PreviewDomain); err != nil {
+		errs = append(errs, err)
+	}
 	if c.WarmPool < 0 || c.WarmPool > 256 {
 		errs = append(errs, fmt.Errorf("warm pool %d must be from 0 to 256", c.WarmPool))
 	}
@@ -165,10 +191,27 @@ func (c Config) Validate() error {
 	for name, v := range map[string]int64{
 		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
 		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
+		"max secret bytes": c.MaxSecretBytes,
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// parsePrefixes parses comma-separated CIDRs.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("egress allow-private %q: not a CIDR", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

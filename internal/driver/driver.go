@@ -13,6 +13,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"net"
 
 	"github.com/hutchdev/hutch/api"
 )
@@ -44,6 +45,14 @@ type Driver interface {
 // kernel's out-of-memory killer has killed a process of a sandbox.
 type OOMCounter interface {
 	OOMKills(ctx context.Context, h Handle) (uint64, error)
+}
+
+// Egresser is implemented by drivers whose sandboxes reach out only
+// through the control plane: ListenEgress opens the listener, one per
+// sandbox, that the sandbox's agent forwards its proxy connections to. The
+// listener itself tells the control plane which sandbox is calling.
+type Egresser interface {
+	ListenEgress(ctx context.Context, h Handle) (net.Listener, error)
 }
 
 // Sweeper is implemented by drivers that can find what they made outside

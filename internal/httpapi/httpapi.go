@@ -8,12 +8,14 @@ import (
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/sandbox"
+	"github.com/hutchdev/hutch/internal/secrets"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Config is what the API serves from.
 type Config struct {
 	Sandboxes    *sandbox.Service
+	Secrets      *secrets.Service // nil: the secret routes answer 503
 	Store        store.Store
 	Auth         *auth.Authenticator
 	Log          *slog.Logger

@@ -76,7 +76,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		"CreateTenantRequest": api.CreateTenantRequest{}, "Tenant": api.Tenant{}, "Info": api.Info{},
 		"InfoLimits": api.InfoLimits{}, "Error": api.Error{}, "Event": api.Event{}, "EventList": api.EventList{},
 		"ProcessRequest": api.ProcessRequest{}, "TermSize": api.TermSize{}, "Process": api.Process{}, "ProcessList": api.ProcessList{},
-		"OutputEvent": api.OutputEvent{}, "SignalRequest": api.SignalRequest{}, "TerminalMessage": api.TerminalMessage{},
+		"OutputEvent": api.OutputEvent{}, "NetworkPolicy": api.NetworkPolicy{}, "Network": api.Network{}, "SignalRequest": api.SignalRequest{}, "TerminalMessage": api.TerminalMessage{},
 	} {
 		s, ok := spec.Components.Schemas[name]
 		if !ok {

@@ -19,6 +19,11 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/keys", handler: a.createKey},
 		{method: "GET", pattern: "/v1/keys", handler: a.listKeys},
 		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey},
+		{method: "POST", pattern: "/v1/secrets", handler: a.createSecret},
+		{method: "GET", pattern: "/v1/secrets", handler: a.listSecrets},
+		{method: "GET", pattern: "/v1/secrets/{name}", handler: a.getSecret},
+		{method: "PUT", pattern: "/v1/secrets/{name}", handler: a.replaceSecret},
+		{method: "DELETE", pattern: "/v1/secrets/{name}", handler: a.deleteSecret},
 
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
 		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes},
@@ -26,6 +31,8 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents},
 
 		{method: "GET", pattern: "/v1/events", handler: a.listEvents},
@@ -43,6 +50,9 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/ports", handler: a.listPorts},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/ports/{port}", handler: a.setPort},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/ports/{port}/url", handler: a.previewURL},
 
 		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile},

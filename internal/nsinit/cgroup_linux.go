@@ -1,8 +1,11 @@
 package nsinit
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -14,6 +17,9 @@ import (
 // commands are born in place) does nothing.
 type Box struct {
 	procs *os.File // v2: the box's cgroup.procs, opened while in view
+
+	egressDir  *os.File // the egress socket's directory, O_PATH
+	egressName string
 }
 
 // Adopt moves the command pid (in the agent's pid namespace) into the box.
@@ -27,11 +33,29 @@ func (b *Box) Adopt(pid int) error {
 	return nil
 }
 
-// Close releases the box's file.
+// Close releases the box's files.
 func (b *Box) Close() {
-	if b != nil && b.procs != nil {
+	if b == nil {
+		return
+	}
+	if b.procs != nil {
 		b.procs.Close()
 	}
+	if b.egressDir != nil {
+		b.egressDir.Close()
+	}
+}
+
+// HasEgress reports whether the sandbox has an egress channel.
+func (b *Box) HasEgress() bool { return b != nil && b.egressDir != nil }
+
+// DialEgress opens a channel to the control plane's egress proxy, through
+// the directory kept open from before the pivot (no path of the host is
+// in view any more; /proc/self/fd still leads to it).
+func (b *Box) DialEgress(ctx context.Context) (net.Conn, error) {
+	p := "/proc/self/fd/" + strconv.Itoa(int(b.egressDir.Fd())) + "/" + b.egressName
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", p)
 }
 
 // enterCgroup makes commands start in the sandbox's cgroup, and gives the

@@ -46,6 +46,10 @@ type Config struct {
 	// TmpBytes sizes /tmp and /dev/shm (tmpfs, charged to the sandbox's
 	// memory limit as they fill).
 	TmpBytes int64 `json:"tmp_bytes"`
+	// Egress, relative to Dir, is the Unix socket of the control plane's
+	// egress proxy for this sandbox (empty: none). The agent keeps its
+	// directory open across the pivot and dials it through that.
+	Egress string `json:"egress,omitempty"`
 	// UserLimits are limits of the sandbox's user namespace, by their
 	// name under /proc/sys/user (max_inotify_instances…). The kernel also
 	// charges what a sandbox uses to its namespace's owner on the host, so
@@ -71,6 +75,9 @@ func (c *Config) Validate() error {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 			errs = append(errs, fmt.Errorf("nsinit: read-only bind %q is not a clean absolute path below /", p))
 		}
+	}
+	if c.Egress != "" && (path.IsAbs(c.Egress) || path.Clean(c.Egress) != c.Egress || strings.HasPrefix(c.Egress, "..")) {
+		errs = append(errs, fmt.Errorf("nsinit: egress %q must be a clean relative path", c.Egress))
 	}
 	for _, p := range c.Sealed {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {

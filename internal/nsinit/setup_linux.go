@@ -3,6 +3,7 @@ package nsinit
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -41,6 +42,13 @@ func Setup(c *Config, listen func() error, onForkThread func(func() error) error
 	box, err := enterCgroup(c.Cgroup, onForkThread)
 	if err != nil {
 		return nil, err
+	}
+	if c.Egress != "" {
+		if box.egressDir, err = os.OpenFile(filepath.Dir(c.Egress), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			box.Close()
+			return nil, fmt.Errorf("nsinit: open the egress directory: %w", err)
+		}
+		box.egressName = filepath.Base(c.Egress)
 	}
 	if err := pivot(c.Rootfs); err != nil {
 		box.Close()

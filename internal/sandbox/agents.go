@@ -52,6 +52,7 @@ func (s *Service) setAgent(id string, h driver.Handle) *agentclient.Client {
 }
 
 func (s *Service) dropAgent(id string) {
+	s.detachEgress(id)
 	s.mu.Lock()
 	if c, ok := s.agents[id]; ok {
 		c.Close()

@@ -38,6 +38,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		TimeoutS: int(set.timeout / time.Second),
 		Labels:   set.labels,
 		Root:     set.root,
+		Network:  set.network,
 	}
 	if set.timeout > 0 {
 		exp := now.Add(set.timeout)
@@ -85,6 +86,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		return api.Sandbox{}, err
 	}
 	s.setAgent(rec.ID, h)
+	s.startEgress(ctx, rec, h)
 	s.seedOOM(rec.ID)
 	s.log.Info("sandbox created", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "driver", s.driver.Name())
 	s.emitCreated(ctx, rec)

@@ -121,6 +121,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		return api.Sandbox{}, err
 	}
 	s.setAgent(id, h)
+	s.startEgress(ctx, rec, h)
 	s.emit(ctx, rec, api.EventSandboxStarted, "sandbox started", nil)
 	return s.toAPI(rec), nil
 }

@@ -180,8 +180,10 @@ func (s *Service) recordedExits(ctx context.Context, rec *store.Sandbox) (map[pr
 	}
 }
 
-// Close stops following processes. The processes go on.
+// Close stops following processes and the egress proxies. The sandboxes
+// go on.
 func (s *Service) Close() {
+	s.closeEgress()
 	s.procs.start()
 	s.procs.cancel()
 	s.procs.wg.Wait()

@@ -46,6 +46,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		TimeoutS:  r.TimeoutS,
 		Labels:    r.Labels,
 		Root:      r.Root,
+		Network:   r.Network,
 		Error:     r.Error,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,

@@ -41,6 +41,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	if err == nil && st.State == driver.Running {
 		a := s.setAgent(rec.ID, h)
 		if _, err = a.Health(ctx); err == nil {
+			s.startEgress(ctx, rec, h)
 			s.log.Info("sandbox recovered", "sandbox.id", rec.ID)
 			s.reattachProcesses(ctx, rec, a)
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -27,6 +28,8 @@ type Config struct {
 	MaxTimeout      time.Duration
 	MaxFileBytes    int64
 	MaxOutputBytes  int // per stream, for run-to-completion exec
+	// Egress is the operator's side of every sandbox's egress proxy.
+	Egress *egress.Config
 	// TeardownTimeout bounds a destroy or a rollback, which run on a
 	// context that outlives the request.
 	TeardownTimeout time.Duration
@@ -44,6 +47,7 @@ type Service struct {
 	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
 	ooms   oomCounts                      // sandbox id → OOM kills last seen
 	procs  procWatch                      // the exit watchers of background processes
+	egress egressConns                    // the egress proxies of running sandboxes
 
 	events *Notifier // wakes event streams on every append (events_notify.go)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -31,10 +32,20 @@ type settled struct {
 	timeout  time.Duration
 	labels   map[string]string
 	root     bool
+	network  api.NetworkPolicy
 }
 
 func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
 	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, limits: s.cfg.DefaultLimits, root: req.Root}
+	if req.Network != nil {
+		pol, err := egress.Parse(*req.Network)
+		if err != nil {
+			return out, err
+		}
+		out.network = api.NetworkPolicy{Egress: pol.Mode, Allow: req.Network.Allow}
+	} else {
+		out.network = api.NetworkPolicy{Egress: api.EgressPublic}
+	}
 	if req.Root && !s.caps.RootUser {
 		return out, errdefs.Invalid("root_unsupported", "the %s driver cannot run commands as root inside a sandbox; the namespace driver can", s.driver.Name())
 	}

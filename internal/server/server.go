@@ -19,8 +19,11 @@ import (
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/httpapi"
+	"github.com/hutchdev/hutch/internal/router"
 	"github.com/hutchdev/hutch/internal/sandbox"
+	"github.com/hutchdev/hutch/internal/secrets"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -65,6 +68,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.onClose("store", func(context.Context) error { return st.Close() })
+	// The secrets master key, early: a bad one stops the start at once.
+	sealer, err := secrets.Load(ctx, st, os.Getenv(secrets.KeyEnv), cfg.DataDir, log)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
 
 	keyPath, created, err := auth.Bootstrap(tenancy.System(ctx), st, cfg.DataDir, log)
 	if err != nil {
@@ -91,6 +99,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxFileBytes:    cfg.MaxFileBytes,
 		MaxOutputBytes:  cfg.MaxOutputBytes,
 		TeardownTimeout: cfg.TeardownTimeout,
+		Egress:          &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
 	}, st, drv, log)
 	if err := svc.Recover(ctx); err != nil {
 		log.Warn("recovery was incomplete", "err", err)
@@ -101,8 +110,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 
+	// Secret events go through svc, which wakes the tenant's event streams.
+	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, svc, log)
 	handler := httpapi.New(httpapi.Config{
 		Sandboxes:    svc,
+		Secrets:      sec,
 		Store:        st,
 		Auth:         &auth.Authenticator{Store: st},
 		Log:          log,
@@ -110,12 +122,25 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 	})
+	// Previews: a request for <port>-<sandbox id>.<preview domain> goes to
+	// the router, which tunnels it through the sandbox's agent; the rest
+	// to the API.
+	previewKey, err := router.LoadKey(filepath.Join(cfg.DataDir, "preview.key"))
+	if err != nil {
+		return nil, err
+	}
+	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, Key: previewKey, Sandboxes: st,
+		Auth: &auth.Authenticator{Store: st}, Tunnels: router.AgentTunnels(svc), Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("previews: %w", err)
+	}
+	s.onClose("preview tunnels", func(context.Context) error { previews.Close(); return nil })
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.addr = ln.Addr()
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: previews.Wrap(handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("api server stopped", "err", err)

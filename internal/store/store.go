@@ -88,6 +88,35 @@ type Store interface {
 	// last event, or "" when the page held every match recorded so far.
 	ListEvents(ctx context.Context, q EventQuery) ([]Event, string, error)
 
+	// Secrets are addressed by name within the principal's tenant, always:
+	// even the system needs a principal for them (code "no_tenant"), and an
+	// admin reaches only its own tenant's. The store keeps only the sealed
+	// value (internal/secrets seals and opens it).
+	//
+	// CreateSecret stores sec in the caller's tenant, setting sec.TenantID
+	// (the system may set it itself), an ID if empty, CreatedAt to now and
+	// UpdatedAt to CreatedAt if zero. A name already used in the tenant is
+	// a conflict (code "secret_exists").
+	CreateSecret(ctx context.Context, sec *Secret) error
+	// GetSecret returns one of the caller's tenant's secrets by name, its
+	// sealed value included.
+	GetSecret(ctx context.Context, name string) (*Secret, error)
+	// ListSecrets returns the caller's tenant's secrets by name (every
+	// tenant's, by tenant and name, for the system without a principal).
+	ListSecrets(ctx context.Context) ([]Secret, error)
+	// UpdateSecret reads a secret, lets fn change it and writes it back in
+	// one write transaction, and returns what it wrote. An error from fn
+	// aborts the update and is returned as is; fn must not call the store.
+	// ID, TenantID, Name and CreatedAt cannot be changed; UpdatedAt is set
+	// to now.
+	UpdateSecret(ctx context.Context, name string, fn func(*Secret) error) (*Secret, error)
+	// DeleteSecret deletes one of the caller's tenant's secrets.
+	DeleteSecret(ctx context.Context, name string) error
+	// SecretKeyIDs counts every tenant's secrets by the ID of the master
+	// key that sealed them. System only: the start-up check that the
+	// server's key can open what is stored.
+	SecretKeyIDs(ctx context.Context) (map[string]int, error)
+
 	// Close releases the database.
 	Close() error
 }
@@ -111,6 +140,21 @@ type Key struct {
 	LastUsedAt *time.Time
 }
 
+// Secret is a secret's persisted record: metadata and the value as sealed
+// by internal/secrets. The store never sees a plaintext value.
+type Secret struct {
+	ID          string
+	TenantID    string
+	Name        string // unique in its tenant; see CheckSecretName
+	Description string
+	ValueBytes  int    // the plaintext's length
+	KeyID       string // the master key that sealed the value
+	Nonce       []byte
+	Ciphertext  []byte // the sealed value, with its authentication tag
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 // Sandbox is a sandbox's persisted record. Empty maps and an empty Handle
 // come back nil.
 type Sandbox struct {
@@ -124,7 +168,8 @@ type Sandbox struct {
 	Limits   api.Limits
 	TimeoutS int
 	Labels   map[string]string
-	Root     bool   // commands run as root inside the sandbox
+	Root     bool // commands run as root inside the sandbox
+	Network  api.NetworkPolicy
 	Handle   []byte // the driver's handle, opaque here
 	Error    string // why it failed
 

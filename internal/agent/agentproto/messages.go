@@ -19,3 +19,7 @@ type Ready struct {
 	Confine *confine.Report `json:"confine"`
 	Error   string          `json:"error,omitempty"`
 }
+
+// EgressAddr is where the agent's egress forwarder listens inside a
+// sandbox; the sandbox's HTTP_PROXY and HTTPS_PROXY point at it.
+const EgressAddr = "127.0.0.1:3128"

@@ -90,3 +90,13 @@ func KillMatching(match func(Proc) bool) (int, error) {
 	}
 	return n, nil
 }
+
+// PidNS is the inode of pid's pid namespace (0 when it is gone): every
+// process of a sandbox with its own pid namespace shares it.
+func PidNS(pid int) uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/ns/pid", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hutchdev/hutch/internal/cgroups"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/hostproc"
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -137,7 +138,7 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Pid, st.StartTime = a.Pid, a.StartTime
+	st.Pid, st.StartTime, st.PidNS = a.Pid, a.StartTime, hostproc.PidNS(a.Pid)
 	sp := &spawned{st: st, agent: a}
 	if err := launch.WriteState(st.Dir, st); err != nil {
 		sp.close()
@@ -165,6 +166,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		d.claimIDs(sp.st.IDBase, dir)
 	}
 	acct := accountFor(spec.Root || d.rootless)
+	sp.st.Root = spec.Root
 	if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
 		return sp.st, err
 	}

@@ -48,6 +48,7 @@ func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, j
 			Sealed:     []string{sealedDir},
 			Hostname:   spec.SandboxID,
 			TTYGID:     d.ttyGID(),
+			Egress:     filepath.Join(runDir, egressSock),
 			UserLimits: d.userLimits,
 			TmpBytes:   tmp,
 			Cgroup:     join,

@@ -21,6 +21,9 @@ const (
 	rootfsDir = "rootfs"
 	runDir    = "run"
 	lowerLink = "lower"
+	// egressSock, in runDir, is where the control plane's egress proxy
+	// listens for this sandbox.
+	egressSock = "egress.sock"
 )
 
 // prepareDir makes what every sandbox needs before its agent starts; it
@@ -31,7 +34,9 @@ func (d *Driver) prepareDir(st state) error {
 		mode  os.FileMode
 		owned bool // by the sandbox's root, else by hutch
 	}{
-		{upperDir, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o700, true},
+		// run/ is searchable (not listable) by the sandbox's users: the
+		// agent dials the egress socket in it as the sandbox's user.
+		{upperDir, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
 	} {
 		p := filepath.Join(st.Dir, m.name)
 		if err := os.Mkdir(p, m.mode); err != nil {

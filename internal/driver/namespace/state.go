@@ -17,9 +17,11 @@ type state struct {
 	IDBase    uint32     `json:"id_base"` // host uid (and gid) of the sandbox's root
 	Pid       int        `json:"pid"`     // the agent, as the host numbers it
 	StartTime uint64     `json:"start_time"`
+	PidNS     uint64     `json:"pid_ns,omitempty"` // inode of the sandbox's pid namespace
 	Template  string     `json:"template,omitempty"`
 	Cgroup    string     `json:"cgroup,omitempty"` // the sandbox id its cgroups are named by
 	Limits    api.Limits `json:"limits"`           // what its cgroups enforce, to make them again on Start
+	Root      bool       `json:"root,omitempty"`   // its commands run as root inside
 }
 
 func readState(dir string) (state, error) {

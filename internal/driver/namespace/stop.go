@@ -55,8 +55,8 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 // killAll kills the agent, which as init of the sandbox's pid namespace
 // takes every process of the sandbox with it (the kernel kills them all
 // before the agent's exit completes), then kills whatever is still in the
-// sandbox's cgroups, or, without cgroups, runs as one of its host uids,
-// until nothing is left.
+// sandbox's cgroups, or, without cgroups, in its pid namespace, until
+// nothing is left.
 func (d *Driver) killAll(ctx context.Context, st state) error {
 	ctx, cancel := hostproc.TeardownContext(ctx)
 	defer cancel()
@@ -73,13 +73,15 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 			return fmt.Errorf("kill the sandbox's processes: %w", err)
 		}
 	}
-	if d.cg != nil || d.rootless || st.IDBase == 0 {
+	if d.cg != nil {
 		return nil
 	}
-	// Without cgroups, the sandbox's host uids find what is left (not
-	// rootless, where they are hutch's own).
-	ours := func(p hostproc.Proc) bool { return p.UID >= st.IDBase && p.UID < st.IDBase+idSize }
-	return hostproc.KillAll(ctx, ours)
+	// Without cgroups: whatever is still in the sandbox's pid namespace
+	// (a process of a dying namespace can outlast its init for a moment).
+	if st.PidNS == 0 {
+		return nil
+	}
+	return hostproc.KillAll(ctx, func(p hostproc.Proc) bool { return hostproc.PidNS(p.Pid) == st.PidNS })
 }
 
 // alive reports whether the sandbox's agent runs.

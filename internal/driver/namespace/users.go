@@ -3,6 +3,7 @@ package namespace
 import (
 	"strconv"
 
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
 )
@@ -65,8 +66,18 @@ func (a account) env(id, shell string) map[string]string {
 		"TMPDIR":           "/tmp",
 		"HOSTNAME":         id,
 		"HUTCH_SANDBOX_ID": id,
+		// Everything leaves through the agent's forwarder to the control
+		// plane's egress proxy: the sandbox has no other way out.
+		"HTTP_PROXY": proxyURL, "HTTPS_PROXY": proxyURL, "http_proxy": proxyURL, "https_proxy": proxyURL,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
 	}
 }
+
+// The sandbox's proxy settings.
+const (
+	proxyURL = "http://" + agentproto.EgressAddr
+	noProxy  = "localhost,127.0.0.1,::1"
+)
 
 // sandboxEtc is the sandbox's own /etc files, written into its upper layer
 // (so root inside may change them): its accounts, its name and its hosts.

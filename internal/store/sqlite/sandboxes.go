@@ -18,7 +18,7 @@ import (
 
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
-	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root,
+	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -41,11 +41,15 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 		if err != nil {
 			return err
 		}
+		network, err := json.Marshal(sb.Network)
+		if err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
-				timeout_s, handle, error, created_at, updated_at, expires_at, root)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				timeout_s, handle, error, created_at, updated_at, expires_at, root, network)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits,
-			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root)
+			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, string(network))
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -150,11 +154,15 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		if err != nil {
 			return err
 		}
+		network, err := json.Marshal(sb.Network)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
-				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?
+				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?
 			WHERE id = ?`,
 			string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits, sb.TimeoutS, sb.Handle, sb.Error,
-			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, sb.ID); err != nil {
+			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, string(network), sb.ID); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
 		}
 		if !maps.Equal(before.Labels, sb.Labels) {
@@ -254,12 +262,12 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 		sb               store.Sandbox
 		state            string
 		env, labels      sql.NullString
-		limits           string
+		limits, network  string
 		created, updated string
 		expires          sql.NullString
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
-		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &labels); err != nil {
+		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)
@@ -272,6 +280,9 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 	}
 	if err := json.Unmarshal([]byte(limits), &sb.Limits); err != nil {
 		return nil, fmt.Errorf("stored limits: %w", err)
+	}
+	if err := json.Unmarshal([]byte(network), &sb.Network); err != nil {
+		return nil, fmt.Errorf("stored network policy: %w", err)
 	}
 	if sb.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err

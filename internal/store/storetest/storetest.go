@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventIsolation", testEventIsolation},
 		{"EventNoPrincipal", testEventNoPrincipal},
 		{"EventsOfDeletedSandbox", testEventsOfDeletedSandbox},
+		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

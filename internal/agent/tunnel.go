@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// Tunnels: GET /tunnel/{port} is an upgrade to the "hutch-tunnel" protocol.
+// The agent dials 127.0.0.1:{port}, the sandbox's own loopback, answers 101
+// and then copies bytes both ways between the socket the request came on
+// and that connection. The control plane's router carries previews over
+// it. The port is in the path so that the request's MAC covers it.
+const (
+	// TunnelProtocol is the Upgrade token of a tunnel.
+	TunnelProtocol = "hutch-tunnel"
+	// MaxTunnels bounds the tunnels open at once; one more is refused with
+	// 503 too_many_tunnels.
+	MaxTunnels = 1024
+	// tunnelDialTimeout bounds the dial to the sandbox's port.
+	tunnelDialTimeout = 5 * time.Second
+)
+
+// Error codes of a refused tunnel, shared with internal/agentclient.
+const (
+	codePortClosed          = "port_closed"
+	codePreviewsUnsupported = "previews_unsupported"
+	codeTooManyTunnels      = "too_many_tunnels"
+)
+
+// tunnelSlots is how many tunnels a server opens at once (MaxTunnels; tests
+// shrink it).
+var tunnelSlots = MaxTunnels
+
+// tunnelNetCheck says whether 127.0.0.1 is the sandbox's own loopback; a
+// variable so tests of the agent, which run in the host's network
+// namespace, can stand in for a sandbox.
+var tunnelNetCheck = ownLoopback
+
+// ownLoopback returns nil when this agent is the init of a sandbox (pid 1)
+// whose network namespace holds loopback interfaces only: then 127.0.0.1
+// reaches nothing but the sandbox's own processes. Otherwise (the process
+// driver shares the host's network stack, where 127.0.0.1 is the host's)
+// it says why tunnels are refused.
+func ownLoopback() error {
+	if os.Getpid() != 1 {
+		return errors.New("the agent is not the init of its own sandbox, so 127.0.0.1 may be the host's")
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return err
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback == 0 {
+			return errors.New("the agent's network namespace has the non-loopback interface " + i.Name)
+		}
+	}
+	return nil
+}
+
+// tunnels serves GET /tunnel/{port}.
+type tunnels struct {
+	s       *Server
+	log     *slog.Logger
+	refused error         // why tunnels are refused; nil when they are served
+	slots   chan struct{} // one per open tunnel
+	dialer  net.Dialer
+}
+
+// tunnelHandler decides once, while the agent starts and before it confines
+// itself, whether it serves tunnels.
+func (s *Server) tunnelHandler() http.Handler {
+	t := &tunnels{
+		s:       s,
+		log:     s.log,
+		refused: tunnelNetCheck(),
+		slots:   make(chan struct{}, tunnelSlots),
+		dialer:  net.Dialer{Timeout: tunnelDialTimeout},
+	}
+	if t.refused != nil {
+		t.log.Info("previews are off: the agent will not open tunnels", "reason", t.refused.Error())
+	}
+	return t
+}
+
+func (t *tunnels) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if t.refused != nil {
+		t.s.writeError(w, r, errdefs.New(errdefs.ErrUnsupported, codePreviewsUnsupported,
+			"this sandbox's driver does not give it a network of its own, so its ports cannot be previewed"))
+		return
+	}
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != r.PathValue("port") {
+		t.s.writeError(w, r, errdefs.Invalid("invalid_port", "%q is not a port from 1 to 65535", r.PathValue("port")))
+		return
+	}
+	if strconv.Itoa(port) == egressPort() {
+		// The egress forwarder is the sandbox's way out, not an app: a
+		// preview of it would lend the sandbox's egress to anyone.
+		t.s.writeError(w, r, errdefs.Forbidden("port_reserved", "port %d is the sandbox's egress proxy and cannot be previewed", port))
+		return
+	}
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), TunnelProtocol) {
+		t.s.writeError(w, r, errdefs.Invalid("upgrade_required", "a tunnel is an upgrade to %s", TunnelProtocol))
+		return
+	}
+	select {
+	case t.slots <- struct{}{}:
+	default:
+		t.s.writeError(w, r, errdefs.Unavailable(codeTooManyTunnels, "the agent already has %d tunnels open", cap(t.slots)))
+		return
+	}
+	defer func() { <-t.slots }()
+
+	backend, err := t.dialer.DialContext(r.Context(), "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.refuseDial(w, r, port, err)
+		return
+	}
+	defer backend.Close()
+
+	w.Header().Set("Connection", "Upgrade")
+	w.Header().Set("Upgrade", TunnelProtocol)
+	w.WriteHeader(http.StatusSwitchingProtocols)
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.log.Warn("tunnel: hijack failed", "port", port, "err", err)
+		return
+	}
+	defer conn.Close()
+	// The server's deadlines do not apply to the tunnel.
+	conn.SetDeadline(time.Time{})
+	// The 101 is buffered until the hijack flushes it; anything the
+	// client sent after its request is already in brw's reader.
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	var client io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		client = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), conn)
+	}
+	splice(conn, client, backend)
+}
+
+// refuseDial answers a dial that failed: 502 port_closed when nothing
+// listens (the router shows its own page for that), 501 when the sandbox
+// may not make TCP connections at all.
+func (t *tunnels) refuseDial(w http.ResponseWriter, r *http.Request, port int, err error) {
+	switch {
+	case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
+		t.s.writeError(w, r, errdefs.Wrap(errdefs.ErrUnsupported, codePreviewsUnsupported, err,
+			"this sandbox may not open TCP connections, so its ports cannot be previewed"))
+		return
+	case r.Context().Err() != nil:
+		return
+	}
+	t.log.Debug("tunnel: nothing answers", "port", port, "err", err)
+	writeJSON(w, http.StatusBadGateway, api.Error{Error: api.ErrorBody{
+		Code:    codePortClosed,
+		Message: "nothing listens on port " + strconv.Itoa(port) + " in the sandbox",
+	}})
+}
+
+// halfCloser is a connection whose sending side can be shut on its own.
+type halfCloser interface {
+	CloseWrite() error
+}
+
+// splice copies client → backend and backend → client at once. The end
+// of one direction is passed on as a half-close, so a peer that shuts its
+// side still reads the answer; an error in either direction, or both
+// ending, closes everything (the caller's defers).
+func splice(conn net.Conn, client io.Reader, backend net.Conn) {
+	var once sync.Once
+	closeAll := func() {
+		once.Do(func() {
+			conn.Close()
+			backend.Close()
+		})
+	}
+	done := make(chan struct{}, 2)
+	pipe := func(dst net.Conn, src io.Reader) {
+		defer func() { done <- struct{}{} }()
+		if _, err := io.Copy(dst, src); err != nil {
+			closeAll()
+			return
+		}
+		if hc, ok := dst.(halfCloser); ok {
+			if hc.CloseWrite() == nil {
+				return
+			}
+		}
+		closeAll()
+	}
+	go pipe(backend, client)
+	go pipe(conn, backend)
+	<-done
+	<-done
+	closeAll()
+}
+
+// headerHasToken reports whether a comma-separated header holds token,
+// case-insensitively.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// egressPort is the port of the egress forwarder (agentproto.EgressAddr).
+func egressPort() string {
+	_, port, _ := net.SplitHostPort(agentproto.EgressAddr)
+	return port
+}

@@ -1,0 +1,263 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/agent"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// tunnelFixture is an agent that serves tunnels although it runs in the
+// host's network namespace.
+func tunnelFixture(t *testing.T, slots int) *fixture {
+	t.Helper()
+	restore := agent.SetTunnelNetCheck(func() error { return nil }, slots)
+	f := newFixture(t)
+	restore()
+	return f
+}
+
+// echoBackend listens on 127.0.0.1: each connection gets back what it
+// sends, and "bye" once it has shut its side, then the backend closes.
+func echoBackend(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+				c.Write([]byte("bye"))
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return port
+}
+
+func TestTunnel(t *testing.T) {
+	f := tunnelFixture(t, 0)
+	port := echoBackend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := f.c.Tunnel(ctx, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancel() // the context bounds the handshake only
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "hello" {
+		t.Fatalf("echo %q, %v", buf, err)
+	}
+	// A half-close reaches the backend, which still answers.
+	if err := conn.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(conn)
+	if err != nil || string(rest) != "bye" {
+		t.Fatalf("after CloseWrite: %q, %v", rest, err)
+	}
+}
+
+func TestTunnelRefusals(t *testing.T) {
+	f := tunnelFixture(t, 0)
+	ctx := context.Background()
+
+	_, err := f.c.Tunnel(ctx, closedPort(t))
+	wantErr(t, "closed port", err, errdefs.ErrUnavailable, agentclient.CodePortClosed)
+	if !agentclient.IsPortClosed(err) {
+		t.Errorf("IsPortClosed(%v) = false", err)
+	}
+	_, err = f.c.Tunnel(ctx, 0)
+	wantErr(t, "port 0", err, errdefs.ErrInvalid, "invalid_port")
+	// The egress forwarder's port is the sandbox's way out, never an app.
+	_, err = f.c.Tunnel(ctx, 3128)
+	wantErr(t, "the egress port", err, errdefs.ErrForbidden, "port_reserved")
+
+	// What the client would not send, the agent refuses too.
+	hc := rawClient(f.sock)
+	port := strconv.Itoa(echoBackend(t))
+	for _, tt := range []struct {
+		name, path string
+		upgrade    bool
+		status     int
+		code       string
+	}{
+		{"port 0", "/tunnel/0", true, http.StatusBadRequest, "invalid_port"},
+		{"port 65536", "/tunnel/65536", true, http.StatusBadRequest, "invalid_port"},
+		{"leading zero", "/tunnel/0" + port, true, http.StatusBadRequest, "invalid_port"},
+		{"not a number", "/tunnel/http", true, http.StatusBadRequest, "invalid_port"},
+		{"no upgrade", "/tunnel/" + port, false, http.StatusBadRequest, "upgrade_required"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", "http://agent"+tt.path, nil)
+			nonce := agentproto.NewNonce()
+			req.Header.Set(agentproto.HeaderNonce, nonce)
+			req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(testToken, nonce, "GET", tt.path))
+			if tt.upgrade {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", agentclient.TunnelProtocol)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get(agentproto.HeaderProof) != agentproto.Proof(testToken, nonce) {
+				t.Fatalf("status %d, proof %q", resp.StatusCode, resp.Header.Get(agentproto.HeaderProof))
+			}
+		})
+	}
+
+	// An unsigned upgrade is refused before anything is dialled.
+	req, _ := http.NewRequest("GET", "http://agent/tunnel/"+port, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", agentclient.TunnelProtocol)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned tunnel: status %d", resp.StatusCode)
+	}
+}
+
+// TestTunnelLimit: past its slots the agent answers 503, and a closed
+// tunnel frees its slot.
+func TestTunnelLimit(t *testing.T) {
+	f := tunnelFixture(t, 2)
+	port := echoBackend(t)
+	ctx := context.Background()
+	var open []net.Conn
+	for range 2 {
+		c, err := f.c.Tunnel(ctx, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	_, err := f.c.Tunnel(ctx, port)
+	wantErr(t, "third tunnel", err, errdefs.ErrUnavailable, agentclient.CodeTooManyTunnels)
+	open[0].Close()
+	open[1].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := f.c.Tunnel(ctx, port)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slots not freed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTunnelOutsideSandbox: an agent that is not the init of a network
+// namespace of its own (the process driver; this test) opens no tunnels,
+// since 127.0.0.1 would be the host's.
+func TestTunnelOutsideSandbox(t *testing.T) {
+	if err := agent.OwnLoopback(); err == nil {
+		t.Skip("this test runs as pid 1 of a namespace with loopback only")
+	}
+	f := newFixture(t)
+	_, err := f.c.Tunnel(context.Background(), echoBackend(t))
+	wantErr(t, "tunnel", err, errdefs.ErrUnsupported, agentclient.CodePreviewsUnsupported)
+	if !agentclient.IsPreviewsUnsupported(err) {
+		t.Errorf("IsPreviewsUnsupported(%v) = false", err)
+	}
+}
+
+// TestTunnelImpostor: a 101 without the agent's proof is refused.
+func TestTunnelImpostor(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hutch-tunnel-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: hutch-tunnel\r\n\r\n")
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	c := agentclient.New("unix", sock, testToken)
+	defer c.Close()
+	_, err = c.Tunnel(context.Background(), 80)
+	wantErr(t, "tunnel", err, errdefs.ErrUnavailable, "agent_unverified")
+
+	// A context that ends mid-handshake ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	silent, err := net.Listen("unix", filepath.Join(dir, "silent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		c, err := silent.Accept()
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	c2 := agentclient.New("unix", filepath.Join(dir, "silent"), testToken)
+	defer c2.Close()
+	if _, err := c2.Tunnel(ctx, 80); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("silent agent: %v, want the context's error", err)
+	}
+}

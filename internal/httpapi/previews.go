@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// The preview routes: signed URLs and public ports. The router, which
+// serves the previews themselves, passes itself to the API in the request
+// context (router.Wrap); a server without one answers 501.
+
+// withPreviews resolves the router, the port store and the sandbox and
+// port in the path, checking that the sandbox is the caller's, or answers
+// the error.
+func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (*router.Router, store.Ports, router.Target, bool) {
+	rt := router.FromContext(r.Context())
+	ports, ok := a.cfg.Store.(store.Ports)
+	if rt == nil || !ok {
+		a.writeError(w, r, errdefs.New(errdefs.ErrUnsupported, "previews_unsupported", "this server does not serve previews"))
+		return nil, nil, router.Target{}, false
+	}
+	t := router.Target{SandboxID: r.PathValue("id")}
+	if withPort {
+		p := r.PathValue("port")
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+			a.writeError(w, r, errdefs.Invalid("invalid_port", "%q is not a port from 1 to 65535", p))
+			return nil, nil, router.Target{}, false
+		}
+		t.Port = n
+	}
+	if _, err := a.cfg.Store.GetSandbox(r.Context(), t.SandboxID); err != nil {
+		a.writeError(w, r, err)
+		return nil, nil, router.Target{}, false
+	}
+	return rt, ports, t, true
+}
+
+// previewURL answers POST /v1/sandboxes/{id}/ports/{port}/url: a signed
+// URL of the port's preview, an hour by default.
+func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
+	var req api.PreviewURLRequest
+	if r.ContentLength != 0 {
+		if err := a.decodeJSON(w, r, &req); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	maxS := int(router.MaxURLTTL / time.Second)
+	if req.ExpiresInS < 0 || req.ExpiresInS > maxS {
+		a.writeError(w, r, errdefs.Invalid("invalid_expiry", "expires_in_s must be from 1 to %d (0: an hour)", maxS))
+		return
+	}
+	rt, _, t, ok := a.withPreviews(w, r, true)
+	if !ok {
+		return
+	}
+	u, exp, err := rt.SignedURL(r, t, time.Duration(req.ExpiresInS)*time.Second)
+	if err != nil {
+		a.writeError(w, r, errdefs.Invalid("invalid_expiry", "%s", err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.PreviewURL{URL: u, ExpiresAt: exp.UTC()})
+}
+
+// setPort answers PUT /v1/sandboxes/{id}/ports/{port}: {"public": true}
+// lets everyone reach the preview, false makes it private again.
+func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
+	var req api.PortRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if req.Public == nil {
+		a.writeError(w, r, errdefs.Invalid("invalid_request", `the body must set "public" to true or false`))
+		return
+	}
+	rt, ports, t, ok := a.withPreviews(w, r, true)
+	if !ok {
+		return
+	}
+	p := store.PortSetting{SandboxID: t.SandboxID, Port: t.Port, Public: *req.Public}
+	if err := ports.SetPort(r.Context(), &p); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, portOf(rt, r, p))
+}
+
+// listPorts answers GET /v1/sandboxes/{id}/ports.
+func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
+	rt, ports, t, ok := a.withPreviews(w, r, false)
+	if !ok {
+		return
+	}
+	ps, err := ports.ListPorts(r.Context(), t.SandboxID)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := api.PortList{Ports: make([]api.Port, 0, len(ps))}
+	for _, p := range ps {
+		out.Ports = append(out.Ports, portOf(rt, r, p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func portOf(rt *router.Router, r *http.Request, p store.PortSetting) api.Port {
+	return api.Port{
+		Port:      p.Port,
+		Public:    p.Public,
+		URL:       rt.URL(r, router.Target{SandboxID: p.SandboxID, Port: p.Port}),
+		UpdatedAt: p.UpdatedAt,
+	}
+}

@@ -1,0 +1,401 @@
+// Package router serves previews: a request whose Host is
+// "<port>-<sandbox id>.<preview domain>" reaches 127.0.0.1:<port> inside
+// that sandbox, through a tunnel its agent opens (internal/agent,
+// GET /tunnel/{port}). HTTP, streamed responses (unbuffered) and WebSocket
+// upgrades all pass.
+//
+// The sandbox is found from the host alone, as the system; then the
+// request is authorized: a public port lets everyone in; a private one (the
+// default) wants an API key of the sandbox's tenant, a signed URL
+// (?hutch_token=, made by POST /v1/sandboxes/{id}/ports/{port}/url) or the
+// cookie such a URL leaves, scoped to the preview's host. Another tenant's
+// key sees 404, as for a sandbox that does not exist. None of these
+// credentials reaches the sandbox's program.
+//
+// Lifecycle: LoadKey, then New (no side effects), Wrap around the API's
+// handler, Close at shutdown to drop idle tunnels.
+package router
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// Names the router reads from requests and strips before forwarding.
+const (
+	TokenParam        = "hutch_token" // a signed URL's token
+	RetryParam        = "hutch_retry" // how many times the "not running" page reloaded
+	CookieName        = "hutch_preview"
+	DefaultMaxRetries = 10
+	retryAfter        = 2 // seconds, in Retry-After and the page's reload
+)
+
+// Sandboxes reads sandbox records; the router calls it as the system.
+type Sandboxes interface {
+	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
+}
+
+// KeyAuthenticator resolves an Authorization header to a principal
+// (internal/auth.Authenticator).
+type KeyAuthenticator interface {
+	Authenticate(ctx context.Context, header string) (tenancy.Principal, error)
+}
+
+// Dialer opens a connection to a port of a running sandbox. ctx bounds
+// the dial only.
+type Dialer interface {
+	DialTunnel(ctx context.Context, sandboxID string, port int) (net.Conn, error)
+}
+
+// DialFunc is a Dialer.
+type DialFunc func(ctx context.Context, sandboxID string, port int) (net.Conn, error)
+
+// DialTunnel calls f.
+func (f DialFunc) DialTunnel(ctx context.Context, sandboxID string, port int) (net.Conn, error) {
+	return f(ctx, sandboxID, port)
+}
+
+// Agents hands out the agent client of a running sandbox
+// (internal/sandbox.Service).
+type Agents interface {
+	Agent(ctx context.Context, id string) (*agentclient.Client, error)
+}
+
+// AgentTunnels dials through the sandbox's agent.
+func AgentTunnels(a Agents) DialFunc {
+	return func(ctx context.Context, id string, port int) (net.Conn, error) {
+		c, err := a.Agent(tenancy.System(ctx), id)
+		if err != nil {
+			return nil, err
+		}
+		return c.Tunnel(ctx, port)
+	}
+}
+
+// Config is what the router serves from.
+type Config struct {
+	// Domain is the preview domain ("localhost": every browser resolves
+	// *.localhost to the loopback, so no DNS is needed).
+	Domain string
+	// Key signs preview URLs and cookies (LoadKey); KeyBytes at least.
+	Key []byte
+	// Sandboxes finds a preview's sandbox. When it also implements
+	// store.Ports, ports can be public; otherwise all are private.
+	Sandboxes Sandboxes
+	Auth      KeyAuthenticator
+	Tunnels   Dialer
+	Log       *slog.Logger
+	// MaxRetries bounds how often the "not running" page reloads itself;
+	// zero means DefaultMaxRetries.
+	MaxRetries int
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Router is the preview handler. It is safe for concurrent use.
+type Router struct {
+	cfg    Config
+	log    *slog.Logger
+	domain string
+	sign   signer
+	ports  store.Ports // nil: every port is private
+	tr     *http.Transport
+	proxy  *httputil.ReverseProxy
+}
+
+// New checks cfg and builds the router.
+func New(cfg Config) (*Router, error) {
+	if err := ValidDomain(cfg.Domain); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(cfg.Key) < KeyBytes:
+		return nil, errors.New("router: the signing key is too short")
+	case cfg.Sandboxes == nil || cfg.Auth == nil || cfg.Tunnels == nil:
+		return nil, errors.New("router: Sandboxes, Auth and Tunnels must be set")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rt := &Router{cfg: cfg, log: cfg.Log, domain: strings.ToLower(cfg.Domain), sign: signer{key: cfg.Key}}
+	rt.ports, _ = cfg.Sandboxes.(store.Ports)
+	rt.tr, rt.proxy = rt.newProxy()
+	return rt, nil
+}
+
+// Domain is the preview domain, lowercase.
+func (rt *Router) Domain() string { return rt.domain }
+
+// Close drops the idle tunnels the proxy keeps for reuse.
+func (rt *Router) Close() { rt.tr.CloseIdleConnections() }
+
+// Wrap returns the server's handler: requests for a preview host go to
+// the router, the rest to next, with the router in their context for the
+// API's preview routes (FromContext).
+func (rt *Router) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t, err := ParseHost(r.Host, rt.domain); err == nil {
+			rt.serve(w, r, t)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routerKey{}, rt)))
+	})
+}
+
+type routerKey struct{}
+
+// FromContext returns the router that passed the request on to the API,
+// or nil when the server has none.
+func FromContext(ctx context.Context) *Router {
+	rt, _ := ctx.Value(routerKey{}).(*Router)
+	return rt
+}
+
+// access is how a request was let in, for the log.
+type access string
+
+const (
+	accessPublic access = "public"
+	accessKey    access = "key"
+	accessCookie access = "cookie"
+	accessToken  access = "token"
+)
+
+// exchange is one preview request as the log reports it.
+type exchange struct {
+	target Target
+	access access
+	reason string // why it failed: a class, not a message
+}
+
+type exchangeKey struct{}
+
+// serve answers one preview request and logs it.
+func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
+	start := time.Now()
+	ex := &exchange{target: t}
+	rec := &recorder{ResponseWriter: w}
+	rt.handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "sandbox.id", t.SandboxID, "port", t.Port,
+		"status", status, "duration_ms", float64(time.Since(start).Microseconds()) / 1000}
+	if ex.access != "" {
+		attrs = append(attrs, "access", string(ex.access))
+	}
+	upgrade := upgradeType(r.Header)
+	if upgrade != "" {
+		attrs = append(attrs, "upgrade", upgrade)
+		if status != http.StatusSwitchingProtocols && ex.reason == "" {
+			ex.reason = "backend_refused_upgrade"
+		}
+	}
+	if ex.reason != "" {
+		attrs = append(attrs, "reason", ex.reason)
+	}
+	rt.log.Info("preview request", attrs...)
+}
+
+// handle finds the sandbox, authorizes, and proxies.
+func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	t := ex.target
+	sys := tenancy.System(r.Context())
+	sb, err := rt.cfg.Sandboxes.GetSandbox(sys, t.SandboxID)
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		sb = nil
+	case err != nil:
+		rt.log.Error("preview: read sandbox", "sandbox.id", t.SandboxID, "err", err)
+		rt.fail(w, r, ex, pageInternal, "internal")
+		return
+	}
+	public := sb != nil && rt.isPublic(sys, t)
+	if !rt.authorize(w, r, ex, sb, public) {
+		return
+	}
+	switch {
+	case sb == nil || sb.State == api.StateDestroyed:
+		rt.fail(w, r, ex, pageNotFound, "not_found")
+	case sb.State == api.StateFailed:
+		rt.fail(w, r, ex, pageFailed, "sandbox_failed")
+	case sb.State != api.StateRunning:
+		rt.fail(w, r, ex, pageNotRunning, "not_running")
+	default:
+		if ex.access == accessToken && isNavigation(r) {
+			// Take the token out of the address bar and history; the
+			// cookie set with this answer lets the browser back in.
+			u := *r.URL
+			u.RawQuery = stripQuery(u.RawQuery, TokenParam)
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		rt.proxy.ServeHTTP(w, r)
+	}
+}
+
+// isPublic reads the port's setting; an error leaves it private.
+func (rt *Router) isPublic(sys context.Context, t Target) bool {
+	if rt.ports == nil {
+		return false
+	}
+	p, err := rt.ports.GetPort(sys, t.SandboxID, t.Port)
+	if err != nil {
+		if !errors.Is(err, errdefs.ErrNotFound) {
+			rt.log.Warn("preview: read port setting", "sandbox.id", t.SandboxID, "port", t.Port, "err", err)
+		}
+		return false
+	}
+	return p.Public
+}
+
+// authorize lets the request in or answers it. sb is nil when the sandbox
+// does not exist; without credentials that answers 401 like a private
+// port, so an anonymous caller cannot tell the two apart.
+func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, sb *store.Sandbox, public bool) bool {
+	t := ex.target
+	if public {
+		ex.access = accessPublic
+		return true
+	}
+	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
+		p, err := rt.cfg.Auth.Authenticate(r.Context(), "Bearer "+key)
+		switch {
+		case err != nil:
+			rt.fail(w, r, ex, pageBadKey, "unauthorized")
+			return false
+		case sb == nil || p.TenantID != sb.TenantID:
+			rt.fail(w, r, ex, pageNotFound, "not_found")
+			return false
+		}
+		ex.access = accessKey
+		return true
+	}
+	now := rt.cfg.Now()
+	if c, err := r.Cookie(CookieName); err == nil && rt.cookieAllowed(r) {
+		if _, err := rt.sign.verify(purposeSession, c.Value, t, now); err == nil {
+			ex.access = accessCookie
+			return true
+		}
+	}
+	if tok := r.URL.Query().Get(TokenParam); tok != "" {
+		exp, err := rt.sign.verify(purposeURL, tok, t, now)
+		if err != nil {
+			rt.fail(w, r, ex, pageBadToken, "unauthorized")
+			return false
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name:     CookieName,
+			Value:    rt.sign.sign(purposeSession, t, exp),
+			Path:     "/",
+			Expires:  exp,
+			MaxAge:   int(exp.Sub(now).Seconds()) + 1,
+			HttpOnly: true,
+			Secure:   r.TLS != nil,
+			SameSite: http.SameSiteLaxMode,
+		})
+		ex.access = accessToken
+		return true
+	}
+	rt.fail(w, r, ex, pagePrivate, "unauthorized")
+	return false
+}
+
+// cookieAllowed refuses the preview cookie on requests another site's page
+// made: every preview shares the preview domain's site, so SameSite alone
+// would let one sandbox's page call, or open a WebSocket to, another's
+// private preview with the visitor's cookie. Top-level navigations are
+// fine (a link to the preview), and so are clients that send no fetch
+// metadata (not a browser).
+func (rt *Router) cookieAllowed(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, origin(r)) {
+		if upgradeType(r.Header) != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return false
+		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return isNavigation(r)
+}
+
+// isNavigation reports whether a browser is loading a page (not a script's
+// fetch, nor a WebSocket).
+func isNavigation(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		upgradeType(r.Header) == ""
+}
+
+// origin is the request's own origin: the preview's scheme and host.
+func origin(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// hutchKey returns the API key of a "Bearer hk_…" header.
+func hutchKey(header string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || !strings.HasPrefix(tok, "hk_") {
+		return "", false
+	}
+	return tok, true
+}
+
+// recorder remembers the status for the log. It hijacks (WebSocket) and
+// flushes (streams) through to the server's writer.
+type recorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *recorder) Flush() {
+	http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil && r.status == 0 {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return c, brw, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

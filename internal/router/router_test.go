@@ -1,0 +1,572 @@
+package router
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// fakeStore holds sandboxes and port settings; the router must read them
+// as the system.
+type fakeStore struct {
+	mu    sync.Mutex
+	sbs   map[string]*store.Sandbox
+	ports map[Target]bool
+}
+
+func (f *fakeStore) GetSandbox(ctx context.Context, id string) (*store.Sandbox, error) {
+	if !tenancy.IsSystem(ctx) {
+		return nil, errors.New("not the system")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb, ok := f.sbs[id]
+	if !ok {
+		return nil, store.SandboxNotFound(id)
+	}
+	c := *sb
+	return &c, nil
+}
+
+func (f *fakeStore) SetPort(ctx context.Context, p *store.PortSetting) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ports[Target{p.SandboxID, p.Port}] = p.Public
+	return nil
+}
+
+func (f *fakeStore) GetPort(ctx context.Context, id string, port int) (store.PortSetting, error) {
+	if !tenancy.IsSystem(ctx) {
+		return store.PortSetting{}, errors.New("not the system")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pub, ok := f.ports[Target{id, port}]
+	if !ok {
+		return store.PortSetting{}, store.PortNotFound(id, port)
+	}
+	return store.PortSetting{SandboxID: id, Port: port, Public: pub}, nil
+}
+
+func (f *fakeStore) ListPorts(ctx context.Context, id string) ([]store.PortSetting, error) {
+	return nil, nil
+}
+
+func (f *fakeStore) setState(id string, s api.SandboxState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sbs[id].State = s
+}
+
+// fakeAuth knows two keys.
+type fakeAuth struct{}
+
+const (
+	keyA = "hk_aaaa_secret"
+	keyB = "hk_bbbb_secret"
+)
+
+func (fakeAuth) Authenticate(ctx context.Context, header string) (tenancy.Principal, error) {
+	switch header {
+	case "Bearer " + keyA:
+		return tenancy.Principal{TenantID: "tenant-a", KeyID: "aaaa", Role: api.RoleMember}, nil
+	case "Bearer " + keyB:
+		return tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}, nil
+	}
+	return tenancy.Principal{}, errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
+}
+
+const (
+	idRunning = "01jq3v9x7k2m4n6p8r0s2t4v6w"
+	idStopped = "01jq3v9x7k2m4n6p8r0s2t4v6x"
+	idMissing = "01jq3v9x7k2m4n6p8r0s2t4v6y"
+	idProcess = "01jq3v9x7k2m4n6p8r0s2t4v6z"
+	appPort   = 3000
+	shutPort  = 3001
+)
+
+// env is a router in front of a backend that plays the sandbox's program.
+type env struct {
+	t     *testing.T
+	st    *fakeStore
+	rt    *Router
+	srv   *httptest.Server // the router (and a stand-in API)
+	logs  *syncBuffer
+	now   time.Time
+	dials int
+	mu    sync.Mutex
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	app := httptest.NewServer(testApp())
+	t.Cleanup(app.Close)
+	e := &env{t: t, logs: &syncBuffer{}, now: time.Now()}
+	e.st = &fakeStore{
+		sbs: map[string]*store.Sandbox{
+			idRunning: {ID: idRunning, TenantID: "tenant-a", State: api.StateRunning},
+			idStopped: {ID: idStopped, TenantID: "tenant-a", State: api.StateStopped},
+			idProcess: {ID: idProcess, TenantID: "tenant-a", State: api.StateRunning},
+		},
+		ports: map[Target]bool{},
+	}
+	dial := DialFunc(func(ctx context.Context, id string, port int) (net.Conn, error) {
+		e.mu.Lock()
+		e.dials++
+		e.mu.Unlock()
+		switch {
+		case id == idProcess:
+			return nil, errdefs.FromHTTP(http.StatusNotImplemented, "previews_unsupported", "no network of its own")
+		case port == shutPort:
+			return nil, errdefs.FromHTTP(http.StatusBadGateway, "port_closed", "nothing listens")
+		}
+		return (&net.Dialer{}).DialContext(ctx, "tcp", app.Listener.Addr().String())
+	})
+	rt, err := New(Config{
+		Domain:     "localhost",
+		Key:        bytes.Repeat([]byte{1}, KeyBytes),
+		Sandboxes:  e.st,
+		Auth:       fakeAuth{},
+		Tunnels:    dial,
+		Log:        slog.New(slog.NewJSONHandler(e.logs, nil)),
+		MaxRetries: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	e.rt = rt
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if FromContext(r.Context()) != rt {
+			http.Error(w, "no router in the context", 500)
+			return
+		}
+		io.WriteString(w, "the API")
+	})
+	e.srv = httptest.NewServer(rt.Wrap(api))
+	t.Cleanup(e.srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("router log:\n%s", e.logs)
+		}
+	})
+	return e
+}
+
+// testApp is the sandbox's program: headers as JSON, an event stream, a
+// WebSocket echo.
+func testApp() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"host": r.Host, "uri": r.RequestURI, "headers": r.Header})
+	})
+	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 1; i <= 5; i++ {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			http.NewResponseController(w).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			typ, b, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			c.Write(r.Context(), typ, append([]byte("echo: "), b...))
+		}
+	})
+	return mux
+}
+
+func host(id string, port int) string {
+	return fmt.Sprintf("%d-%s.localhost", port, id)
+}
+
+// get sends a request for path on the preview host of id and port.
+func (e *env) get(id string, port int, path string, hdr map[string]string) (*http.Response, string) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.srv.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Host = host(id, port) + ":" + e.srv.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("%s: status %d, want %d; body %s", what, resp.StatusCode, status, body)
+	}
+	if code != "" {
+		var e api.Error
+		if json.Unmarshal([]byte(body), &e); e.Error.Code != code {
+			t.Fatalf("%s: code %q, want %q; body %s", what, e.Error.Code, code, body)
+		}
+	}
+}
+
+func TestRouterPassesOtherHostsToTheAPI(t *testing.T) {
+	e := newEnv(t)
+	for _, h := range []string{"", "localhost", "x.localhost", "0-" + idRunning + ".localhost", host(idRunning, 3000) + ".evil"} {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/v1/info", nil)
+		if h != "" {
+			req.Host = h
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "the API" {
+			t.Errorf("Host %q: %d %s", h, resp.StatusCode, b)
+		}
+	}
+}
+
+func TestRouterPrivateByDefault(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "no credentials", resp, body, 401, "preview_private")
+	if resp.Header.Get("WWW-Authenticate") == "" {
+		t.Error("401 without WWW-Authenticate")
+	}
+	resp, body = e.get(idRunning, appPort, "/", map[string]string{"Accept": "text/html,*/*"})
+	if resp.StatusCode != 401 || !strings.Contains(body, "This preview is private") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("browser without credentials: %d %s", resp.StatusCode, body)
+	}
+	// A sandbox that does not exist looks the same to an anonymous caller.
+	resp, body = e.get(idMissing, appPort, "/", nil)
+	wantStatus(t, "missing sandbox, no credentials", resp, body, 401, "preview_private")
+	resp, body = e.get(idRunning, appPort, "/", map[string]string{"Authorization": "Bearer hk_wrong_wrong"})
+	wantStatus(t, "bad key", resp, body, 401, "invalid_api_key")
+	resp, body = e.get(idRunning, appPort, "/", map[string]string{"Authorization": "Bearer " + keyB})
+	wantStatus(t, "another tenant's key", resp, body, 404, "preview_not_found")
+	resp, body = e.get(idMissing, appPort, "/", map[string]string{"Authorization": "Bearer " + keyA})
+	wantStatus(t, "missing sandbox with a key", resp, body, 404, "preview_not_found")
+	if e.dials != 0 {
+		t.Fatalf("refused requests dialled %d tunnels", e.dials)
+	}
+}
+
+// appSaw is what the sandbox's program received.
+type appSaw struct {
+	Host    string      `json:"host"`
+	URI     string      `json:"uri"`
+	Headers http.Header `json:"headers"`
+}
+
+func TestRouterWithKey(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.get(idRunning, appPort, "/headers?a=1&hutch_retry=2&b=%20", map[string]string{
+		"Authorization":    "Bearer " + keyA,
+		"Cookie":           "app=1; hutch_preview=stale; other=2",
+		"X-Forwarded-For":  "6.6.6.6",
+		"X-Forwarded-Host": "evil.example",
+		"Connection":       "keep-alive, X-Secret",
+		"X-Secret":         "hop",
+	})
+	wantStatus(t, "with the tenant's key", resp, body, 200, "")
+	var saw appSaw
+	if err := json.Unmarshal([]byte(body), &saw); err != nil {
+		t.Fatal(err)
+	}
+	h := saw.Headers
+	switch {
+	case h.Get("Authorization") != "":
+		t.Errorf("the key reached the app: %q", h.Get("Authorization"))
+	case h.Get("Cookie") != "app=1; other=2":
+		t.Errorf("cookies the app got: %q", h.Get("Cookie"))
+	case h.Get("X-Forwarded-For") != "127.0.0.1":
+		t.Errorf("X-Forwarded-For %q", h.Get("X-Forwarded-For"))
+	case !strings.HasPrefix(h.Get("X-Forwarded-Host"), host(idRunning, appPort)+":"):
+		t.Errorf("X-Forwarded-Host %q", h.Get("X-Forwarded-Host"))
+	case h.Get("X-Forwarded-Proto") != "http":
+		t.Errorf("X-Forwarded-Proto %q", h.Get("X-Forwarded-Proto"))
+	case h.Get("X-Secret") != "":
+		t.Errorf("a hop-by-hop header named in Connection passed: %q", h.Get("X-Secret"))
+	case !strings.HasPrefix(saw.Host, host(idRunning, appPort)):
+		t.Errorf("Host %q", saw.Host)
+	case saw.URI != "/headers?a=1&b=%20":
+		t.Errorf("request URI %q", saw.URI)
+	}
+	// An Authorization of the app's own passes.
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: true})
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Authorization": "Basic dXNlcjpwdw=="})
+	wantStatus(t, "public with Basic auth", resp, body, 200, "")
+	json.Unmarshal([]byte(body), &saw)
+	if saw.Headers.Get("Authorization") != "Basic dXNlcjpwdw==" {
+		t.Errorf("the app's own Authorization: %q", saw.Headers.Get("Authorization"))
+	}
+	if !strings.Contains(e.logs.String(), `"access":"key"`) || !strings.Contains(e.logs.String(), `"sandbox.id":"`+idRunning+`"`) {
+		t.Errorf("log: %s", e.logs)
+	}
+}
+
+func TestRouterSignedURL(t *testing.T) {
+	e := newEnv(t)
+	apiReq := httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil)
+	u, exp, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(exp); d < 59*time.Minute || d > time.Hour {
+		t.Fatalf("default expiry in %s", d)
+	}
+	pu, err := url.Parse(u)
+	if err != nil || pu.Host != host(idRunning, appPort)+":7070" || pu.Path != "/" {
+		t.Fatalf("signed URL %q", u)
+	}
+	tok := pu.Query().Get(TokenParam)
+
+	resp, body := e.get(idRunning, appPort, "/headers?x=1&hutch_token="+tok, nil)
+	wantStatus(t, "signed URL", resp, body, 200, "")
+	var saw appSaw
+	json.Unmarshal([]byte(body), &saw)
+	if saw.URI != "/headers?x=1" {
+		t.Errorf("the token reached the app: %q", saw.URI)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == CookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Domain != "" || cookie.Path != "/" || cookie.Secure {
+		t.Fatalf("cookie %+v", cookie)
+	}
+	// The cookie lets the same host in, but not another port.
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value})
+	wantStatus(t, "cookie", resp, body, 200, "")
+	resp, body = e.get(idRunning, 4000, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value})
+	wantStatus(t, "cookie on another port", resp, body, 401, "preview_private")
+	// Nor the URL token as a cookie.
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + tok})
+	wantStatus(t, "token as a cookie", resp, body, 401, "preview_private")
+	// Another page's script cannot use it, nor open a WebSocket with it.
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value,
+		"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "cors", "Origin": "http://" + host(idMissing, 80)})
+	wantStatus(t, "cookie from another preview's script", resp, body, 401, "preview_private")
+	// A link from elsewhere is fine.
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value,
+		"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+	wantStatus(t, "navigation from elsewhere", resp, body, 200, "")
+
+	// Tampered, for another port, expired.
+	bad := tok[:len(tok)-2] + "xx"
+	resp, body = e.get(idRunning, appPort, "/?hutch_token="+bad, nil)
+	wantStatus(t, "tampered", resp, body, 401, "invalid_preview_token")
+	resp, body = e.get(idRunning, 4000, "/?hutch_token="+tok, nil)
+	wantStatus(t, "another port", resp, body, 401, "invalid_preview_token")
+	e.rt.cfg.Now = func() time.Time { return exp.Add(time.Second) }
+	resp, body = e.get(idRunning, appPort, "/?hutch_token="+tok, nil)
+	wantStatus(t, "expired", resp, body, 401, "invalid_preview_token")
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value})
+	wantStatus(t, "expired cookie", resp, body, 401, "preview_private")
+	e.rt.cfg.Now = time.Now
+
+	// A browser's navigation is sent on without the token in its address.
+	resp, _ = e.get(idRunning, appPort, "/page?x=1&hutch_token="+tok, map[string]string{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none"})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/page?x=1" || len(resp.Cookies()) != 1 {
+		t.Fatalf("navigation with a token: %d, Location %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+
+	for _, ttl := range []time.Duration{-time.Second, time.Millisecond, MaxURLTTL + time.Second} {
+		if _, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, ttl); err == nil {
+			t.Errorf("SignedURL(ttl %s) succeeded", ttl)
+		}
+	}
+}
+
+func TestRouterPublicPort(t *testing.T) {
+	e := newEnv(t)
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: true})
+	resp, body := e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "public", resp, body, 200, "")
+	resp, body = e.get(idRunning, 4000, "/headers", nil)
+	wantStatus(t, "another port stays private", resp, body, 401, "preview_private")
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: false})
+	resp, body = e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "private again", resp, body, 401, "preview_private")
+}
+
+func TestRouterFailures(t *testing.T) {
+	e := newEnv(t)
+	key := map[string]string{"Authorization": "Bearer " + keyA}
+	resp, body := e.get(idRunning, shutPort, "/", key)
+	wantStatus(t, "closed port", resp, body, 502, "port_closed")
+	resp, body = e.get(idProcess, appPort, "/", key)
+	wantStatus(t, "no network of its own", resp, body, 501, "previews_unsupported")
+
+	resp, body = e.get(idStopped, appPort, "/", key)
+	wantStatus(t, "stopped", resp, body, 503, "sandbox_not_running")
+	if resp.Header.Get("Retry-After") != "2" {
+		t.Errorf("Retry-After %q", resp.Header.Get("Retry-After"))
+	}
+	// The page reloads itself, counting, and stops at MaxRetries (3).
+	html := map[string]string{"Authorization": "Bearer " + keyA, "Accept": "text/html"}
+	port := e.srv.Listener.Addr().(*net.TCPAddr).Port
+	for n, want := range []string{
+		fmt.Sprintf(`url=http://%s:%d/a?b=c&amp;hutch_retry=1"`, host(idStopped, appPort), port),
+		fmt.Sprintf(`url=http://%s:%d/a?b=c&amp;hutch_retry=2"`, host(idStopped, appPort), port),
+		fmt.Sprintf(`url=http://%s:%d/a?b=c&amp;hutch_retry=3"`, host(idStopped, appPort), port),
+		"Gave up after 3 attempts",
+	} {
+		path := "/a?b=c"
+		if n > 0 {
+			path += fmt.Sprintf("&hutch_retry=%d", n)
+		}
+		resp, body = e.get(idStopped, appPort, path, html)
+		if resp.StatusCode != 503 || !strings.Contains(body, want) {
+			t.Fatalf("retry %d: %d, want %q in\n%s", n, resp.StatusCode, want, body)
+		}
+		if n == 3 && strings.Contains(body, "http-equiv") {
+			t.Fatalf("the last page still reloads:\n%s", body)
+		}
+	}
+	// A path that looks like another host stays on the preview's.
+	resp, body = e.get(idStopped, appPort, "//evil.example/x", html)
+	if !strings.Contains(body, fmt.Sprintf("url=http://%s:%d//evil.example/x?hutch_retry=1", host(idStopped, appPort), port)) {
+		t.Fatalf("reload URL of //evil.example/x:\n%s", body)
+	}
+	e.st.setState(idStopped, api.StateDestroyed)
+	resp, body = e.get(idStopped, appPort, "/", key)
+	wantStatus(t, "destroyed", resp, body, 404, "preview_not_found")
+}
+
+// TestRouterStreams: an event stream arrives event by event, and a
+// WebSocket echoes, through the router; a refused upgrade is logged with
+// its reason.
+func TestRouterStreams(t *testing.T) {
+	e := newEnv(t)
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: true})
+	addr := e.srv.Listener.Addr().String()
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		},
+	}}
+	_, port, _ := net.SplitHostPort(addr)
+	base := "http://" + host(idRunning, appPort) + ":" + port
+
+	start := time.Now()
+	resp, err := hc.Get(base + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	first := time.Since(start)
+	if err != nil || line != "data: 1\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	rest, _ := io.ReadAll(br)
+	resp.Body.Close()
+	total := time.Since(start)
+	if !strings.Contains(string(rest), "data: 5") || first > total/2 {
+		t.Fatalf("first event after %s of %s: the stream was buffered (rest %q)", first, total, rest)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://"+host(idRunning, appPort)+":"+port+"/ws", &websocket.DialOptions{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for _, m := range []string{"one", "two"} {
+		if err := c.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		_, b, err := c.Read(ctx)
+		if err != nil || string(b) != "echo: "+m {
+			t.Fatalf("echo %q, %v", b, err)
+		}
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+
+	// An upgrade to a closed port fails with a reason in the log.
+	_, _, err = websocket.Dial(ctx, "ws://"+host(idRunning, shutPort)+":"+port+"/ws", &websocket.DialOptions{HTTPClient: hc,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + keyA}}})
+	if err == nil {
+		t.Fatal("WebSocket to a closed port succeeded")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(e.logs.String(), `"upgrade":"websocket","reason":"port_closed"`) ||
+		!strings.Contains(e.logs.String(), `"status":101`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log lacks the failed upgrade or the WebSocket's 101:\n%s", e.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStripQuery(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", ""},
+		{"hutch_token=x", ""},
+		{"a=1&hutch_token=x&b=%2F", "a=1&b=%2F"},
+		{"hutch%5Ftoken=x&a", "a"},
+		{"hutch_retry=3&hutch_token=x", ""},
+		{"a=hutch_token", "a=hutch_token"},
+	} {
+		if got := stripQuery(tt.in, TokenParam, RetryParam); got != tt.want {
+			t.Errorf("stripQuery(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package router
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTokens(t *testing.T) {
+	s := signer{key: bytes.Repeat([]byte{7}, KeyBytes)}
+	now := time.Unix(1_900_000_000, 0)
+	tgt := Target{testID, 3000}
+	exp := now.Add(time.Hour)
+	tok := s.sign(purposeURL, tgt, exp)
+	if got, err := s.verify(purposeURL, tok, tgt, now); err != nil || !got.Equal(exp) {
+		t.Fatalf("verify(good) = %v, %v", got, err)
+	}
+	flip := func(tok string) string {
+		b := []byte(tok)
+		i := len(b) - 2
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	e, mac, _ := strings.Cut(tok, ".")
+	for _, tt := range []struct {
+		name    string
+		purpose string
+		tok     string
+		tgt     Target
+		now     time.Time
+		want    error
+	}{
+		{"expired", purposeURL, tok, tgt, exp, errTokenExpired},
+		{"long expired", purposeURL, tok, tgt, exp.Add(time.Hour), errTokenExpired},
+		{"tampered MAC", purposeURL, flip(tok), tgt, now, errTokenBad},
+		{"later expiry", purposeURL, "1900009999." + mac, tgt, now, errTokenBad},
+		{"another port", purposeURL, tok, Target{testID, 3001}, now, errTokenBad},
+		{"another sandbox", purposeURL, tok, Target{"01jq3v9x7k2m4n6p8r0s2t4v6x", 3000}, now, errTokenBad},
+		{"a cookie's purpose", purposeSession, tok, tgt, now, errTokenBad},
+		{"another key", purposeURL, signer{key: bytes.Repeat([]byte{8}, KeyBytes)}.sign(purposeURL, tgt, exp), tgt, now, errTokenBad},
+		{"no dot", purposeURL, e + mac, tgt, now, errTokenMalformed},
+		{"empty", purposeURL, "", tgt, now, errTokenMalformed},
+		{"negative expiry", purposeURL, "-5." + mac, tgt, now, errTokenMalformed},
+		{"leading zero", purposeURL, "0" + tok, tgt, now, errTokenMalformed},
+		{"too far ahead", purposeURL, s.sign(purposeURL, tgt, now.Add(MaxURLTTL+2*time.Minute)), tgt, now, errTokenMalformed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.verify(tt.purpose, tt.tok, tt.tgt, tt.now); err != tt.want {
+				t.Fatalf("verify = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "preview.key")
+	k1, err := LoadKey(path)
+	if err != nil || len(k1) != KeyBytes {
+		t.Fatalf("first LoadKey: %d bytes, %v", len(k1), err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, %v", fi.Mode(), err)
+	}
+	k2, err := LoadKey(path)
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("second LoadKey differs: %v", err)
+	}
+	os.WriteFile(path, []byte("abcd\n"), 0o600)
+	if _, err := LoadKey(path); err == nil {
+		t.Fatal("a short key was accepted")
+	}
+}

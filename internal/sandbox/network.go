@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/egress"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// egressConns are the egress proxies of running sandboxes.
+type egressConns struct {
+	mu sync.Mutex
+	m  map[string]*egressConn
+}
+
+type egressConn struct {
+	ln net.Listener
+	sb *egress.Sandbox
+}
+
+// startEgress starts a running sandbox's egress proxy (drivers whose
+// sandboxes reach out only through the control plane); dropAgent stops it.
+func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, h driver.Handle) {
+	eg, ok := s.driver.(driver.Egresser)
+	if !ok {
+		return
+	}
+	pol, err := egress.Parse(rec.Network)
+	if err != nil {
+		s.log.Error("stored network policy", "sandbox.id", rec.ID, "err", err)
+		pol, _ = egress.Parse(api.NetworkPolicy{Egress: api.EgressNone})
+	}
+	ln, err := eg.ListenEgress(ctx, h)
+	if err != nil {
+		s.log.Error("egress listener", "sandbox.id", rec.ID, "err", err)
+		return
+	}
+	report := func(host string, port uint16, d egress.Decision, out, in int64) {
+		typ, msg := api.EventEgressAllowed, fmt.Sprintf("egress to %s allowed", net.JoinHostPort(host, strconv.Itoa(int(port))))
+		data := map[string]any{"host": host, "port": port, "bytes_out": out, "bytes_in": in}
+		if !d.Allowed {
+			typ, msg = api.EventEgressDenied, fmt.Sprintf("egress to %s denied: %s", net.JoinHostPort(host, strconv.Itoa(int(port))), d.Reason)
+			data = map[string]any{"host": host, "port": port, "reason": d.Reason}
+		}
+		s.emit(tenancy.System(context.Background()), rec, typ, msg, data)
+	}
+	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, report)}
+	s.egress.mu.Lock()
+	if s.egress.m == nil {
+		s.egress.m = map[string]*egressConn{}
+	}
+	if old := s.egress.m[rec.ID]; old != nil {
+		old.ln.Close()
+	}
+	s.egress.m[rec.ID] = c
+	s.egress.mu.Unlock()
+	go func() {
+		if err := egress.Serve(ln, c.sb); err != nil {
+			s.log.Warn("egress proxy", "sandbox.id", rec.ID, "err", err)
+		}
+	}()
+}
+
+// detachEgress stops a sandbox's egress proxy.
+func (s *Service) detachEgress(id string) {
+	s.egress.mu.Lock()
+	defer s.egress.mu.Unlock()
+	if c := s.egress.m[id]; c != nil {
+		c.ln.Close()
+		delete(s.egress.m, id)
+	}
+}
+
+// Network returns a sandbox's egress policy and its counters since it
+// last started.
+func (s *Service) Network(ctx context.Context, id string) (api.Network, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return api.Network{}, err
+	}
+	return s.network(rec), nil
+}
+
+func (s *Service) network(rec *store.Sandbox) api.Network {
+	n := api.Network{Policy: rec.Network}
+	s.egress.mu.Lock()
+	c := s.egress.m[rec.ID]
+	s.egress.mu.Unlock()
+	if c != nil {
+		n.Allowed, n.Denied = c.sb.Allowed.Load(), c.sb.Denied.Load()
+		n.BytesOut, n.BytesIn = c.sb.BytesOut.Load(), c.sb.BytesIn.Load()
+	}
+	return n
+}
+
+// SetNetwork changes a sandbox's egress policy; the next connection sees
+// it.
+func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
+	pol, err := egress.Parse(p)
+	if err != nil {
+		return api.Network{}, err
+	}
+	p.Egress = pol.Mode
+	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
+		sb.Network = p
+		return nil
+	})
+	if err != nil {
+		return api.Network{}, err
+	}
+	s.egress.mu.Lock()
+	if c := s.egress.m[id]; c != nil {
+		c.sb.SetPolicy(pol)
+	}
+	s.egress.mu.Unlock()
+	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
+	return s.network(rec), nil
+}
+
+// closeEgress stops every egress proxy (the server is going down; the
+// sandboxes' forwarders reconnect to the next server's).
+func (s *Service) closeEgress() {
+	s.egress.mu.Lock()
+	defer s.egress.mu.Unlock()
+	for id, c := range s.egress.m {
+		c.ln.Close()
+		delete(s.egress.m, id)
+	}
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// CheckSecretName validates a secret's name: 1 to api.MaxSecretName
+// characters of A-Z, a-z, 0-9, '_', '.' and '-', the first not '.' or
+// '-'.
+func CheckSecretName(name string) error {
+	ok := name != "" && len(name) <= api.MaxSecretName && name[0] != '.' && name[0] != '-'
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	if !ok {
+		return errdefs.Invalid("invalid_secret_name",
+			"a secret's name must be 1-%d characters of A-Z, a-z, 0-9, '_', '.' and '-', not starting with '.' or '-'",
+			api.MaxSecretName)
+	}
+	return nil
+}
+
+// CheckSecret validates sec and normalises its times, setting CreatedAt to
+// now and UpdatedAt to CreatedAt if zero.
+func CheckSecret(sec *Secret) error {
+	if sec.ID == "" || sec.TenantID == "" {
+		return errdefs.Invalid("invalid_secret", "a secret needs an id and a tenant")
+	}
+	if err := CheckSecretName(sec.Name); err != nil {
+		return err
+	}
+	if len(sec.Description) > api.MaxSecretDescription {
+		return errdefs.Invalid("invalid_secret", "a secret's description must be at most %d bytes", api.MaxSecretDescription)
+	}
+	if sec.KeyID == "" || len(sec.Nonce) == 0 || len(sec.Ciphertext) == 0 || sec.ValueBytes < 0 {
+		return errdefs.Invalid("invalid_secret", "a secret needs a sealed value and the id of the key that sealed it")
+	}
+	sec.CreatedAt = orNow(sec.CreatedAt)
+	if sec.UpdatedAt.IsZero() {
+		sec.UpdatedAt = sec.CreatedAt
+	}
+	sec.UpdatedAt = Time(sec.UpdatedAt)
+	return nil
+}
+
+// SecretScope returns the tenant whose secrets a call in ctx addresses by
+// name: the principal's, even for the system. Without a principal it is an
+// ErrForbidden error, code "no_tenant".
+func SecretScope(ctx context.Context) (Scope, error) {
+	sc, err := ScopeOf(ctx)
+	if err != nil {
+		return sc, err
+	}
+	if sc.TenantID == "" {
+		return sc, errdefs.Forbidden("no_tenant", "secrets are addressed by name within one tenant: the call needs a principal")
+	}
+	return sc, nil
+}
+
+// SecretNotFound is the answer for a secret that is missing or not the
+// caller's.
+func SecretNotFound(name string) error {
+	return errdefs.NotFound("secret_not_found", "secret %q not found", name)
+}
+
+// SecretExists is the answer for a name already used in the tenant.
+func SecretExists(name string) error {
+	return errdefs.Conflict("secret_exists", "a secret named %q already exists; replace its value with PUT /v1/secrets/%s", name, name)
+}
