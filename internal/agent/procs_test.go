@@ -66,9 +66,9 @@ func TestProcessLifecycle(t *testing.T) {
 	out, dropped, exit := f.output(t, p.PID, 0, true)
 	// stdout and stderr are two pipes: their order against each other is
 	// not defined, only within each.
-	got := string(out)
-	if o, g := strings.Index(got, "out\n"), strings.Index(got, "got hello\n"); o < 0 || g < o || !strings.Contains(got, "err\n") || len(got) != len("out\nerr\ngot hello\n") || dropped != 0 {
-		t.Fatalf("output %q, dropped %d", got, dropped)
+	text := string(out)
+	if o, g := strings.Index(text, "out\n"), strings.Index(text, "got hello\n"); o < 0 || g < o || !strings.Contains(text, "err\n") || len(text) != len("out\nerr\ngot hello\n") || dropped != 0 {
+		t.Fatalf("output %q, dropped %d", text, dropped)
 	}
 	if exit == nil || exit.Running || exit.ExitCode == nil || *exit.ExitCode != 3 || exit.EndedAt == nil || exit.StdinOpen {
 		t.Fatalf("exit event %+v", exit)
