@@ -34,6 +34,9 @@ type Config struct {
 	// PreviewDomain is where previews are served, on the API's listener:
 	// <port>-<sandbox id>.<domain>.
 	PreviewDomain string
+	// Providers is the provider gateway's file (internal/gateway); ""
+	// configures none.
+	Providers string
 
 	DefaultLimits   api.Limits
 	MaxLimits       api.Limits
@@ -90,6 +93,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
+	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
 	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
 	var envErr error
 	num := func(p *int, name, env, usage string) {

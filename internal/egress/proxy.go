@@ -42,6 +42,12 @@ type Sandbox struct {
 	report Report
 
 	Allowed, Denied, BytesOut, BytesIn atomic.Int64
+
+	// Local serves the requests addressed to the proxy itself (origin
+	// form, not CONNECT) under LocalPrefix: the provider gateway. Set it
+	// before Serve.
+	Local       http.Handler
+	LocalPrefix string
 }
 
 // NewSandbox returns the proxy of one sandbox.
@@ -70,10 +76,14 @@ func ownAddrs() map[netip.Addr]bool {
 }
 
 // ServeHTTP is the proxy: CONNECT host:port, or a plain HTTP request in
-// absolute form.
+// absolute form; or, for requests to the proxy itself, Local.
 func (s *Sandbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		s.connect(w, r)
+		return
+	}
+	if s.Local != nil && !r.URL.IsAbs() && strings.HasPrefix(r.URL.Path, s.LocalPrefix) {
+		s.Local.ServeHTTP(w, r)
 		return
 	}
 	if !r.URL.IsAbs() || r.URL.Scheme != "http" {

@@ -21,6 +21,7 @@ var (
 	ErrTooLarge     = errors.New("too large")
 	ErrUnavailable  = errors.New("unavailable")
 	ErrUnsupported  = errors.New("unsupported")
+	ErrRateLimited  = errors.New("rate limited")
 )
 
 // Error is a classified error with a stable code and a user-safe message.
@@ -85,7 +86,7 @@ func Classify(err error) (class error, code, message string) {
 		}
 		return e.Class, e.Code, e.Message
 	}
-	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported} {
+	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported, ErrRateLimited} {
 		if errors.Is(err, c) {
 			return c, codeOf(c), c.Error()
 		}
@@ -111,6 +112,8 @@ func codeOf(class error) string {
 		return "unavailable"
 	case ErrUnsupported:
 		return "unsupported"
+	case ErrRateLimited:
+		return "rate_limited"
 	}
 	return "internal"
 }

@@ -17,6 +17,7 @@ var statuses = []struct {
 	{ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrUnsupported, http.StatusNotImplemented},
 	{ErrUnavailable, http.StatusServiceUnavailable},
+	{ErrRateLimited, http.StatusTooManyRequests},
 }
 
 // HTTPStatus returns the status, code and user-safe message for err.

@@ -12,7 +12,7 @@
 // key sees 404, as for a sandbox that does not exist. None of these
 // credentials reaches the sandbox's program.
 //
-// Lifecycle: LoadKey, then New (no side effects), Wrap around the API's
+// Lifecycle: a key (keyfile.Load), then New (no side effects), Wrap around the API's
 // handler, Close at shutdown to drop idle tunnels.
 package router
 
@@ -90,7 +90,7 @@ type Config struct {
 	// Domain is the preview domain ("localhost": every browser resolves
 	// *.localhost to the loopback, so no DNS is needed).
 	Domain string
-	// Key signs preview URLs and cookies (LoadKey); KeyBytes at least.
+	// Key signs preview URLs and cookies (keyfile.Load); KeyBytes at least.
 	Key []byte
 	// Sandboxes finds a preview's sandbox. When it also implements
 	// store.Ports, ports can be public; otherwise all are private.

@@ -2,14 +2,10 @@ package router
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -78,37 +74,4 @@ func (s signer) verify(purpose, tok string, t Target, now time.Time) (time.Time,
 		return time.Time{}, errTokenMalformed
 	}
 	return exp, nil
-}
-
-// LoadKey returns the signing key kept in path, creating it (KeyBytes
-// random bytes, hex, mode 0600) on first use, so signed URLs outlive a
-// restart. Deleting the file and restarting revokes every signed URL and
-// preview session.
-func LoadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key := make([]byte, KeyBytes)
-		rand.Read(key)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			return LoadKey(path) // another start made it meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("preview key: %w", err)
-		}
-		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-			os.Remove(path)
-			return nil, fmt.Errorf("preview key: %w", err)
-		}
-		return key, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("preview key: %w", err)
-	}
-	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) < KeyBytes {
-		return nil, fmt.Errorf("preview key %s: want %d or more bytes in hex", path, KeyBytes)
-	}
-	return key, nil
 }

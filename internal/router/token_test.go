@@ -2,8 +2,6 @@ package router
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,25 +54,5 @@ func TestTokens(t *testing.T) {
 				t.Fatalf("verify = %v, want %v", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestLoadKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "preview.key")
-	k1, err := LoadKey(path)
-	if err != nil || len(k1) != KeyBytes {
-		t.Fatalf("first LoadKey: %d bytes, %v", len(k1), err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("key file mode %v, %v", fi.Mode(), err)
-	}
-	k2, err := LoadKey(path)
-	if err != nil || !bytes.Equal(k1, k2) {
-		t.Fatalf("second LoadKey differs: %v", err)
-	}
-	os.WriteFile(path, []byte("abcd\n"), 0o600)
-	if _, err := LoadKey(path); err == nil {
-		t.Fatal("a short key was accepted")
 	}
 }

@@ -51,7 +51,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		SandboxID:    rec.ID,
 		TenantID:     rec.TenantID,
 		Template:     rec.Template,
-		Env:          rec.Env,
+		Env:          s.env(rec.ID, rec.Env),
 		Cwd:          rec.Cwd,
 		Limits:       rec.Limits,
 		Token:        ids.Token(32),

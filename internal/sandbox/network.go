@@ -10,6 +10,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
+	"github.com/hutchdev/hutch/internal/gateway"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -52,6 +53,9 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, h driver.
 		s.emit(tenancy.System(context.Background()), rec, typ, msg, data)
 	}
 	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, report)}
+	if s.gateway != nil {
+		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
+	}
 	s.egress.mu.Lock()
 	if s.egress.m == nil {
 		s.egress.m = map[string]*egressConn{}

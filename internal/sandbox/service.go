@@ -43,11 +43,12 @@ type Service struct {
 	caps   driver.Capabilities
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
-	ooms   oomCounts                      // sandbox id → OOM kills last seen
-	procs  procWatch                      // the exit watchers of background processes
-	egress egressConns                    // the egress proxies of running sandboxes
+	mu      sync.Mutex
+	agents  map[string]*agentclient.Client // sandbox id → client, for running sandboxes
+	ooms    oomCounts                      // sandbox id → OOM kills last seen
+	procs   procWatch                      // the exit watchers of background processes
+	egress  egressConns                    // the egress proxies of running sandboxes
+	gateway Gateway                        // the provider gateway, if set (gateway.go)
 
 	events *Notifier // wakes event streams on every append (events_notify.go)
 }

@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strings"
+)
+
+// A sandbox's token is "hutch_sbx_<sandbox id>.<MAC>", with MAC =
+// base64url(HMAC-SHA256(key, purpose \n sandbox id)). It names one
+// sandbox and is good while that sandbox runs: nothing is stored, and
+// deleting the key file revokes every token at the next start. The
+// purpose is the way the calls arrive, so a token for one way fails on
+// the other.
+const (
+	tokenPrefix     = "hutch_sbx_"
+	purposeChannel  = "hutch-provider-token-channel"
+	purposeListener = "hutch-provider-token-listener"
+)
+
+// MinKeyBytes is the shortest key that signs tokens.
+const MinKeyBytes = 32
+
+type tokens struct{ key []byte }
+
+func (t tokens) mac(purpose, sandboxID string) string {
+	m := hmac.New(sha256.New, t.key)
+	m.Write([]byte(purpose + "\n" + sandboxID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// issue returns sandboxID's token for purpose.
+func (t tokens) issue(purpose, sandboxID string) string {
+	return tokenPrefix + sandboxID + "." + t.mac(purpose, sandboxID)
+}
+
+// verify returns the sandbox a token for purpose names, or false.
+func (t tokens) verify(purpose, tok string) (string, bool) {
+	rest, ok := strings.CutPrefix(tok, tokenPrefix)
+	if !ok {
+		return "", false
+	}
+	id, mac, ok := strings.Cut(rest, ".")
+	if !ok || id == "" {
+		return "", false
+	}
+	if !hmac.Equal([]byte(mac), []byte(t.mac(purpose, id))) {
+		return "", false
+	}
+	return id, true
+}
+
+// credentialHeaders are where callers put a key: SDKs send the sandbox's
+// token where they would send the provider's key. All of them are removed
+// before a call goes upstream.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
+
+// presented returns the token in r, from any credential header.
+func presented(r *http.Request) string {
+	for _, h := range credentialHeaders {
+		v := strings.TrimSpace(r.Header.Get(h))
+		if after, ok := cutScheme(v, "Bearer"); ok {
+			v = after
+		}
+		if strings.HasPrefix(v, tokenPrefix) {
+			return v
+		}
+	}
+	return ""
+}
+
+// cutScheme removes an auth scheme, matched without regard to case.
+func cutScheme(v, scheme string) (string, bool) {
+	if len(v) > len(scheme) && strings.EqualFold(v[:len(scheme)], scheme) && v[len(scheme)] == ' ' {
+		return strings.TrimSpace(v[len(scheme)+1:]), true
+	}
+	return v, false
+}
