@@ -46,8 +46,3 @@ const (
 
 // EventNetworkChanged records a change of a sandbox's egress policy.
 const EventNetworkChanged = "network.changed"
-
-// EventProviderCall records one call through the provider gateway: the
-// provider, method, path, status, bytes each way and latency (never the
-// key), and for a call the gateway refused, the code it refused with.
-const EventProviderCall = "provider.call"

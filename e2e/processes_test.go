@@ -69,8 +69,10 @@ func testProcesses(t *testing.T, driver string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Counted among the sandbox's uid's processes: a process sandbox sees
+	// the host's too.
 	waitUntil(t, "the sleepers started", func() bool {
-		res, _ := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "pgrep -c -x sleep || true"}})
+		res, _ := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", `pgrep -c -x -U "$(id -u)" sleep || true`}})
 		return res != nil && strings.TrimSpace(res.Stdout) == "2"
 	})
 	if _, err := c.SignalProcess(ctx, sb.ID, q.PID, "KILL", true); err != nil {
@@ -80,7 +82,7 @@ func testProcesses(t *testing.T, driver string) {
 		t.Fatalf("after KILL to the group: %+v, %v", done, err)
 	}
 	waitUntil(t, "the sleepers gone, not zombies", func() bool {
-		res, _ := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "ps -eo stat=,comm= | grep -c -e sleep -e '^Z' || true"}})
+		res, _ := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", `ps -U "$(id -u)" -o stat=,comm= | grep -c -e sleep -e '^Z' || true`}})
 		return res != nil && strings.TrimSpace(res.Stdout) == "0"
 	})
 	list, err := c.ListProcesses(ctx, sb.ID)

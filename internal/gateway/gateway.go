@@ -12,12 +12,10 @@
 // call as a provider.call event: sandbox, provider, status, bytes and
 // latency, never the key.
 //
-// Calls arrive by two ways. A sandbox with an egress channel (the
-// namespace driver's) reaches the gateway through its agent's forwarder at
-// 127.0.0.1:3128, and the channel already names the sandbox (ForSandbox).
-// Other sandboxes call the API listener (ServeHTTP). Each way has its own
-// token, so a token read out of a sandbox with a channel is no use on the
-// API listener.
+// Calls arrive on a sandbox's egress channel, at the proxy's own address
+// (ForSandbox): the channel names the sandbox, and the token must be that
+// sandbox's. The gateway is not on the API listener, so a token that
+// leaves its sandbox is no use anywhere else.
 package gateway
 
 import (
@@ -34,24 +32,13 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// Prefix is the gateway's path, on the API listener and on a sandbox's
-// egress channel.
-const Prefix = "/provider/v1/"
-
-// channelURL is the gateway as a sandbox with an egress channel sees it.
-const channelURL = "http://" + agentproto.EgressAddr + "/provider/v1"
-
-// The environment variables a sandbox finds the gateway by.
-const (
-	EnvURL   = "HUTCH_PROVIDER_URL"
-	EnvToken = "HUTCH_PROVIDER_TOKEN"
-)
+// Prefix is the gateway's path on a sandbox's egress channel.
+const Prefix = api.ProviderPath + "/"
 
 // SandboxGetter finds a sandbox by ID (called with a system context).
 type SandboxGetter interface {
@@ -72,10 +59,7 @@ type EventAppender interface {
 type Config struct {
 	Providers []Provider
 	// Key signs sandbox tokens; at least MinKeyBytes.
-	Key []byte
-	// URL is the gateway on the API listener (http://host:port/provider/v1),
-	// given to sandboxes that have no egress channel.
-	URL       string
+	Key       []byte
 	Sandboxes SandboxGetter
 	Keys      Keys
 	Events    EventAppender
@@ -136,42 +120,31 @@ func (g *Gateway) Close() {
 	}
 }
 
-// Env is what sandboxID's processes call the gateway with: its URL, by
-// the egress channel when the sandbox has one, and the sandbox's token for
-// that way. It is nil when no provider is configured.
-func (g *Gateway) Env(sandboxID string, channel bool) map[string]string {
-	if len(g.providers) == 0 {
-		return nil
-	}
-	if channel {
-		return map[string]string{EnvURL: channelURL, EnvToken: g.tokens.issue(purposeChannel, sandboxID)}
-	}
-	return map[string]string{EnvURL: g.cfg.URL, EnvToken: g.tokens.issue(purposeListener, sandboxID)}
-}
-
-// ServeHTTP serves calls on the API listener, where the token alone names
-// the sandbox.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.serve(w, r, purposeListener, "")
+// Env is the part of sandboxID's environment the gateway gives: the
+// sandbox's token. (The gateway's URL is the egress proxy's own address,
+// which the driver knows and sets.)
+func (g *Gateway) Env(sandboxID string) map[string]string {
+	return map[string]string{api.EnvProviderToken: g.tokens.issue(sandboxID)}
 }
 
 // ForSandbox serves the calls on sandboxID's egress channel.
 func (g *Gateway) ForSandbox(sandboxID string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.serve(w, r, purposeChannel, sandboxID)
+		g.serve(w, r, sandboxID)
 	})
 }
 
-// serve checks a call, in order: the token (and on a channel, that it is
-// the channel's sandbox), the sandbox running, the provider, the path, the
-// limits, the key; then proxies it. Every call past the token is audited.
-func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, purpose, channel string) {
+// serve checks a call on channel's egress channel, in order: the token
+// (the channel's sandbox's), the sandbox running, the provider, the path,
+// the limits, the key; then proxies it. Every call past the token is
+// audited.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) {
 	c := &call{method: r.Method, start: time.Now()}
-	id, ok := g.tokens.verify(purpose, presented(r))
-	if !ok || (channel != "" && id != channel) {
+	id, ok := g.tokens.verify(presented(r))
+	if !ok || id != channel {
 		g.log.Warn("provider call refused", "sandbox.id", channel, "reason", "token")
 		g.fail(w, c, errdefs.New(errdefs.ErrUnauthorized, "provider_token_invalid",
-			"send this sandbox's $%s as the API key (Authorization: Bearer, x-api-key or api-key)", EnvToken))
+			"send this sandbox's $%s as the API key (Authorization: Bearer, x-api-key or api-key)", api.EnvProviderToken))
 		return
 	}
 	rec, err := g.cfg.Sandboxes.GetSandbox(tenancy.System(r.Context()), id)

@@ -130,8 +130,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gw, err = New(Config{Providers: provs, Key: mk32(), URL: "http://127.0.0.1:7070/provider/v1",
-		Sandboxes: st, Keys: e.sec, Events: st, Log: log})
+	e.gw, err = New(Config{Providers: provs, Key: mk32(), Sandboxes: st, Keys: e.sec, Events: st, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +244,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // key.
 func TestKeyInjected(t *testing.T) {
 	e := newEnv(t, echo, oneProvider)
-	tok := e.gw.Env(e.sandbox, true)[EnvToken]
+	tok := e.gw.Env(e.sandbox)[api.EnvProviderToken]
 	srv := e.channel(e.sandbox)
 	body := `{"model":"m","messages":[]}`
 	resp, got := send(t, srv, "POST", "/provider/v1/up/chat/completions?stream=false", body, map[string]string{
@@ -307,57 +306,51 @@ func TestKeyInjected(t *testing.T) {
 	}
 }
 
-// TestTokens: each way takes only its own token, of its own sandbox,
-// while that sandbox runs.
+// TestTokens: a channel takes only its own sandbox's token, while that
+// sandbox runs.
 func TestTokens(t *testing.T) {
 	e := newEnv(t, echo, oneProvider)
 	other := e.newSandbox(e.tenant)
-	chanTok := e.gw.Env(e.sandbox, true)[EnvToken]
-	listenTok := e.gw.Env(e.sandbox, false)[EnvToken]
-	if env := e.gw.Env(e.sandbox, true); env[EnvURL] != "http://127.0.0.1:3128/provider/v1" {
-		t.Errorf("channel env %v", env)
-	}
-	if env := e.gw.Env(e.sandbox, false); env[EnvURL] != "http://127.0.0.1:7070/provider/v1" {
-		t.Errorf("listener env %v", env)
+	env := e.gw.Env(e.sandbox)
+	tok := env[api.EnvProviderToken]
+	if len(env) != 1 || !strings.HasPrefix(tok, tokenPrefix+e.sandbox+".") {
+		t.Errorf("env %v, want the sandbox's token alone", env)
 	}
 	ch := e.channel(e.sandbox)
-	listener := httptest.NewServer(e.gw)
-	defer listener.Close()
 	const path = "/provider/v1/up/models"
 
 	for _, h := range []map[string]string{
-		bearer(chanTok),
-		{"X-Api-Key": chanTok},
-		{"Api-Key": chanTok},
-		{"Authorization": "bearer " + chanTok},
+		bearer(tok),
+		{"X-Api-Key": tok},
+		{"Api-Key": tok},
+		{"Authorization": "bearer " + tok},
 	} {
 		if resp, body := send(t, ch, "GET", path, "", h); resp.StatusCode != 200 {
-			t.Errorf("channel with its token in %v: %d %s", h, resp.StatusCode, body)
+			t.Errorf("its token in %v: %d %s", h, resp.StatusCode, body)
 		}
 	}
-	if resp, body := send(t, listener, "GET", path, "", bearer(listenTok)); resp.StatusCode != 200 {
-		t.Errorf("listener with its token: %d %s", resp.StatusCode, body)
+	otherKey := make([]byte, 32)
+	foreign, err := New(Config{Key: otherKey})
+	if err != nil {
+		t.Fatal(err)
 	}
-	forged := chanTok[:len(chanTok)-2] + "xx"
-	for what, c := range map[string]struct {
-		srv *httptest.Server
-		hdr map[string]string
-	}{
-		"no token":                          {ch, nil},
-		"the provider's key":                {ch, bearer(theKey)},
-		"a forged token":                    {ch, bearer(forged)},
-		"the listener's token on a channel": {ch, bearer(listenTok)},
-		"a channel token on the listener":   {listener, bearer(chanTok)},
-		"another sandbox's channel token":   {ch, bearer(e.gw.Env(other, true)[EnvToken])},
+	for what, hdr := range map[string]map[string]string{
+		"no token":                       nil,
+		"the provider's key":             bearer(theKey),
+		"a forged token":                 bearer(tok[:len(tok)-2] + "xx"),
+		"another server's token":         bearer(foreign.Env(e.sandbox)[api.EnvProviderToken]),
+		"another sandbox's token":        bearer(e.gw.Env(other)[api.EnvProviderToken]),
+		"a token without its MAC":        bearer(tokenPrefix + e.sandbox),
+		"a token for another ID and MAC": bearer(tokenPrefix + other + "." + strings.SplitN(tok, ".", 2)[1]),
 	} {
-		resp, body := send(t, c.srv, "GET", path, "", c.hdr)
+		resp, body := send(t, ch, "GET", path, "", hdr)
 		wantRefused(t, what, resp, body, 401, "provider_token_invalid")
 	}
 	e.setState(e.sandbox, api.StateStopped)
-	resp, body := send(t, ch, "GET", path, "", bearer(chanTok))
+	resp, body := send(t, ch, "GET", path, "", bearer(tok))
 	wantRefused(t, "a stopped sandbox", resp, body, 401, "sandbox_not_running")
-	if n := e.upstream.count(); n != 5 {
-		t.Errorf("the upstream saw %d calls, want the 5 accepted", n)
+	if n := e.upstream.count(); n != 4 {
+		t.Errorf("the upstream saw %d calls, want the 4 accepted", n)
 	}
 }
 
@@ -369,7 +362,7 @@ func TestRefusals(t *testing.T) {
 		return []Provider{{Name: "up", BaseURL: base, Secret: "UP_KEY", MaxRequestBytes: 64},
 			{Name: "nokey", BaseURL: base, Secret: "NOT_SET"}}
 	})
-	tok := bearer(e.gw.Env(e.sandbox, true)[EnvToken])
+	tok := bearer(e.gw.Env(e.sandbox)[api.EnvProviderToken])
 	ch := e.channel(e.sandbox)
 
 	resp, body := send(t, ch, "GET", "/provider/v1/nope/x", "", tok)
@@ -385,7 +378,7 @@ func TestRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(conn, "GET /provider/v1/up/../../admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+e.gw.Env(e.sandbox, true)[EnvToken]+"\r\nConnection: close\r\n\r\n")
+	io.WriteString(conn, "GET /provider/v1/up/../../admin HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+e.gw.Env(e.sandbox)[api.EnvProviderToken]+"\r\nConnection: close\r\n\r\n")
 	raw, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	conn.Close()
 	if err != nil || raw.StatusCode != 400 {
@@ -425,7 +418,7 @@ func TestSharedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := e.newSandbox(b)
-	resp, body := send(t, e.channel(sb), "GET", "/provider/v1/shared/v", "", map[string]string{"X-Api-Key": e.gw.Env(sb, true)[EnvToken]})
+	resp, body := send(t, e.channel(sb), "GET", "/provider/v1/shared/v", "", map[string]string{"X-Api-Key": e.gw.Env(sb)[api.EnvProviderToken]})
 	if resp.StatusCode != 200 {
 		t.Fatalf("shared key: %d %s", resp.StatusCode, body)
 	}
@@ -442,7 +435,7 @@ func TestQueryKey(t *testing.T) {
 	e := newEnv(t, echo, func(base string) []Provider {
 		return []Provider{{Name: "q", BaseURL: base, Secret: "UP_KEY", Query: "key"}}
 	})
-	tok := e.gw.Env(e.sandbox, true)[EnvToken]
+	tok := e.gw.Env(e.sandbox)[api.EnvProviderToken]
 	resp, body := send(t, e.channel(e.sandbox), "GET", "/provider/v1/q/search?key=mine&q=go", "", map[string]string{"X-Goog-Api-Key": tok})
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
@@ -465,7 +458,7 @@ func TestUpstreamDown(t *testing.T) {
 		ln.Close()
 		return []Provider{{Name: "down", BaseURL: "http://" + addr + "/v1", Secret: "UP_KEY", Query: "key"}}
 	})
-	resp, body := send(t, e.channel(e.sandbox), "GET", "/provider/v1/down/x", "", bearer(e.gw.Env(e.sandbox, true)[EnvToken]))
+	resp, body := send(t, e.channel(e.sandbox), "GET", "/provider/v1/down/x", "", bearer(e.gw.Env(e.sandbox)[api.EnvProviderToken]))
 	wantRefused(t, "upstream down", resp, body, 503, "provider_unreachable")
 	if strings.Contains(e.logs.String(), theKey) || strings.Contains(body, theKey) {
 		t.Error("the key leaked with an upstream's failure")
@@ -488,7 +481,7 @@ func TestRateLimit(t *testing.T) {
 		return []Provider{{Name: "up", BaseURL: base, Secret: "UP_KEY", RequestsPerMinute: 1, Burst: 2},
 			{Name: "one", BaseURL: base, Secret: "UP_KEY", MaxConcurrent: 1}}
 	})
-	tok := bearer(e.gw.Env(e.sandbox, true)[EnvToken])
+	tok := bearer(e.gw.Env(e.sandbox)[api.EnvProviderToken])
 	ch := e.channel(e.sandbox)
 	for i := range 2 {
 		if resp, body := send(t, ch, "GET", "/provider/v1/up/x", "", tok); resp.StatusCode != 200 {
@@ -502,7 +495,7 @@ func TestRateLimit(t *testing.T) {
 	}
 	// Another sandbox has its own bucket.
 	other := e.newSandbox(e.tenant)
-	if resp, body := send(t, e.channel(other), "GET", "/provider/v1/up/x", "", bearer(e.gw.Env(other, true)[EnvToken])); resp.StatusCode != 200 {
+	if resp, body := send(t, e.channel(other), "GET", "/provider/v1/up/x", "", bearer(e.gw.Env(other)[api.EnvProviderToken])); resp.StatusCode != 200 {
 		t.Errorf("another sandbox: %d %s", resp.StatusCode, body)
 	}
 
@@ -551,7 +544,7 @@ func TestStreams(t *testing.T) {
 			c.Close(websocket.StatusNormalClosure, "")
 		}
 	}, oneProvider)
-	tok := e.gw.Env(e.sandbox, true)[EnvToken]
+	tok := e.gw.Env(e.sandbox)[api.EnvProviderToken]
 	ch := e.channel(e.sandbox)
 
 	req, _ := http.NewRequest("POST", ch.URL+"/provider/v1/up/sse", strings.NewReader("{}"))
@@ -591,16 +584,12 @@ func TestStreams(t *testing.T) {
 	}
 }
 
-// TestNoProviders: with none configured, sandboxes get no gateway
-// environment.
+// TestNoProviders: with none configured, every call is a clear 404 and
+// a short key is refused.
 func TestNoProviders(t *testing.T) {
-	g, err := New(Config{Key: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env := g.Env("x", true); env != nil {
-		t.Errorf("env %v", env)
-	}
+	e := newEnv(t, echo, func(string) []Provider { return nil })
+	resp, body := send(t, e.channel(e.sandbox), "GET", "/provider/v1/openai/models", "", bearer(e.gw.Env(e.sandbox)[api.EnvProviderToken]))
+	wantRefused(t, "no providers", resp, body, 404, "provider_not_found")
 	if _, err := New(Config{Key: make([]byte, 8)}); err == nil {
 		t.Error("a short key was taken")
 	}

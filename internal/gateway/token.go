@@ -9,15 +9,12 @@ import (
 )
 
 // A sandbox's token is "hutch_sbx_<sandbox id>.<MAC>", with MAC =
-// base64url(HMAC-SHA256(key, purpose \n sandbox id)). It names one
+// base64url(HMAC-SHA256(key, tokenPurpose \n sandbox id)). It names one
 // sandbox and is good while that sandbox runs: nothing is stored, and
-// deleting the key file revokes every token at the next start. The
-// purpose is the way the calls arrive, so a token for one way fails on
-// the other.
+// deleting the key file revokes every token at the next start.
 const (
-	tokenPrefix     = "hutch_sbx_"
-	purposeChannel  = "hutch-provider-token-channel"
-	purposeListener = "hutch-provider-token-listener"
+	tokenPrefix  = "hutch_sbx_"
+	tokenPurpose = "hutch-provider-token"
 )
 
 // MinKeyBytes is the shortest key that signs tokens.
@@ -25,19 +22,19 @@ const MinKeyBytes = 32
 
 type tokens struct{ key []byte }
 
-func (t tokens) mac(purpose, sandboxID string) string {
+func (t tokens) mac(sandboxID string) string {
 	m := hmac.New(sha256.New, t.key)
-	m.Write([]byte(purpose + "\n" + sandboxID))
+	m.Write([]byte(tokenPurpose + "\n" + sandboxID))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// issue returns sandboxID's token for purpose.
-func (t tokens) issue(purpose, sandboxID string) string {
-	return tokenPrefix + sandboxID + "." + t.mac(purpose, sandboxID)
+// issue returns sandboxID's token.
+func (t tokens) issue(sandboxID string) string {
+	return tokenPrefix + sandboxID + "." + t.mac(sandboxID)
 }
 
-// verify returns the sandbox a token for purpose names, or false.
-func (t tokens) verify(purpose, tok string) (string, bool) {
+// verify returns the sandbox a token names, or false.
+func (t tokens) verify(tok string) (string, bool) {
 	rest, ok := strings.CutPrefix(tok, tokenPrefix)
 	if !ok {
 		return "", false
@@ -46,7 +43,7 @@ func (t tokens) verify(purpose, tok string) (string, bool) {
 	if !ok || id == "" {
 		return "", false
 	}
-	if !hmac.Equal([]byte(mac), []byte(t.mac(purpose, id))) {
+	if !hmac.Equal([]byte(mac), []byte(t.mac(id))) {
 		return "", false
 	}
 	return id, true

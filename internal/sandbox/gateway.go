@@ -8,10 +8,10 @@ import (
 )
 
 // Gateway is the provider gateway as sandboxes meet it (internal/gateway):
-// the environment that points a sandbox's processes at it, and its
-// handler for one sandbox's egress channel.
+// the environment a sandbox's processes call it with, and its handler on
+// one sandbox's egress channel, the only way to it.
 type Gateway interface {
-	Env(sandboxID string, channel bool) map[string]string
+	Env(sandboxID string) map[string]string
 	ForSandbox(sandboxID string) http.Handler
 }
 
@@ -20,20 +20,16 @@ type Gateway interface {
 func (s *Service) SetGateway(g Gateway) { s.gateway = g }
 
 // env is a new sandbox's environment: the caller's, and over it the
-// gateway's, which is not stored (its token is not the caller's to read).
+// gateway's when the sandbox has an egress channel. The gateway's part is
+// not stored: its token is the sandbox's, not the caller's to read.
 func (s *Service) env(id string, callers map[string]string) map[string]string {
-	if s.gateway == nil {
-		return callers
-	}
-	_, channel := s.driver.(driver.Egresser)
-	extra := s.gateway.Env(id, channel)
-	if len(extra) == 0 {
+	if _, channel := s.driver.(driver.Egresser); !channel || s.gateway == nil {
 		return callers
 	}
 	out := maps.Clone(callers)
 	if out == nil {
 		out = map[string]string{}
 	}
-	maps.Copy(out, extra)
+	maps.Copy(out, s.gateway.Env(id))
 	return out
 }

@@ -3,8 +3,6 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"path/filepath"
 	"strings"
 
@@ -16,9 +14,8 @@ import (
 )
 
 // newGateway builds the provider gateway from the operator's providers
-// file; with none, it serves only refusals and sandboxes get no gateway
-// environment.
-func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events gateway.EventAppender, addr net.Addr, log *slog.Logger) (*gateway.Gateway, error) {
+// file; with none, it refuses every call as naming no provider.
+func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events gateway.EventAppender, log *slog.Logger) (*gateway.Gateway, error) {
 	var providers []gateway.Provider
 	if cfg.Providers != "" {
 		var err error
@@ -37,23 +34,5 @@ func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events 
 	if len(providers) > 0 {
 		log.Info("provider gateway", "providers", strings.Join(names, ","))
 	}
-	return gateway.New(gateway.Config{Providers: providers, Key: key, URL: listenerURL(addr) + "/provider/v1",
-		Sandboxes: st, Keys: sec, Events: events, Log: log})
-}
-
-// listenerURL is how a process on this host reaches the API listener: an
-// unspecified address (all interfaces) is reached on loopback.
-func listenerURL(addr net.Addr) string {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return "http://" + addr.String()
-	}
-	ip := ap.Addr()
-	switch {
-	case ip.IsUnspecified() && ip.Is4():
-		ip = netip.MustParseAddr("127.0.0.1")
-	case ip.IsUnspecified():
-		ip = netip.IPv6Loopback()
-	}
-	return "http://" + netip.AddrPortFrom(ip, ap.Port()).String()
+	return gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: st, Keys: sec, Events: events, Log: log})
 }

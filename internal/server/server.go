@@ -20,7 +20,6 @@ import (
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/egress"
-	"github.com/hutchdev/hutch/internal/gateway"
 	"github.com/hutchdev/hutch/internal/httpapi"
 	"github.com/hutchdev/hutch/internal/keyfile"
 	"github.com/hutchdev/hutch/internal/router"
@@ -92,19 +91,6 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if c, ok := drv.(io.Closer); ok {
 		s.onClose("driver", func(context.Context) error { return c.Close() })
 	}
-	// Listen before building the sandbox service: sandboxes without an
-	// egress channel reach the provider gateway at this address.
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	s.addr = ln.Addr()
-	s.onClose("listener", func(context.Context) error {
-		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		return nil
-	})
 	svc := sandbox.New(sandbox.Config{
 		DefaultTemplate: "host",
 		DefaultLimits:   cfg.DefaultLimits,
@@ -118,7 +104,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}, st, drv, log)
 	// Secret events go through svc, which wakes the tenant's event streams.
 	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, svc, log)
-	gw, err := newGateway(cfg, st, sec, svc, s.addr, log)
+	gw, err := newGateway(cfg, st, sec, svc, log)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +119,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 
-	apiHandler := httpapi.New(httpapi.Config{
+	handler := httpapi.New(httpapi.Config{
 		Sandboxes:    svc,
 		Secrets:      sec,
 		Store:        st,
@@ -143,12 +129,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 	})
-	handler := http.NewServeMux()
-	handler.Handle(gateway.Prefix, gw)
-	handler.Handle("/", apiHandler)
 	// Previews: a request for <port>-<sandbox id>.<preview domain> goes to
 	// the router, which tunnels it through the sandbox's agent; the rest
-	// to the API and the gateway.
+	// to the API.
 	previewKey, err := keyfile.Load(filepath.Join(cfg.DataDir, "preview.key"), router.KeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("preview key: %w", err)
@@ -159,6 +142,11 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, fmt.Errorf("previews: %w", err)
 	}
 	s.onClose("preview tunnels", func(context.Context) error { previews.Close(); return nil })
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	s.addr = ln.Addr()
 	srv := &http.Server{Handler: previews.Wrap(handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

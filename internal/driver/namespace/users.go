@@ -1,10 +1,12 @@
 package namespace
 
 import (
+	"maps"
 	"strconv"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
+	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/envelope"
 )
 
@@ -56,7 +58,7 @@ func (a account) caps() *confine.Caps {
 // env is every command's base environment; the caller's env is laid over
 // it.
 func (a account) env(id, shell string) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"HOME":             a.home,
 		"USER":             a.name,
 		"LOGNAME":          a.name,
@@ -66,18 +68,12 @@ func (a account) env(id, shell string) map[string]string {
 		"TMPDIR":           "/tmp",
 		"HOSTNAME":         id,
 		"HUTCH_SANDBOX_ID": id,
-		// Everything leaves through the agent's forwarder to the control
-		// plane's egress proxy: the sandbox has no other way out.
-		"HTTP_PROXY": proxyURL, "HTTPS_PROXY": proxyURL, "http_proxy": proxyURL, "https_proxy": proxyURL,
-		"NO_PROXY": noProxy, "no_proxy": noProxy,
 	}
+	// Everything leaves through the agent's forwarder to the control
+	// plane's egress proxy: the sandbox has no other way out.
+	maps.Copy(env, driver.ProxyEnv("http://"+agentproto.EgressAddr))
+	return env
 }
-
-// The sandbox's proxy settings.
-const (
-	proxyURL = "http://" + agentproto.EgressAddr
-	noProxy  = "localhost,127.0.0.1,::1"
-)
 
 // sandboxEtc is the sandbox's own /etc files, written into its upper layer
 // (so root inside may change them): its accounts, its name and its hosts.

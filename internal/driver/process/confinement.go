@@ -26,8 +26,9 @@ var systemReadOnly = []string{
 // /dev/pts, terminals for background processes).
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
 
-// confinement is what the agent applies to itself for one sandbox.
-func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool) *confine.Config {
+// confinement is what the agent applies to itself for one sandbox: TCP
+// only to its egress proxy's port.
+func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool, egressPort uint16) *confine.Config {
 	ro := append([]string{d.agentPath}, systemReadOnly...)
 	rw := append([]string{root}, devices...)
 	c := &confine.Config{
@@ -35,10 +36,11 @@ func (d *Driver) confinement(root string, limits api.Limits, perSandboxUID bool)
 		Seccomp:         true,
 		RestrictSockets: true,
 		Landlock: &confine.Landlock{
-			ReadOnly:  ro,
-			ReadWrite: rw,
-			DenyTCP:   true,
-			Scope:     true,
+			ReadOnly:     ro,
+			ReadWrite:    rw,
+			DenyTCP:      true,
+			ConnectPorts: []uint16{egressPort},
+			Scope:        true,
 		},
 		Rlimits: []confine.Rlimit{{Resource: "core", Cur: 0, Max: 0}},
 	}

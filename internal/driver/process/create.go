@@ -97,8 +97,17 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	if err := prepareDirs(sp.st, workdir); err != nil {
 		return nil, sp.st, err
 	}
+	port, err := d.openEgress(dir)
+	if err != nil {
+		return nil, sp.st, err
+	}
+	sp.st.EgressPort = port
+	if err := launch.WriteState(dir, sp.st); err != nil {
+		return nil, sp.st, err
+	}
 	root := filepath.Join(dir, "root")
 	env := baseEnv(spec.SandboxID, root, sp.st.UID)
+	maps.Copy(env, driver.ProxyEnv(proxyURL(port)))
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
 	ev := &envelope.Envelope{
@@ -110,7 +119,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		Workdir:        workdir,
 		Env:            env,
 		MaxFileBytes:   spec.MaxFileBytes,
-		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0),
+		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0, port),
 		CommandRlimits: commandRlimits(spec.Limits),
 		Prlimit:        d.prlimit,
 	}

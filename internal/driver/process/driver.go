@@ -54,6 +54,7 @@ type Driver struct {
 	pool      *warm.Pool[*spawned]
 	trash     *launch.Trash
 	prlimit   string // util-linux's prlimit(1), "" when the host has none
+	held      heldListeners
 }
 
 // New returns the driver. It creates Dir; it starts nothing.
@@ -124,7 +125,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 		StartStop: true,
 		Limits:    driver.LimitCaps{Memory: true},
 		Degraded: []string{
-			"process driver: no namespaces; host processes are visible and the host network stack is shared (TCP is denied by Landlock where the kernel supports it)",
+			"process driver: no namespaces; host processes are visible and the host network stack is shared (TCP is denied by Landlock, but to the sandbox's egress proxy, where the kernel supports it)",
 			"process driver: memory limit is per process (RLIMIT_DATA), not per sandbox",
 			"process driver: cpu limit is not enforced",
 		},

@@ -29,6 +29,7 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 }
 
 func (d *Driver) teardown(ctx context.Context, st state) error {
+	d.dropEgress(st.Dir)
 	if err := d.killAll(ctx, st); err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ type state struct {
 	UID       uint32 `json:"uid,omitempty"`
 	Pid       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"` // /proc/<pid>/stat field 22, guards against pid reuse
+	// EgressPort is the sandbox's egress proxy on the host's loopback
+	// (egress.go).
+	EgressPort uint16 `json:"egress_port,omitempty"`
 }
 
 func readState(dir string) (state, error) {
