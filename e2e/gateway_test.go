@@ -73,19 +73,25 @@ func (l *llmStandIn) last(t *testing.T) http.Header {
 	return l.seen[len(l.seen)-1]
 }
 
-// startGatewayServer runs hutch serve on driver with one provider, llm,
-// whose key is in the admin tenant's secret LLM_KEY.
-func startGatewayServer(t *testing.T, driver string, llm *llmStandIn) (*server, *fullLog) {
+// startGatewayServer runs hutch serve on driver over dir (a new one when
+// empty) with one provider, llm, whose key is in the admin tenant's
+// secret LLM_KEY.
+func startGatewayServer(t *testing.T, driver string, llm *llmStandIn, dir string) (*server, *fullLog) {
 	t.Helper()
-	dir := t.TempDir()
+	fresh := dir == ""
+	if fresh {
+		dir = t.TempDir()
+	}
 	file := filepath.Join(dir, "providers.yaml")
 	doc := fmt.Sprintf("providers:\n  - name: llm\n    base_url: %s/v1\n    secret: LLM_KEY\n", llm.URL)
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s, logs := startLoggedServer(t, filepath.Join(dir, "data"), nil, "--driver", driver, "--providers", file)
-	if _, err := s.client().CreateSecret(context.Background(), api.CreateSecretRequest{Name: "LLM_KEY", Value: providerKey}); err != nil {
-		t.Fatal(err)
+	if fresh {
+		if _, err := s.client().CreateSecret(context.Background(), api.CreateSecretRequest{Name: "LLM_KEY", Value: providerKey}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s, logs
 }
@@ -109,7 +115,7 @@ func sh(t *testing.T, c *client.Client, id, script string) string {
 // log or any API answer.
 func TestProviderGateway(t *testing.T) {
 	llm := startLLM(t)
-	s, logs := startGatewayServer(t, "namespace", llm)
+	s, logs := startGatewayServer(t, "namespace", llm, "")
 	c := s.client()
 	ctx := context.Background()
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Root: true, Network: &api.NetworkPolicy{Egress: api.EgressNone}})
@@ -244,23 +250,33 @@ func TestProviderGateway(t *testing.T) {
 
 // TestProviderGatewayProcessDriver: a process-driver sandbox's egress
 // proxy is a loopback port of its own, the only TCP port Landlock lets it
-// connect to; the gateway is there too.
+// connect to; the gateway is there too, and still after a stop and start
+// of the sandbox and a restart of the server.
 func TestProviderGatewayProcessDriver(t *testing.T) {
 	llm := startLLM(t)
-	s, _ := startGatewayServer(t, "process", llm)
+	dir := t.TempDir()
+	s, _ := startGatewayServer(t, "process", llm, dir)
 	c := s.client()
-	sb, err := c.CreateSandbox(context.Background(), api.CreateSandboxRequest{})
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: "LLM_KEY", Value: providerKey}); err != nil {
 		t.Fatal(err)
 	}
 	env := strings.Fields(sh(t, c, sb.ID, `echo "$HTTP_PROXY $HUTCH_PROVIDER_URL"`))
 	if len(env) != 2 || !strings.HasPrefix(env[0], "http://127.0.0.1:") || env[1] != env[0]+"/provider/v1" {
 		t.Fatalf("proxy and gateway environment: %q", env)
 	}
-	got := sh(t, c, sb.ID, `curl -sS -H "Authorization: Bearer $HUTCH_PROVIDER_TOKEN" -d hi "$HUTCH_PROVIDER_URL/llm/chat"`)
-	if got != `{"echo":"hi"}` || llm.last(t).Get("Authorization") != "Bearer "+providerKey {
-		t.Fatalf("the call: %q, provider saw %v", got, llm.last(t))
+	gatewayCall := func(what string, c *client.Client) {
+		t.Helper()
+		got := sh(t, c, sb.ID, `curl -sS -H "Authorization: Bearer $HUTCH_PROVIDER_TOKEN" -d hi "$HUTCH_PROVIDER_URL/llm/chat"`)
+		if got != `{"echo":"hi"}` || llm.last(t).Get("Authorization") != "Bearer "+providerKey {
+			t.Fatalf("the call %s: %q, provider saw %v", what, got, llm.last(t))
+		}
 	}
+	gatewayCall("after create", c)
 	// The provider straight, not through the proxy: Landlock refuses the
 	// connection (where the kernel has Landlock's network rules).
 	if code := sh(t, c, sb.ID, `curl -s -o /dev/null -w '%{http_code}' --noproxy '*' `+llm.URL+`/v1/chat || true`); code != "000" {
@@ -270,4 +286,15 @@ func TestProviderGatewayProcessDriver(t *testing.T) {
 	if code := sh(t, c, sb.ID, `curl -s -o /dev/null -w '%{http_code}' --noproxy '' -x "$HTTP_PROXY" `+llm.URL+`/v1/chat || true`); code != "403" {
 		t.Errorf("host loopback through the proxy under public: %s", code)
 	}
+
+	if _, err := c.StopSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	gatewayCall("after a stop and start", c)
+	s.stop(false)
+	s2, _ := startGatewayServer(t, "process", llm, dir)
+	gatewayCall("after a restart of the server", s2.client())
 }
