@@ -289,7 +289,11 @@ func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(flushWriter{w}, resp.Body)
+	if resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_, _ = io.Copy(w, resp.Body) // a body of known length goes out in full buffers
+	} else {
+		_, _ = io.Copy(flushWriter{w}, resp.Body)
+	}
 	s.done(host, port, decision, counted.written.Load(), counted.read.Load())
 }
 
@@ -313,7 +317,8 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// flushWriter flushes after every write, so streamed responses stream.
+// flushWriter flushes after every write, so streamed responses (event
+// streams, bodies of unknown length) stream.
 type flushWriter struct{ w http.ResponseWriter }
 
 func (f flushWriter) Write(p []byte) (int, error) {

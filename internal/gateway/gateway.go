@@ -236,8 +236,9 @@ func (g *Gateway) proxy(p *provider, target *url.URL, cred string, c *call) *htt
 				pr.Out.Body = &countingBody{ReadCloser: pr.Out.Body, n: &c.out}
 			}
 		},
-		Transport:     p.transport,
-		FlushInterval: -1, // every write at once: LLM answers stream
+		// FlushInterval 0: ReverseProxy flushes streamed answers (event
+		// streams, bodies of unknown length) write by write by itself.
+		Transport: p.transport,
 		ModifyResponse: func(resp *http.Response) error {
 			c.status.Store(int32(resp.StatusCode))
 			c.ttfb.Store(int64(time.Since(c.start)))

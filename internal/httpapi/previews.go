@@ -90,6 +90,7 @@ func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	rt.Forget(t.SandboxID)
 	writeJSON(w, http.StatusOK, portOf(rt, r, p))
 }
 

@@ -20,7 +20,7 @@ import (
 // Bounds of the proxy's tunnels.
 const (
 	dialTimeout     = 10 * time.Second
-	idleTunnels     = 16 // kept per sandbox port
+	idleTunnels     = 256 // kept per sandbox port
 	idleTunnelsAll  = 1024
 	idleTunnelAfter = 60 * time.Second
 )
@@ -30,9 +30,11 @@ const (
 const tunnelSuffix = ".sandbox"
 
 // newProxy builds the reverse proxy: its transport dials a tunnel per
-// connection and keeps idle ones for reuse; responses are flushed as they
-// come (FlushInterval -1), so event streams are not buffered; upgrades
-// (WebSocket) pass through; compression is left to the two ends.
+// connection and keeps idle ones for reuse; streamed responses (event
+// streams, and any body of unknown length) are flushed write by write,
+// which ReverseProxy does by itself, while a body of known length goes
+// out in full buffers; upgrades (WebSocket) pass through; compression is
+// left to the two ends.
 func (rt *Router) newProxy() (*http.Transport, *httputil.ReverseProxy) {
 	tr := &http.Transport{
 		DialContext:           rt.dialTunnel,
@@ -44,11 +46,10 @@ func (rt *Router) newProxy() (*http.Transport, *httputil.ReverseProxy) {
 		ForceAttemptHTTP2:     false,
 	}
 	return tr, &httputil.ReverseProxy{
-		Rewrite:       rt.rewrite,
-		Transport:     tr,
-		FlushInterval: -1,
-		ErrorHandler:  rt.proxyError,
-		ErrorLog:      slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
+		Rewrite:      rt.rewrite,
+		Transport:    tr,
+		ErrorHandler: rt.proxyError,
+		ErrorLog:     slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
 	}
 }
 

@@ -114,6 +114,7 @@ type Router struct {
 	ports  store.Ports // nil: every port is private
 	tr     *http.Transport
 	proxy  *httputil.ReverseProxy
+	cache  lookups // lookup.go
 }
 
 // New checks cfg and builds the router.
@@ -220,17 +221,12 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 // handle finds the sandbox, authorizes, and proxies.
 func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	t := ex.target
-	sys := tenancy.System(r.Context())
-	sb, err := rt.cfg.Sandboxes.GetSandbox(sys, t.SandboxID)
-	switch {
-	case errors.Is(err, errdefs.ErrNotFound):
-		sb = nil
-	case err != nil:
+	sb, public, err := rt.find(tenancy.System(r.Context()), t)
+	if err != nil {
 		rt.log.Error("preview: read sandbox", "sandbox.id", t.SandboxID, "err", err)
 		rt.fail(w, r, ex, pageInternal, "internal")
 		return
 	}
-	public := sb != nil && rt.isPublic(sys, t)
 	if !rt.authorize(w, r, ex, sb, public) {
 		return
 	}

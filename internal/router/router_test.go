@@ -345,8 +345,11 @@ func TestRouterWithKey(t *testing.T) {
 	case saw.URI != "/headers?a=1&b=%20":
 		t.Errorf("request URI %q", saw.URI)
 	}
-	// An Authorization of the app's own passes.
+	// An Authorization of the app's own passes. (The API forgets what the
+	// router read when it changes a port; here the store is changed
+	// directly.)
 	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: true})
+	e.rt.Forget(idRunning)
 	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Authorization": "Basic dXNlcjpwdw=="})
 	wantStatus(t, "public with Basic auth", resp, body, 200, "")
 	json.Unmarshal([]byte(body), &saw)
@@ -441,8 +444,45 @@ func TestRouterPublicPort(t *testing.T) {
 	resp, body = e.get(idRunning, 4000, "/headers", nil)
 	wantStatus(t, "another port stays private", resp, body, 401, "preview_private")
 	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: false})
+	e.rt.Forget(idRunning)
 	resp, body = e.get(idRunning, appPort, "/headers", nil)
 	wantStatus(t, "private again", resp, body, 401, "preview_private")
+}
+
+// TestRouterLookupCache: what the router read of a running sandbox's port
+// serves for lookupTTL, unless the API forgets it; a sandbox that is not
+// running is read on every request.
+func TestRouterLookupCache(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	now := time.Now()
+	e.rt.cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	setPublic := func(public bool) {
+		e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: public})
+	}
+	setPublic(true)
+	resp, body := e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "public", resp, body, 200, "")
+	setPublic(false) // changed elsewhere: not forgotten here
+	resp, body = e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "within the TTL of what was read", resp, body, 200, "")
+	advance(lookupTTL)
+	resp, body = e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "after the TTL", resp, body, 401, "preview_private")
+	setPublic(true)
+	e.rt.Forget(idRunning)
+	resp, body = e.get(idRunning, appPort, "/headers", nil)
+	wantStatus(t, "forgotten", resp, body, 200, "")
+
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idStopped, Port: appPort, Public: true})
+	resp, body = e.get(idStopped, appPort, "/", nil)
+	wantStatus(t, "stopped", resp, body, 503, "sandbox_not_running")
+	e.st.mu.Lock()
+	delete(e.st.sbs, idStopped)
+	e.st.mu.Unlock()
+	resp, body = e.get(idStopped, appPort, "/", nil)
+	wantStatus(t, "gone, read again at once", resp, body, 401, "preview_private")
 }
 
 func TestRouterFailures(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 // Server is a running hutch server and a client of its admin tenant.
 type Server struct {
 	Client *client.Client
+	Key    string // the admin tenant's API key
 	srv    *server.Server
 	dir    string
 }
@@ -50,8 +51,8 @@ func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c := client.New("http://"+srv.Addr().String(), strings.TrimSpace(string(key)))
-	return &Server{Client: c, srv: srv, dir: dir}, nil
+	k := strings.TrimSpace(string(key))
+	return &Server{Client: client.New("http://"+srv.Addr().String(), k), Key: k, srv: srv, dir: dir}, nil
 }
 
 // Stop shuts the server down and removes its data directory.
@@ -59,3 +60,6 @@ func (s *Server) Stop(ctx context.Context) {
 	s.srv.Shutdown(context.WithoutCancel(ctx))
 	os.RemoveAll(s.dir)
 }
+
+// Addr is the address the server's API listens on.
+func (s *Server) Addr() string { return s.srv.Addr().String() }
