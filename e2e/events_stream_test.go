@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // liveWithin is how soon a followed event must arrive: well under the
@@ -171,7 +171,7 @@ func TestEventsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -249,22 +249,4 @@ func TestEventsCLI(t *testing.T) {
 	if _, errOut, code := s.cli("", "events", "--sandbox", "nope"); code != 1 || !strings.Contains(errOut, "sandbox_not_found") {
 		t.Errorf("unknown sandbox: %d %q", code, errOut)
 	}
-}
-
-// lockedBuffer is a buffer a command writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

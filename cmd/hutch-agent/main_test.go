@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // agentBin is the hutch-agent binary TestMain builds.
@@ -59,7 +59,7 @@ type agentProc struct {
 	c      *agentclient.Client
 	sock   string
 	work   string
-	stderr *syncBuffer
+	stderr *testutil.Buffer
 	waited chan error
 }
 
@@ -111,7 +111,7 @@ func newEnvelope(t testing.TB) *envelope.Envelope {
 // launch starts the binary with stdin and returns it with its ready line.
 func launch(t testing.TB, stdin []byte) (*agentProc, string) {
 	t.Helper()
-	a := &agentProc{cmd: exec.Command(agentBin), stderr: &syncBuffer{}, waited: make(chan error, 1)}
+	a := &agentProc{cmd: exec.Command(agentBin), stderr: &testutil.Buffer{}, waited: make(chan error, 1)}
 	a.cmd.Stdin = bytes.NewReader(stdin)
 	a.cmd.Stderr = a.stderr
 	stdout, err := a.cmd.StdoutPipe()
@@ -463,21 +463,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

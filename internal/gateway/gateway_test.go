@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -26,6 +25,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // theKey is the provider key the tests look for wherever it must not be.
@@ -38,7 +38,7 @@ type env struct {
 	st       store.Store
 	sec      *secrets.Service
 	gw       *Gateway
-	logs     *lockedBuffer
+	logs     *testutil.Buffer
 	tenant   context.Context // a member of the sandbox's tenant
 	sandbox  string
 	upstream *upstream
@@ -82,23 +82,6 @@ func startUpstream(t *testing.T, h http.HandlerFunc) *upstream {
 	return u
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newEnv starts an upstream with h and a gateway whose providers are
 // given by mk from the upstream's URL.
 func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *env {
@@ -117,7 +100,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{t: t, st: st, sec: secrets.New(secrets.Config{}, st, sealer, nil, log), logs: logs}
 	e.tenant = e.newTenant("a")

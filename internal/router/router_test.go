@@ -24,6 +24,7 @@ import (
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // fakeStore holds sandboxes and port settings; the router must read them
@@ -111,34 +112,17 @@ type env struct {
 	st    *fakeStore
 	rt    *Router
 	srv   *httptest.Server // the router (and a stand-in API)
-	logs  *syncBuffer
+	logs  *testutil.Buffer
 	now   time.Time
 	dials int
 	mu    sync.Mutex
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	app := httptest.NewServer(testApp())
 	t.Cleanup(app.Close)
-	e := &env{t: t, logs: &syncBuffer{}, now: time.Now()}
+	e := &env{t: t, logs: &testutil.Buffer{}, now: time.Now()}
 	e.st = &fakeStore{
 		sbs: map[string]*store.Sandbox{
 			idRunning: {ID: idRunning, TenantID: "tenant-a", State: api.StateRunning},
