@@ -15,7 +15,10 @@
 // Calls arrive on a sandbox's egress channel, at the proxy's own address
 // (ForSandbox): the channel names the sandbox, and the token must be that
 // sandbox's. The gateway is not on the API listener, so a token that
-// leaves its sandbox is no use anywhere else.
+// leaves its sandbox is of no use to another sandbox (a process-driver
+// sandbox's channel is a port on the host's loopback, which host
+// processes, though not other sandboxes, can reach). It serves under
+// every egress policy, none included: the providers are the operator's.
 package gateway
 
 import (
