@@ -34,6 +34,9 @@ type Config struct {
 	// PreviewDomain is where previews are served, on the API's listener:
 	// <port>-<sandbox id>.<domain>.
 	PreviewDomain string
+	// PreviewURL is how clients reach previews when a proxy fronts hutch
+	// (router.Config.PublicURL); "" means as each request came.
+	PreviewURL string
 	// Providers is the provider gateway's file (internal/gateway); ""
 	// configures none.
 	Providers string
@@ -94,6 +97,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
+	str(&c.PreviewURL, "preview-url", "HUTCH_PREVIEW_URL", "scheme and port clients reach previews at behind a proxy, e.g. https://<preview domain> (default: as each request came)")
 	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
 	var envErr error
 	num := func(p *int, name, env, usage string) {
@@ -181,6 +185,10 @@ func (c Config) Validate() error {
 	}
 	if err := router.ValidDomain(c.PreviewDomain); err != nil {
 		errs = append(errs, err)
+	} else if c.PreviewURL != "" {
+		if _, err := router.ParsePublicURL(c.PreviewURL, c.PreviewDomain); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.WarmPool < 0 || c.WarmPool > 256 {
 		errs = append(errs, fmt.Errorf("warm pool %d must be from 0 to 256", c.WarmPool))

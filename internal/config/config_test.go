@@ -26,18 +26,28 @@ func TestLoadPrecedence(t *testing.T) {
 	}
 }
 
+func TestPreviewURL(t *testing.T) {
+	c, err := Load([]string{"--preview-domain", "preview.example.com", "--preview-url", "https://preview.example.com:8443"}, env(nil))
+	if err != nil || c.PreviewURL != "https://preview.example.com:8443" {
+		t.Fatalf("Load = %+v, %v", c.PreviewURL, err)
+	}
+}
+
 func TestLoadRejects(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args []string
 		env  map[string]string
 		want string
 	}{
-		"bad listen":        {args: []string{"--listen", "nope"}, want: "listen"},
-		"bad driver":        {args: []string{"--driver", "vmware"}, want: "driver"},
-		"bad env duration":  {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
-		"timeout over max":  {args: []string{"--default-timeout", "48h"}, want: "default timeout"},
-		"negative file max": {args: []string{"--max-file-bytes", "-1"}, want: "max file bytes"},
-		"stray argument":    {args: []string{"extra"}, want: "unexpected"},
+		"bad listen":                  {args: []string{"--listen", "nope"}, want: "listen"},
+		"bad driver":                  {args: []string{"--driver", "vmware"}, want: "driver"},
+		"bad env duration":            {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
+		"timeout over max":            {args: []string{"--default-timeout", "48h"}, want: "default timeout"},
+		"negative file max":           {args: []string{"--max-file-bytes", "-1"}, want: "max file bytes"},
+		"stray argument":              {args: []string{"extra"}, want: "unexpected"},
+		"preview URL of another host": {args: []string{"--preview-url", "https://example.com"}, want: "preview domain"},
+		"preview URL with a path":     {args: []string{"--preview-url", "https://localhost/p"}, want: "a port at most"},
+		"preview URL not http":        {args: []string{"--preview-url", "ftp://localhost"}, want: "http or https"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(tc.args, env(tc.env))

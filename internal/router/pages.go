@@ -129,5 +129,5 @@ func (rt *Router) selfURL(r *http.Request, retry int) string {
 		q += RetryParam + "=" + strconv.Itoa(retry)
 	}
 	u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q}
-	return origin(r) + u.RequestURI()
+	return rt.origin(r) + u.RequestURI()
 }

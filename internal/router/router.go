@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strings"
 	"time"
 
@@ -103,6 +104,12 @@ type Config struct {
 	MaxRetries int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// PublicURL, when a proxy in front of hutch (one that ends TLS, say)
+	// is what clients reach, is its scheme and port, as a URL whose host
+	// is the preview domain: "https://preview.example.com". Preview links,
+	// the cookie's Secure flag and the same-origin check use it. Empty:
+	// the scheme and port each request came with.
+	PublicURL string
 }
 
 // Router is the preview handler. It is safe for concurrent use.
@@ -114,7 +121,8 @@ type Router struct {
 	ports  store.Ports // nil: every port is private
 	tr     *http.Transport
 	proxy  *httputil.ReverseProxy
-	cache  lookups // lookup.go
+	cache  lookups  // lookup.go
+	public *url.URL // Config.PublicURL, nil when unset
 }
 
 // New checks cfg and builds the router.
@@ -138,6 +146,13 @@ func New(cfg Config) (*Router, error) {
 		cfg.Now = time.Now
 	}
 	rt := &Router{cfg: cfg, log: cfg.Log, domain: strings.ToLower(cfg.Domain), sign: signer{key: cfg.Key}}
+	if cfg.PublicURL != "" {
+		u, err := ParsePublicURL(cfg.PublicURL, cfg.Domain)
+		if err != nil {
+			return nil, err
+		}
+		rt.public = u
+	}
 	rt.ports, _ = cfg.Sandboxes.(store.Ports)
 	rt.tr, rt.proxy = rt.newProxy()
 	return rt, nil
@@ -307,7 +322,7 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 			Expires:  exp,
 			MaxAge:   int(exp.Sub(now).Seconds()) + 1,
 			HttpOnly: true,
-			Secure:   r.TLS != nil,
+			Secure:   rt.scheme(r) == "https",
 			SameSite: http.SameSiteLaxMode,
 		})
 		ex.access = accessToken
@@ -324,7 +339,7 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 // fine (a link to the preview), and so are clients that send no fetch
 // metadata (not a browser).
 func (rt *Router) cookieAllowed(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, origin(r)) {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, rt.origin(r)) {
 		if upgradeType(r.Header) != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return false
 		}
@@ -344,11 +359,8 @@ func isNavigation(r *http.Request) bool {
 }
 
 // origin is the request's own origin: the preview's scheme and host.
-func origin(r *http.Request) string {
-	if r.TLS != nil {
-		return "https://" + r.Host
-	}
-	return "http://" + r.Host
+func (rt *Router) origin(r *http.Request) string {
+	return rt.scheme(r) + "://" + r.Host
 }
 
 // hutchKey returns the API key of a "Bearer hk_…" header.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -431,6 +432,62 @@ func TestRouterPublicPort(t *testing.T) {
 	e.rt.Forget(idRunning)
 	resp, body = e.get(idRunning, appPort, "/headers", nil)
 	wantStatus(t, "private again", resp, body, 401, "preview_private")
+}
+
+// TestRouterPublicURL: behind a proxy that ends TLS, links, the cookie
+// and the same-origin check follow the configured public URL, not the
+// plain HTTP the proxy forwards.
+func TestRouterPublicURL(t *testing.T) {
+	e := newEnv(t)
+	apiReq := httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil)
+	for raw, want := range map[string]string{
+		"https://localhost":      "https://" + host(idRunning, appPort) + "/",
+		"https://LOCALHOST:8443": "https://" + host(idRunning, appPort) + ":8443/",
+		"http://localhost:8080/": "http://" + host(idRunning, appPort) + ":8080/",
+	} {
+		u, err := ParsePublicURL(raw, "localhost")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.rt.public = u
+		if got := e.rt.URL(apiReq, Target{idRunning, appPort}); got != want {
+			t.Errorf("URL with public URL %s = %s, want %s", raw, got, want)
+		}
+	}
+	for _, raw := range []string{"https://example.com", "https://localhost/x", "https://u@localhost", "ws://localhost", "localhost"} {
+		if _, err := ParsePublicURL(raw, "localhost"); err == nil {
+			t.Errorf("ParsePublicURL(%q) took it", raw)
+		}
+	}
+
+	e.rt.public, _ = ParsePublicURL("https://localhost", "localhost")
+	signed, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(signed)
+	resp, body := e.get(idRunning, appPort, "/headers?hutch_token="+pu.Query().Get(TokenParam), nil)
+	wantStatus(t, "signed URL", resp, body, 200, "")
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == CookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.Secure {
+		t.Fatalf("cookie behind TLS %+v, want Secure", cookie)
+	}
+	hostHeader := host(idRunning, appPort) + ":" + strconv.Itoa(e.srv.Listener.Addr().(*net.TCPAddr).Port)
+	upgrade := func(origin string) map[string]string {
+		return map[string]string{"Cookie": CookieName + "=" + cookie.Value, "Origin": origin,
+			"Connection": "Upgrade", "Upgrade": "websocket"}
+	}
+	resp, body = e.get(idRunning, appPort, "/headers", upgrade("https://"+hostHeader))
+	if resp.StatusCode == http.StatusUnauthorized {
+		t.Errorf("an upgrade from the preview's own https origin was refused: %s", body)
+	}
+	resp, body = e.get(idRunning, appPort, "/headers", upgrade("http://"+hostHeader))
+	wantStatus(t, "an upgrade from the plain-http origin", resp, body, 401, "preview_private")
 }
 
 // TestRouterLookupCache: what the router read of a running sandbox's port
