@@ -43,3 +43,9 @@ type PreviewURL struct {
 	URL       string    `json:"url"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// EventPreviewReconnectStorm records a client opening WebSockets to one
+// preview port over and over (a dev server's reload client against an
+// app that keeps failing, say): data has port, count and window_s. It is
+// recorded at most once a minute per sandbox.
+const EventPreviewReconnectStorm = "preview.reconnect_storm"

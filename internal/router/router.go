@@ -104,6 +104,8 @@ type Config struct {
 	MaxRetries int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Events, if set, records reconnect storms (storm.go).
+	Events EventAppender
 	// PublicURL, when a proxy in front of hutch (one that ends TLS, say)
 	// is what clients reach, is its scheme and port, as a URL whose host
 	// is the preview domain: "https://preview.example.com". Preview links,
@@ -122,6 +124,7 @@ type Router struct {
 	tr     *http.Transport
 	proxy  *httputil.ReverseProxy
 	cache  lookups  // lookup.go
+	storms storms   // storm.go
 	public *url.URL // Config.PublicURL, nil when unset
 }
 
@@ -260,6 +263,9 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 			u.RawQuery = stripQuery(u.RawQuery, TokenParam)
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
+		}
+		if upgradeType(r.Header) != "" {
+			rt.noteUpgrade(sb, t.Port)
 		}
 		rt.proxy.ServeHTTP(w, r)
 	}

@@ -490,6 +490,85 @@ func TestRouterPublicURL(t *testing.T) {
 	wantStatus(t, "an upgrade from the plain-http origin", resp, body, 401, "preview_private")
 }
 
+// eventLog keeps the events the router records.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []store.Event
+}
+
+func (l *eventLog) AppendEvent(ctx context.Context, e *store.Event) error {
+	if p, ok := tenancy.From(ctx); !ok || p.TenantID != e.TenantID {
+		return errors.New("not the event's tenant")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, *e)
+	return nil
+}
+
+func (l *eventLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.evs)
+}
+
+// TestRouterReconnectStorm: StormUpgrades upgrades to one sandbox within
+// the window are one storm, reported once a minute at most; upgrades
+// spread out are none.
+func TestRouterReconnectStorm(t *testing.T) {
+	e := newEnv(t)
+	events := &eventLog{}
+	e.rt.cfg.Events = events
+	var mu sync.Mutex
+	now := time.Now()
+	e.rt.cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e.st.SetPort(context.Background(), &store.PortSetting{SandboxID: idRunning, Port: appPort, Public: true})
+	upgrade := map[string]string{"Connection": "Upgrade", "Upgrade": "websocket"}
+
+	// Spread over more than the window: no storm.
+	for range StormUpgrades {
+		e.get(idRunning, appPort, "/headers", upgrade)
+		advance(stormWindow / 10)
+	}
+	if n := events.count(); n != 0 {
+		t.Fatalf("%d storm events for upgrades spread out", n)
+	}
+	advance(stormWindow)
+	for range StormUpgrades - 1 {
+		e.get(idRunning, appPort, "/headers", upgrade)
+	}
+	if n := events.count(); n != 0 {
+		t.Fatalf("a storm reported below the threshold")
+	}
+	e.get(idRunning, appPort, "/headers", nil) // plain requests do not count
+	e.get(idRunning, appPort, "/headers", upgrade)
+	if n := events.count(); n != 1 {
+		t.Fatalf("%d events at the threshold, want 1", n)
+	}
+	ev := events.evs[0]
+	if ev.Type != api.EventPreviewReconnectStorm || ev.SandboxID != idRunning || ev.Data["port"] != appPort || ev.Data["count"] != StormUpgrades {
+		t.Errorf("event %+v", ev)
+	}
+	// Still storming: not again within the minute, again after it.
+	for range 3 * StormUpgrades {
+		e.get(idRunning, appPort, "/headers", upgrade)
+	}
+	if n := events.count(); n != 1 {
+		t.Fatalf("%d events within the minute, want 1", n)
+	}
+	advance(stormReportEvery)
+	for range StormUpgrades {
+		e.get(idRunning, appPort, "/headers", upgrade)
+	}
+	if n := events.count(); n != 2 {
+		t.Fatalf("%d events after the minute, want 2", n)
+	}
+	if !strings.Contains(e.logs.String(), "reconnect storm") {
+		t.Error("no log line")
+	}
+}
+
 // TestRouterLookupCache: what the router read of a running sandbox's port
 // serves for lookupTTL, unless the API forgets it; a sandbox that is not
 // running is read on every request.

@@ -137,7 +137,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, fmt.Errorf("preview key: %w", err)
 	}
 	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
-		Auth: &auth.Authenticator{Store: st}, Tunnels: router.AgentTunnels(svc), Log: log})
+		Auth: &auth.Authenticator{Store: st}, Tunnels: router.AgentTunnels(svc), Events: svc, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}

@@ -1,0 +1,89 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// A reconnect storm is StormUpgrades or more WebSocket upgrades to one
+// sandbox's previews within stormWindow: a client reconnecting in a loop.
+// Each storm is logged and recorded as an event at most once per
+// stormReportEvery per sandbox.
+const (
+	StormUpgrades    = 30
+	stormWindow      = 10 * time.Second
+	stormReportEvery = time.Minute
+	maxStormEntries  = 4096
+)
+
+// EventAppender records events.
+type EventAppender interface {
+	AppendEvent(ctx context.Context, e *store.Event) error
+}
+
+type storms struct {
+	mu sync.Mutex
+	m  map[string]*storm
+}
+
+// storm counts one sandbox's upgrades in the current window.
+type storm struct {
+	start    time.Time
+	n        int
+	port     int // the port of the latest upgrade
+	reported time.Time
+}
+
+// noteUpgrade counts an upgrade to sb's port and reports a storm when one
+// starts.
+func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
+	now := rt.cfg.Now()
+	rt.storms.mu.Lock()
+	if rt.storms.m == nil {
+		rt.storms.m = map[string]*storm{}
+	}
+	s := rt.storms.m[sb.ID]
+	if s == nil {
+		if len(rt.storms.m) >= maxStormEntries {
+			for id, old := range rt.storms.m {
+				if now.Sub(old.start) >= stormReportEvery {
+					delete(rt.storms.m, id)
+				}
+			}
+		}
+		s = &storm{start: now}
+		rt.storms.m[sb.ID] = s
+	}
+	if now.Sub(s.start) >= stormWindow {
+		s.start, s.n = now, 0
+	}
+	s.n++
+	s.port = port
+	report := s.n >= StormUpgrades && (s.reported.IsZero() || now.Sub(s.reported) >= stormReportEvery)
+	if report {
+		s.reported = now
+	}
+	n := s.n
+	rt.storms.mu.Unlock()
+	if !report {
+		return
+	}
+	rt.log.Warn("preview: reconnect storm", "sandbox.id", sb.ID, "port", port, "upgrades", n, "window_s", stormWindow.Seconds())
+	if rt.cfg.Events == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: sb.TenantID}), 10*time.Second)
+	defer cancel()
+	e := &store.Event{TenantID: sb.TenantID, SandboxID: sb.ID, Type: api.EventPreviewReconnectStorm,
+		Message: fmt.Sprintf("%d WebSocket connections to port %d within %s: a client is reconnecting in a loop", n, port, stormWindow),
+		Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second)}}
+	if err := rt.cfg.Events.AppendEvent(ctx, e); err != nil {
+		rt.log.Error("record event", "sandbox.id", sb.ID, "event.type", e.Type, "err", err)
+	}
+}
