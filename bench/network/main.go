@@ -36,6 +36,7 @@ const appPort = 8080
 type options struct {
 	agent, driver string
 	conns         []int
+	work          []time.Duration
 	duration      time.Duration
 	body          int
 	mib           int
@@ -51,6 +52,7 @@ func main() {
 	flag.StringVar(&o.agent, "agent", "", "path of hutch-agent (default: beside this binary)")
 	flag.StringVar(&o.driver, "driver", "namespace", "driver to measure")
 	conns := flag.String("conns", "1,64", "connections of each preview load, comma-separated")
+	work := flag.String("work", "0s,1ms", "CPU the server spends on each request, comma-separated: one set of loads each")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured window of each load run (after a 1 s warm-up)")
 	flag.IntVar(&o.body, "body", 1024, "bytes of each preview answer")
 	flag.IntVar(&o.mib, "mib", 100, "MiB of the egress download")
@@ -64,6 +66,14 @@ func main() {
 			os.Exit(2)
 		}
 		o.conns = append(o.conns, n)
+	}
+	for _, f := range strings.Split(*work, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			fmt.Fprintln(os.Stderr, "network: -work wants durations")
+			os.Exit(2)
+		}
+		o.work = append(o.work, d)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -175,26 +185,37 @@ func previews(ctx context.Context, c *client.Client, apiAddr, key, id, self, hos
 		return err
 	}
 	auth := http.Header{"Authorization": {"Bearer " + key}}
+	for _, work := range o.work {
+		if err := previewLoads(ctx, c, apiAddr, host, hostAddr, id, auth, work, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// previewLoads runs the loads of one amount of work per request.
+func previewLoads(ctx context.Context, c *client.Client, apiAddr, host, hostAddr, id string, auth http.Header, work time.Duration, o options) error {
+	path := "/?work=" + work.String()
 	for _, conns := range o.conns {
 		if _, err := c.SetPortPublic(ctx, id, appPort, true); err != nil {
 			return err
 		}
-		direct, err := load(ctx, hostAddr, "http://"+hostAddr+"/", "", nil, conns, o.duration)
+		direct, err := load(ctx, hostAddr, "http://"+hostAddr+path, "", nil, conns, o.duration)
 		if err != nil {
 			return fmt.Errorf("direct: %w", err)
 		}
-		public, err := load(ctx, apiAddr, "http://"+host+"/", host, nil, conns, o.duration)
+		public, err := load(ctx, apiAddr, "http://"+host+path, host, nil, conns, o.duration)
 		if err != nil {
 			return fmt.Errorf("public preview: %w", err)
 		}
 		if _, err := c.SetPortPublic(ctx, id, appPort, false); err != nil {
 			return err
 		}
-		private, err := load(ctx, apiAddr, "http://"+host+"/", host, auth, conns, o.duration)
+		private, err := load(ctx, apiAddr, "http://"+host+path, host, auth, conns, o.duration)
 		if err != nil {
 			return fmt.Errorf("private preview: %w", err)
 		}
-		fmt.Printf("### Preview vs direct: %d connections, %s per run, %d-byte answers\n", conns, o.duration, o.body)
+		fmt.Printf("### Preview vs direct: %d connections, %s per run, %d-byte answers, %s of CPU per request\n", conns, o.duration, o.body, work)
 		fmt.Println("| path | requests | errors | req/s | / direct | p50 | p99 | p99 added |")
 		fmt.Println("|---|---|---|---|---|---|---|---|")
 		row := func(name string, r result) {

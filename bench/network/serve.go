@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"net"
@@ -11,8 +12,9 @@ import (
 )
 
 // serve is `network serve ADDR`: the HTTP server both paths are measured
-// against. GET / answers -body bytes; GET /bytes?n=N streams N zero bytes.
-// It prints its address once it listens.
+// against. GET / answers -body bytes, after spinning the CPU for
+// ?work=<duration> (an app that does something per request); GET
+// /bytes?n=N streams N zero bytes. It prints its address once it listens.
 func serve(args []string) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "address to listen on")
@@ -25,6 +27,9 @@ func serve(args []string) {
 	zeros := make([]byte, 256<<10)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if d, err := time.ParseDuration(r.URL.Query().Get("work")); err == nil {
+			spin(d)
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
 		w.Write(page)
@@ -55,5 +60,13 @@ func serve(args []string) {
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		os.Exit(1)
+	}
+}
+
+// spin keeps a CPU busy for d.
+func spin(d time.Duration) {
+	var sum [sha256.Size]byte
+	for t0 := time.Now(); time.Since(t0) < d; {
+		sum = sha256.Sum256(sum[:])
 	}
 }
