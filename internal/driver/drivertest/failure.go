@@ -89,8 +89,12 @@ func testCancelledDestroy(t *testing.T, s Suite) {
 	sh(t, sb, "sleep 300 >/dev/null 2>&1 & kill -STOP $!; "+
 		"(trap '' TERM HUP INT; exec sleep 301) >/dev/null 2>&1 & "+
 		"setsid sleep 302 >/dev/null 2>&1 &")
-	if n := len(processesOf(sb.id)); n < 3 {
-		t.Fatalf("%d processes of the sandbox running before Destroy, want 3", n)
+	// A process is not seen while it execs (its environ cannot be read
+	// then), so wait for all three.
+	for deadline := time.Now().Add(5 * time.Second); len(processesOf(sb.id)) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes of the sandbox running before Destroy, want 3", len(processesOf(sb.id)))
+		}
 	}
 	// The caller must give teardown a context that outlives the request;
 	// a driver still finishes with one that has no deadline at all.
