@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
@@ -63,12 +62,9 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 	p, _ := tenancy.From(ctx)
 	sub, err := a.notifier().Subscribe(p.TenantID, maxEventStreams)
 	if errors.Is(err, sandbox.ErrTooManyStreams) {
-		// 429, which no error class maps to: the same request succeeds
-		// once one of the tenant's streams ends.
-		_, code, msg := errdefs.HTTPStatus(err)
+		// 429: the same request succeeds once one of the tenant's
+		// streams ends.
 		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
-		writeJSON(w, http.StatusTooManyRequests, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
-		return
 	}
 	if err != nil {
 		a.writeError(w, r, err)

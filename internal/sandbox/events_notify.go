@@ -44,7 +44,7 @@ type Subscription struct {
 
 // Subscribe registers a stream of tenantID's events. When the tenant
 // already holds limit streams (limit > 0) it fails with an
-// errdefs.ErrUnavailable error, code too_many_streams, that
+// errdefs.ErrRateLimited error, code too_many_streams, that
 // errors.Is(err, ErrTooManyStreams).
 func (n *Notifier) Subscribe(tenantID string, limit int) (*Subscription, error) {
 	if n == nil {
@@ -54,7 +54,7 @@ func (n *Notifier) Subscribe(tenantID string, limit int) (*Subscription, error) 
 	defer n.mu.Unlock()
 	subs := n.subs[tenantID]
 	if limit > 0 && len(subs) >= limit {
-		return nil, &errdefs.Error{Class: errdefs.ErrUnavailable, Code: "too_many_streams",
+		return nil, &errdefs.Error{Class: errdefs.ErrRateLimited, Code: "too_many_streams",
 			Message: "this tenant already has the most event streams open allowed; close one first", Err: ErrTooManyStreams}
 	}
 	if subs == nil {

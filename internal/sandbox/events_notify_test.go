@@ -65,7 +65,7 @@ func TestNotifierLimit(t *testing.T) {
 		subs = append(subs, s)
 	}
 	_, err := n.Subscribe("a", 3)
-	if !errors.Is(err, ErrTooManyStreams) || !errors.Is(err, errdefs.ErrUnavailable) {
+	if !errors.Is(err, ErrTooManyStreams) || !errors.Is(err, errdefs.ErrRateLimited) {
 		t.Fatalf("fourth stream: %v, want ErrTooManyStreams", err)
 	}
 	if _, code, _ := errdefs.HTTPStatus(err); code != "too_many_streams" {
