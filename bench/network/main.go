@@ -59,22 +59,14 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "downloads each way (the median is reported)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the control plane and the load) here")
 	flag.Parse()
-	for _, f := range strings.Split(*conns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fmt.Fprintln(os.Stderr, "network: -conns wants positive numbers")
-			os.Exit(2)
-		}
-		o.conns = append(o.conns, n)
-	}
-	for _, f := range strings.Split(*work, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil || d < 0 {
-			fmt.Fprintln(os.Stderr, "network: -work wants durations")
-			os.Exit(2)
-		}
-		o.work = append(o.work, d)
-	}
+	o.conns = list("conns", *conns, func(f string) (int, bool) {
+		n, err := strconv.Atoi(f)
+		return n, err == nil && n > 0
+	})
+	o.work = list("work", *work, func(f string) (time.Duration, bool) {
+		d, err := time.ParseDuration(f)
+		return d, err == nil && d >= 0
+	})
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -138,6 +130,20 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("egress: %w", err)
 	}
 	return nil
+}
+
+// list parses a comma-separated flag, exiting on a bad element.
+func list[T any](name, v string, parse func(string) (T, bool)) []T {
+	var out []T
+	for _, f := range strings.Split(v, ",") {
+		x, ok := parse(strings.TrimSpace(f))
+		if !ok {
+			fmt.Fprintf(os.Stderr, "network: -%s: bad element %q\n", name, f)
+			os.Exit(2)
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // startHostServer runs `self serve` on the host's loopback and returns its
