@@ -58,7 +58,7 @@ func (f *forwarder) serve() {
 }
 
 // carry copies one connection both ways through a new channel to the
-// control plane.
+// control plane (splice, as a tunnel does).
 func (f *forwarder) carry(c net.Conn) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,20 +69,7 @@ func (f *forwarder) carry(c net.Conn) {
 		return
 	}
 	defer up.Close()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, _ = io.Copy(up, c)
-		closeWrite(up)
-	})
-	_, _ = io.Copy(c, up)
-	closeWrite(c)
-	wg.Wait()
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
+	splice(c, c, up)
 }
 
 // close stops accepting; connections in flight end with their peers.
