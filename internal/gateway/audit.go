@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // call is one call in progress, for its audit record.
@@ -59,10 +57,6 @@ func (g *Gateway) audit(c *call, refused string) {
 	g.log.Info("provider call", "sandbox.id", c.sandbox.ID, "tenant.id", c.sandbox.TenantID, "provider", c.provider,
 		"method", c.method, "path", c.path, "status", status, "bytes_out", c.out.Load(), "bytes_in", c.in.Load(),
 		"latency_ms", latency.Milliseconds(), "refused", refused)
-	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: c.sandbox.TenantID}), 10*time.Second)
-	defer cancel()
-	e := &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID, Type: api.EventProviderCall, Message: msg, Data: data}
-	if err := g.cfg.Events.AppendEvent(ctx, e); err != nil {
-		g.log.Error("record event", "sandbox.id", c.sandbox.ID, "event.type", api.EventProviderCall, "err", err)
-	}
+	store.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
+		Type: api.EventProviderCall, Message: msg, Data: data})
 }

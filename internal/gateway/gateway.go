@@ -53,11 +53,6 @@ type Keys interface {
 	Reveal(ctx context.Context, name string) ([]byte, error)
 }
 
-// EventAppender records events.
-type EventAppender interface {
-	AppendEvent(ctx context.Context, e *store.Event) error
-}
-
 // Config is what the gateway needs.
 type Config struct {
 	Providers []Provider
@@ -65,7 +60,7 @@ type Config struct {
 	Key       []byte
 	Sandboxes SandboxGetter
 	Keys      Keys
-	Events    EventAppender
+	Events    store.EventAppender
 	Log       *slog.Logger
 }
 

@@ -105,7 +105,7 @@ type Config struct {
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 	// Events, if set, records reconnect storms (storm.go).
-	Events EventAppender
+	Events store.EventAppender
 	// PublicURL, when a proxy in front of hutch (one that ends TLS, say)
 	// is what clients reach, is its scheme and port, as a URL whose host
 	// is the preview domain: "https://preview.example.com". Preview links,

@@ -1,14 +1,12 @@
 package router
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // A reconnect storm is StormUpgrades or more WebSocket upgrades to one
@@ -21,11 +19,6 @@ const (
 	stormReportEvery = time.Minute
 	maxStormEntries  = 4096
 )
-
-// EventAppender records events.
-type EventAppender interface {
-	AppendEvent(ctx context.Context, e *store.Event) error
-}
 
 type storms struct {
 	mu sync.Mutex
@@ -75,15 +68,9 @@ func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
 		return
 	}
 	rt.log.Warn("preview: reconnect storm", "sandbox.id", sb.ID, "port", port, "upgrades", n, "window_s", stormWindow.Seconds())
-	if rt.cfg.Events == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: sb.TenantID}), 10*time.Second)
-	defer cancel()
-	e := &store.Event{TenantID: sb.TenantID, SandboxID: sb.ID, Type: api.EventPreviewReconnectStorm,
-		Message: fmt.Sprintf("%d WebSocket connections to port %d within %s: a client is reconnecting in a loop", n, port, stormWindow),
-		Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second)}}
-	if err := rt.cfg.Events.AppendEvent(ctx, e); err != nil {
-		rt.log.Error("record event", "sandbox.id", sb.ID, "event.type", e.Type, "err", err)
+	if rt.cfg.Events != nil {
+		store.Record(rt.cfg.Events, rt.log, &store.Event{TenantID: sb.TenantID, SandboxID: sb.ID, Type: api.EventPreviewReconnectStorm,
+			Message: fmt.Sprintf("%d WebSocket connections to port %d within %s: a client is reconnecting in a loop", n, port, stormWindow),
+			Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second)}})
 	}
 }

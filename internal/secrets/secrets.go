@@ -40,12 +40,6 @@ type Config struct {
 	MaxValueBytes int64 // largest value; DefaultMaxValueBytes if <= 0
 }
 
-// EventAppender records events: the store, or the sandbox service, which
-// also wakes the tenant's event streams.
-type EventAppender interface {
-	AppendEvent(ctx context.Context, e *store.Event) error
-}
-
 // Service creates, replaces, lists and deletes a tenant's secrets and
 // reveals their values in process. Every call acts in the tenant of ctx's
 // principal (tenancy.From), like the store under it; another tenant's
@@ -55,13 +49,13 @@ type Service struct {
 	cfg    Config
 	store  store.Store
 	sealer *Sealer
-	events EventAppender
+	events store.EventAppender
 	log    *slog.Logger
 }
 
 // New returns a Service sealing with sealer. events records secret.*
 // events (st when nil); log may be nil.
-func New(cfg Config, st store.Store, sealer *Sealer, events EventAppender, log *slog.Logger) *Service {
+func New(cfg Config, st store.Store, sealer *Sealer, events store.EventAppender, log *slog.Logger) *Service {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}

@@ -15,7 +15,7 @@ import (
 
 // newGateway builds the provider gateway from the operator's providers
 // file; with none, it refuses every call as naming no provider.
-func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events gateway.EventAppender, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events store.EventAppender, log *slog.Logger) (*gateway.Gateway, error) {
 	var providers []gateway.Provider
 	if cfg.Providers != "" {
 		var err error

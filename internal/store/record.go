@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// EventAppender records events: the store, or the sandbox service, which
+// also wakes the tenant's event streams.
+type EventAppender interface {
+	AppendEvent(ctx context.Context, e *Event) error
+}
+
+// recordTimeout bounds recording an event after the work it tells of.
+const recordTimeout = 10 * time.Second
+
+// Record appends e in its own tenant (e.TenantID) on a context of its
+// own, for work that happened outside any request of that tenant's, and
+// logs a failure: an event that cannot be recorded never fails the work.
+func Record(a EventAppender, log *slog.Logger, e *Event) {
+	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: e.TenantID}), recordTimeout)
+	defer cancel()
+	if err := a.AppendEvent(ctx, e); err != nil {
+		log.Error("record event", "sandbox.id", e.SandboxID, "tenant.id", e.TenantID, "event.type", e.Type, "err", err)
+	}
+}
