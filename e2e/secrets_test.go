@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -44,60 +43,11 @@ func (l *fullLog) String() string {
 }
 
 // startLoggedServer is startServer with extra environment variables for
-// hutch serve, keeping the whole of its stderr.
+// hutch serve (and no secrets key from the test's), keeping the whole of
+// its stderr.
 func startLoggedServer(t *testing.T, dataDir string, env []string, args ...string) (*server, *fullLog) {
 	t.Helper()
-	if dataDir == "" {
-		dataDir = filepath.Join(t.TempDir(), "data")
-	}
-	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
-	full := &fullLog{}
-	cmd := exec.Command(filepath.Join(binDir, "hutch"), append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir}, args...)...)
-	cmd.Env = append(append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL=", "HUTCH_SECRETS_KEY="), env...)
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = cmd
-	go func() { s.exited <- cmd.Wait(); pw.Close() }()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			s.stderr.add(line)
-			full.add(line)
-			var rec struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "hutch serving" {
-				addr <- rec.Addr
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case err := <-s.exited:
-		t.Fatalf("hutch serve exited: %v\n%s", err, full)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hutch serve did not start\n%s", full)
-	}
-	key, err := os.ReadFile(filepath.Join(dataDir, "admin.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.key = strings.TrimSpace(string(key))
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("hutch serve's log:\n%s", s.stderr)
-		}
-		s.stop(true)
-	})
-	return s, full
+	return launch(t, nil, dataDir, append([]string{"HUTCH_SECRETS_KEY="}, env...), args...)
 }
 
 // serveFails runs hutch serve expecting it to refuse to start, and returns

@@ -60,12 +60,22 @@ func startServer(t *testing.T, dataDir string, args ...string) *server {
 // the test).
 func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args ...string) *server {
 	t.Helper()
+	s, _ := launch(t, cred, dataDir, nil, args...)
+	return s
+}
+
+// launch runs hutch serve as cred (nil: as the test) over dataDir (a new
+// one when empty), with env added to the test's environment, waits until
+// it serves, and keeps the whole of its stderr.
+func launch(t *testing.T, cred *syscall.Credential, dataDir string, env []string, args ...string) (*server, *fullLog) {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
 	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
+	full := &fullLog{}
 	cmd := exec.Command(filepath.Join(binDir, "hutch"), append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir}, args...)...)
-	cmd.Env = append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL=")
+	cmd.Env = append(append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL="), env...)
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
@@ -79,9 +89,11 @@ func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args 
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			s.stderr.add(line)
+			full.add(line)
 			var rec struct {
 				Msg  string `json:"msg"`
 				Addr string `json:"addr"`
@@ -95,9 +107,9 @@ func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args 
 	case a := <-addr:
 		s.url = "http://" + a
 	case err := <-s.exited:
-		t.Fatalf("hutch serve exited: %v\n%s", err, s.stderr)
+		t.Fatalf("hutch serve exited: %v\n%s", err, full)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("hutch serve did not start\n%s", s.stderr)
+		t.Fatalf("hutch serve did not start\n%s", full)
 	}
 	key, err := os.ReadFile(filepath.Join(dataDir, "admin.key"))
 	if err != nil {
@@ -110,7 +122,7 @@ func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args 
 		}
 		s.stop(true)
 	})
-	return s
+	return s, full
 }
 
 // stop ends the server with SIGTERM and waits; destroy first removes every
