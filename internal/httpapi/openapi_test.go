@@ -77,6 +77,10 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		"InfoLimits": api.InfoLimits{}, "Error": api.Error{}, "Event": api.Event{}, "EventList": api.EventList{},
 		"ProcessRequest": api.ProcessRequest{}, "TermSize": api.TermSize{}, "Process": api.Process{}, "ProcessList": api.ProcessList{},
 		"OutputEvent": api.OutputEvent{}, "NetworkPolicy": api.NetworkPolicy{}, "Network": api.Network{}, "SignalRequest": api.SignalRequest{}, "TerminalMessage": api.TerminalMessage{},
+		"PortRequest": api.PortRequest{}, "Port": api.Port{}, "PortList": api.PortList{},
+		"PreviewURLRequest": api.PreviewURLRequest{}, "PreviewURL": api.PreviewURL{},
+		"CreateSecretRequest": api.CreateSecretRequest{}, "ReplaceSecretRequest": api.ReplaceSecretRequest{},
+		"Secret": api.Secret{}, "SecretList": api.SecretList{},
 	} {
 		s, ok := spec.Components.Schemas[name]
 		if !ok {

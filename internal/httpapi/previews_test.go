@@ -10,16 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/auth"
@@ -224,48 +218,5 @@ func TestPreviewRoutesWithoutRouter(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Fatalf("status %d", resp.StatusCode)
-	}
-}
-
-// TestPreviewSchemas holds the preview schemas to their wire types.
-func TestPreviewSchemas(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]any `yaml:"properties"`
-			} `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	if err := yaml.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
-	for name, v := range map[string]any{
-		"PortRequest": api.PortRequest{}, "Port": api.Port{}, "PortList": api.PortList{},
-		"PreviewURLRequest": api.PreviewURLRequest{}, "PreviewURL": api.PreviewURL{},
-	} {
-		s, ok := spec.Components.Schemas[name]
-		if !ok {
-			t.Errorf("schema %s is missing", name)
-			continue
-		}
-		var inSpec, inGo []string
-		for p := range s.Properties {
-			inSpec = append(inSpec, p)
-		}
-		rt := reflect.TypeOf(v)
-		for i := 0; i < rt.NumField(); i++ {
-			if tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
-				inGo = append(inGo, tag)
-			}
-		}
-		sort.Strings(inSpec)
-		sort.Strings(inGo)
-		if diff := cmp.Diff(inSpec, inGo); diff != "" {
-			t.Errorf("schema %s (-) and api.%s (+) disagree:\n%s", name, rt.Name(), diff)
-		}
 	}
 }

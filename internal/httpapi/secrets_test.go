@@ -12,15 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/auth"
@@ -274,50 +270,5 @@ func TestNoHandlerRevealsSecrets(t *testing.T) {
 			}
 			return true
 		})
-	}
-}
-
-// TestSecretSchemasMatchWireTypes holds the secret schemas of
-// api/openapi.yaml to the api types, as TestSchemasMatchWireTypes does for
-// the others.
-func TestSecretSchemasMatchWireTypes(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]any `yaml:"properties"`
-			} `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	if err := yaml.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
-	for name, v := range map[string]any{
-		"CreateSecretRequest": api.CreateSecretRequest{}, "ReplaceSecretRequest": api.ReplaceSecretRequest{},
-		"Secret": api.Secret{}, "SecretList": api.SecretList{},
-	} {
-		s, ok := spec.Components.Schemas[name]
-		if !ok {
-			t.Errorf("schema %s is missing", name)
-			continue
-		}
-		var inSpec, inGo []string
-		for p := range s.Properties {
-			inSpec = append(inSpec, p)
-		}
-		rt := reflect.TypeOf(v)
-		for i := 0; i < rt.NumField(); i++ {
-			if tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
-				inGo = append(inGo, tag)
-			}
-		}
-		sort.Strings(inSpec)
-		sort.Strings(inGo)
-		if diff := cmp.Diff(inSpec, inGo); diff != "" {
-			t.Errorf("schema %s (-) and api.%s (+) disagree:\n%s", name, rt.Name(), diff)
-		}
 	}
 }
