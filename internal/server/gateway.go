@@ -22,17 +22,15 @@ func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events 
 		if providers, err = gateway.LoadFile(cfg.Providers); err != nil {
 			return nil, err
 		}
+		names := make([]string, len(providers))
+		for i, p := range providers {
+			names[i] = p.Name
+		}
+		log.Info("provider gateway", "providers", strings.Join(names, ","))
 	}
 	key, err := keyfile.Load(filepath.Join(cfg.DataDir, "gateway.key"), gateway.MinKeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("gateway key: %w", err)
-	}
-	names := make([]string, len(providers))
-	for i, p := range providers {
-		names[i] = p.Name
-	}
-	if len(providers) > 0 {
-		log.Info("provider gateway", "providers", strings.Join(names, ","))
 	}
 	return gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: st, Keys: sec, Events: events, Log: log})
 }
