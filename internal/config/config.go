@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/router"
 )
 
@@ -92,7 +93,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	str(&c.Listen, "listen", "HUTCH_LISTEN", "address to serve the API on")
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
-	str(&c.Driver, "driver", "HUTCH_DRIVER", "sandbox driver: auto, namespace or process")
+	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
@@ -170,10 +171,8 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory must be set"))
 	}
-	switch c.Driver {
-	case "auto", "namespace", "process":
-	default:
-		errs = append(errs, fmt.Errorf("driver %q: this build has auto, namespace and process", c.Driver))
+	if _, ok := driver.Lookup(c.Driver); !ok && c.Driver != "auto" {
+		errs = append(errs, fmt.Errorf("driver %q: this build has auto, %s", c.Driver, strings.Join(driver.Names(), ", ")))
 	}
 	if c.CgroupParent == "" || strings.ContainsAny(c.CgroupParent, "/\x00") || c.CgroupParent[0] == '.' {
 		errs = append(errs, fmt.Errorf("cgroup parent %q must be one plain name", c.CgroupParent))
@@ -210,6 +209,16 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// driverUsage is the --driver flag's help, from the driver registry.
+func driverUsage() string {
+	var b strings.Builder
+	b.WriteString("driver of new sandboxes: auto (the first of these that works here)")
+	for _, r := range driver.Registered() {
+		fmt.Fprintf(&b, ", %s (%s)", r.Name, r.Summary)
+	}
+	return b.String()
 }
 
 // parsePrefixes parses comma-separated CIDRs.

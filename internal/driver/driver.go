@@ -3,20 +3,38 @@
 // a sandbox runs, the control plane talks to its hutch-agent over the
 // endpoint in the Handle, not through the driver.
 //
-// Lifecycle: a driver is constructed without side effects, Probe tells
-// whether this host can run it, Create returns a running sandbox whose agent
-// answers, and Destroy removes everything Create made even after a partial
-// create. Every call takes ctx first; teardown callers pass a context that
-// outlives the request.
+// Lifecycle of a driver (Caddy's provision/validate/cleanup is the model):
+// its factory (registry.go) only checks its options and has no side effect;
+// Open makes every change to the host the driver needs (directories, id
+// ranges, cgroups, templates, sysctls) and reports why the host cannot run
+// it; Capabilities is valid once Open returned nil; Close releases what the
+// driver itself runs (warm pools, background deletion) and works after a
+// partial or failed Open. Sandboxes outlive Close: the next server
+// re-attaches to them with Recover.
+//
+// Lifecycle of a sandbox: Create returns a running sandbox whose agent
+// answers; Stop and Start keep its files; Destroy removes everything Create
+// made even after a partial create. The sandbox service serialises the
+// calls for one sandbox; a driver still refuses a Start of a sandbox whose
+// agent runs (ErrConflict, code "sandbox_running"). Every call takes ctx
+// first; teardown callers pass a context that outlives the request.
 package driver
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 
 	"github.com/hutchdev/hutch/api"
 )
+
+// ErrHostUnsupported marks an Open or Probe error that no setting of hutch
+// can fix: the kernel or the host lacks what the driver needs (user
+// namespaces turned off, say). "--driver auto" falls back to the next
+// driver only on such an error; any other is a fixable cause, and stops the
+// start with the fix in its message.
+var ErrHostUnsupported = errors.New("this host cannot run the driver")
 
 // HandleVersion is the Handle format this build writes.
 const HandleVersion = 1
@@ -24,11 +42,18 @@ const HandleVersion = 1
 // Driver is an isolation backend.
 type Driver interface {
 	Name() string
+	// Open prepares the host for the driver; see the package comment.
+	Open(ctx context.Context) error
+	// Close stops what the driver runs for itself; sandboxes keep running.
+	Close() error
+	// Capabilities says what the driver can do on this host, once Open
+	// returned nil.
 	Capabilities() Capabilities
 	// Create builds and starts a sandbox; on return its agent is ready.
 	// On error nothing of it is left behind.
 	Create(ctx context.Context, spec Spec) (Handle, error)
-	// Start starts a stopped sandbox again, keeping its files.
+	// Start starts a stopped sandbox again, keeping its files. A sandbox
+	// whose agent still runs is refused with errdefs.ErrConflict.
 	Start(ctx context.Context, h Handle) (Handle, error)
 	// Stop ends every process of the sandbox and keeps its files.
 	Stop(ctx context.Context, h Handle) error
@@ -39,6 +64,13 @@ type Driver interface {
 	Recover(ctx context.Context, h Handle) (Status, error)
 	// Status reports whether the sandbox is alive.
 	Status(ctx context.Context, h Handle) (Status, error)
+}
+
+// Prober is implemented by drivers that can prove they work on this host
+// by creating, using and destroying a test sandbox. "--driver auto" probes
+// a driver before it makes it the default.
+type Prober interface {
+	Probe(ctx context.Context) error
 }
 
 // OOMCounter is implemented by drivers that can tell how many times the

@@ -8,66 +8,117 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/driver/namespace"
-	"github.com/hutchdev/hutch/internal/driver/process"
+
+	// The drivers this build runs: each registers itself.
+	_ "github.com/hutchdev/hutch/internal/driver/namespace"
+	_ "github.com/hutchdev/hutch/internal/driver/process"
 )
 
-// factories is the driver registry: every driver this build can run.
-var factories = map[string]func(cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error){
-	namespace.Name: func(cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
-		return namespace.New(namespace.Config{Dir: filepath.Join(cfg.DataDir, "sandboxes", "namespace"), AgentPath: agent,
-			WarmPool: cfg.WarmPool, CgroupParent: cfg.CgroupParent, Log: log})
-	},
-	process.Name: func(cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
-		return process.New(process.Config{Dir: filepath.Join(cfg.DataDir, "sandboxes", "process"), AgentPath: agent, WarmPool: cfg.WarmPool, Log: log})
-	},
-}
-
-// prober is a driver that can prove it works on this host.
-type prober interface {
-	Probe(ctx context.Context) error
-}
-
-// selectDriver builds the configured driver; "auto" picks the namespace
-// driver when it proves itself on this host (it creates, uses and
-// destroys a test sandbox) and the process driver otherwise, and says why.
-func selectDriver(ctx context.Context, cfg config.Config, log *slog.Logger) (driver.Driver, string, error) {
+// loadDrivers builds and opens every registered driver and picks the
+// default for new sandboxes: the configured one, or with "auto" the first
+// in order of preference that proves itself on this host (it creates, uses
+// and destroys a test sandbox). Auto passes over a driver only when this
+// host cannot run it (driver.ErrHostUnsupported); any other failure of the
+// driver it would choose stops the start, with its fix in the message. A
+// driver other than the default that does not open is left out and named
+// in the set's Missing, and its sandboxes are unavailable. It returns the
+// set, why the default was chosen, and a close for every opened driver
+// that works after any error. regs is driver.Registered() but in tests.
+func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registration, log *slog.Logger) (*driver.Set, string, func(), error) {
 	agent, err := findAgent(cfg.AgentPath)
 	if err != nil {
-		return nil, "", err
+		return nil, "", func() {}, err
 	}
-	if cfg.Driver != "auto" {
-		d, err := build(cfg.Driver, cfg, agent, log)
-		return d, "chosen by configuration", err
-	}
-	start := time.Now()
-	d, err := build(namespace.Name, cfg, agent, log)
-	if err == nil {
-		if err = d.(prober).Probe(ctx); err == nil {
-			return d, fmt.Sprintf("auto: the namespace driver created, used and destroyed a test sandbox in %d ms", time.Since(start).Milliseconds()), nil
-		}
-		if c, ok := d.(interface{ Close() error }); ok {
-			c.Close()
+	loaded := map[string]driver.Driver{}
+	missing := map[string]string{}
+	closeAll := func() {
+		for name, d := range loaded {
+			if err := d.Close(); err != nil {
+				log.Warn("close driver", "driver", name, "err", err)
+			}
 		}
 	}
-	why := fmt.Sprintf("auto: the namespace driver cannot run here (%v), so sandboxes fall back to the DEGRADED process driver", err)
-	log.Warn("namespace driver unavailable; using the process driver", "err", err)
-	d, err = build(process.Name, cfg, agent, log)
-	return d, why, err
+	var fallbacks []string // why auto passed over a driver
+	def := cfg.Driver
+	for _, reg := range regs {
+		d, err := open(ctx, reg, cfg, agent, log)
+		if err != nil {
+			missing[reg.Name] = err.Error()
+			if reg.Name == cfg.Driver {
+				closeAll()
+				return nil, "", func() {}, err
+			}
+			if cfg.Driver == "auto" && reg.Auto > 0 && def == "auto" && !errors.Is(err, driver.ErrHostUnsupported) {
+				closeAll()
+				return nil, "", func() {}, fmt.Errorf("%w (--driver auto does not fall back from the %s driver for a cause that can be fixed)", err, reg.Name)
+			}
+			log.Warn("driver not loaded", "driver", reg.Name, "err", err)
+			fallbacks = append(fallbacks, err.Error())
+			continue
+		}
+		loaded[reg.Name] = d
+		if def != "auto" || reg.Auto <= 0 {
+			continue
+		}
+		p, ok := d.(driver.Prober)
+		if !ok {
+			def = reg.Name
+			continue
+		}
+		start := time.Now()
+		switch err := p.Probe(ctx); {
+		case err == nil:
+			def = reg.Name
+			fallbacks = append(fallbacks, fmt.Sprintf("the %s driver created, used and destroyed a test sandbox in %d ms", reg.Name, time.Since(start).Milliseconds()))
+		case errors.Is(err, driver.ErrHostUnsupported):
+			log.Warn("driver cannot run sandboxes here", "driver", reg.Name, "err", err)
+			fallbacks = append(fallbacks, fmt.Sprintf("the %s driver cannot run here: %v", reg.Name, err))
+		default:
+			closeAll()
+			return nil, "", func() {}, fmt.Errorf("the %s driver failed its test sandbox: %w", reg.Name, err)
+		}
+	}
+	if def == "auto" {
+		closeAll()
+		return nil, "", func() {}, fmt.Errorf("no driver can run sandboxes on this host: %v", fallbacks)
+	}
+	why := "chosen by configuration"
+	if cfg.Driver == "auto" {
+		why = "auto: " + strings.Join(fallbacks, "; ")
+		if d := loaded[def]; d.Capabilities().Isolation != api.IsolationFull {
+			why += "; sandboxes fall back to the DEGRADED " + def + " driver"
+		}
+	}
+	set, err := driver.NewSet(def, loaded, missing)
+	if err != nil {
+		closeAll()
+		return nil, "", func() {}, err
+	}
+	return set, why, closeAll, nil
 }
 
-func build(name string, cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
-	f, ok := factories[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown driver %q", name)
-	}
-	d, err := f(cfg, agent, log)
+// open builds one driver and prepares the host for it; a driver that
+// fails to open is closed again.
+func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
+	d, err := reg.Factory(driver.Options{
+		Dir:          filepath.Join(cfg.DataDir, "sandboxes", reg.Name),
+		AgentPath:    agent,
+		WarmPool:     cfg.WarmPool,
+		CgroupParent: cfg.CgroupParent,
+		Log:          log.With("driver", reg.Name),
+	})
 	if err != nil {
-		return nil, fmt.Errorf("driver %s: %w", name, err)
+		return nil, fmt.Errorf("driver %s: %w", reg.Name, err)
+	}
+	if err := d.Open(ctx); err != nil {
+		d.Close()
+		return nil, err
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,34 +13,73 @@ import (
 
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/driver/namespace"
 	"github.com/hutchdev/hutch/internal/driver/process"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-// TestAutoFallsBack: when the namespace driver cannot be built here, auto
-// picks the real process driver and says why.
-func TestAutoFallsBack(t *testing.T) {
+// brokenDriver is a registered driver whose Open fails with err.
+type brokenDriver struct {
+	driver.Driver
+	err    error
+	closed bool
+}
+
+func (b *brokenDriver) Name() string                   { return "namespace" }
+func (b *brokenDriver) Open(ctx context.Context) error { return b.err }
+func (b *brokenDriver) Close() error                   { b.closed = true; return nil }
+
+// TestAuto: auto falls back to the real process driver only when the host
+// cannot run the preferred one, and says why; a fixable cause stops the
+// start with the cause.
+func TestAuto(t *testing.T) {
 	bin, err := testutil.Build("cmd/hutch-agent")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(bin) })
-	orig := factories[namespace.Name]
-	t.Cleanup(func() { factories[namespace.Name] = orig })
-	factories[namespace.Name] = func(config.Config, string, *slog.Logger) (driver.Driver, error) {
-		return nil, errors.New("this kernel has no user namespaces")
+	procReg, ok := driver.Lookup(process.Name)
+	if !ok {
+		t.Fatal("the process driver is not registered")
 	}
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.AgentPath = filepath.Join(bin, "hutch-agent")
-	cfg.WarmPool = 0
-	d, why, err := selectDriver(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.(io.Closer).Close() })
-	if d.Name() != process.Name || !strings.Contains(why, "this kernel has no user namespaces") || !strings.Contains(why, "DEGRADED") {
-		t.Fatalf("auto chose %s because %q; want the process driver and the reason", d.Name(), why)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name     string
+		err      error
+		fallBack bool
+	}{
+		{"host cannot", fmt.Errorf("this kernel has no user namespaces: %w", driver.ErrHostUnsupported), true},
+		{"fixable", errors.New("agent /home/x/hutch-agent is not executable: chmod o+rx it"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			broken := &brokenDriver{err: tc.err}
+			regs := []driver.Registration{
+				{Name: "namespace", Auto: 1, Factory: func(driver.Options) (driver.Driver, error) { return broken, nil }},
+				procReg,
+			}
+			cfg := config.Default()
+			cfg.DataDir = t.TempDir()
+			cfg.AgentPath = filepath.Join(bin, "hutch-agent")
+			cfg.WarmPool = 0
+			set, why, closeAll, err := loadDrivers(context.Background(), cfg, regs, log)
+			t.Cleanup(closeAll)
+			if !broken.closed {
+				t.Error("the driver that failed to open was not closed")
+			}
+			if !tc.fallBack {
+				if err == nil || !strings.Contains(err.Error(), "chmod o+rx") {
+					t.Fatalf("auto with a fixable failure: err = %v; want the cause and no fallback", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if set.Default().Name() != process.Name || !strings.Contains(why, "no user namespaces") || !strings.Contains(why, "DEGRADED") {
+				t.Fatalf("auto chose %s because %q; want the process driver and the reason", set.Default().Name(), why)
+			}
+			if _, ok := set.Missing()["namespace"]; !ok {
+				t.Fatalf("the driver that failed is not named as missing: %v", set.Missing())
+			}
+		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/httpapi"
 	"github.com/hutchdev/hutch/internal/keyfile"
@@ -84,13 +84,12 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
 	}
 
-	drv, why, err := selectDriver(ctx, cfg, log)
+	drivers, why, closeDrivers, err := loadDrivers(ctx, cfg, driver.Registered(), log)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := drv.(io.Closer); ok {
-		s.onClose("driver", func(context.Context) error { return c.Close() })
-	}
+	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
+	drv := drivers.Default()
 	svc := sandbox.New(sandbox.Config{
 		DefaultTemplate: "host",
 		DefaultLimits:   cfg.DefaultLimits,

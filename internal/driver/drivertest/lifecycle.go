@@ -39,9 +39,38 @@ func testLifecycle(t *testing.T, s Suite) {
 	if procs := processesOf(sb.id); len(procs) != 0 {
 		t.Fatalf("processes survived Stop: %v", procs)
 	}
-	h, err := d.Start(ctx, sb.handle)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
+	// Two Starts at once: one starts the agent, the other is refused as a
+	// conflict, and exactly one agent runs.
+	type started struct {
+		h   driver.Handle
+		err error
+	}
+	results := make(chan started, 2)
+	for range 2 {
+		go func() {
+			h, err := d.Start(ctx, sb.handle)
+			results <- started{h, err}
+		}()
+	}
+	var h driver.Handle
+	var oks, conflicts int
+	for range 2 {
+		r := <-results
+		switch {
+		case r.err == nil:
+			oks++
+			h = r.h
+		case errors.Is(r.err, errdefs.ErrConflict):
+			conflicts++
+		default:
+			t.Fatalf("Start: %v", r.err)
+		}
+	}
+	if oks != 1 || conflicts != 1 {
+		t.Fatalf("two concurrent Starts: %d started, %d refused as conflicts; want 1 and 1", oks, conflicts)
+	}
+	if _, err := d.Start(ctx, h); !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("Start of a running sandbox = %v, want a conflict", err)
 	}
 	sb.handle = h
 	sb.agent.Close()
@@ -59,7 +88,7 @@ func testLifecycle(t *testing.T, s Suite) {
 	if err := d.Destroy(ctx, sb.handle); err != nil {
 		t.Fatalf("second Destroy: %v", err)
 	}
-	_, err = sb.agent.Stat(ctx, ".")
+	_, err := sb.agent.Stat(ctx, ".")
 	if !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Fatalf("agent after Destroy answered %v, want unavailable", err)
 	}

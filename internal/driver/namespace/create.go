@@ -206,8 +206,17 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if err != nil {
 		return h, err
 	}
+	// One start at a time per sandbox: a second one finds the agent of
+	// the first alive and is refused.
+	unlock := d.starts.Lock(st.Dir)
+	defer unlock()
+	// The directory's copy of the state names the agent a concurrent Start
+	// may just have started; the handle names the one before it.
+	if cur, err := readState(st.Dir); err == nil && cur.Pid != 0 {
+		st.Pid, st.StartTime = cur.Pid, cur.StartTime
+	}
 	if d.alive(st) {
-		return h, nil
+		return h, errdefs.Conflict("sandbox_running", "the sandbox's agent is already running")
 	}
 	ev, err := launch.ReadEnvelope(st.Dir)
 	if err != nil {

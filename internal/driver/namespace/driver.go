@@ -21,6 +21,7 @@
 package namespace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/hostids"
+	"github.com/hutchdev/hutch/internal/keylock"
 )
 
 // Name is the driver's name in configuration and in the API.
@@ -73,6 +75,7 @@ type Config struct {
 
 // Driver runs sandboxes in namespaces.
 type Driver struct {
+	cfg        Config
 	dir        string
 	agentPath  string
 	log        *slog.Logger
@@ -86,21 +89,25 @@ type Driver struct {
 	caps       driver.Capabilities
 	pool       *warm.Pool[*spawned]
 	trash      *launch.Trash
+	starts     keylock.Map // serialises Start per sandbox directory
 }
 
-// New checks the host and prepares the driver: the directory, the host
-// template and the cgroup manager. It starts no sandbox. As root it gives
-// each sandbox its own host uids and cgroups; otherwise it runs rootless
-// where the kernel lets unprivileged users make user namespaces.
+func init() {
+	driver.Register(driver.Registration{
+		Name:    Name,
+		Summary: "user, mount, pid, net, ipc, uts and cgroup namespaces, cgroup limits, seccomp, Landlock",
+		Auto:    1,
+		Factory: func(o driver.Options) (driver.Driver, error) {
+			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, CgroupParent: o.CgroupParent, Log: o.Log})
+		},
+	})
+}
+
+// New checks cfg and returns the driver; it touches nothing on the host
+// (Open does).
 func New(cfg Config) (*Driver, error) {
 	if cfg.Dir == "" || cfg.AgentPath == "" {
 		return nil, fmt.Errorf("namespace driver: Dir and AgentPath are required")
-	}
-	rootless := os.Geteuid() != 0
-	if rootless {
-		if err := userNamespacesAllowed(); err != nil {
-			return nil, fmt.Errorf("namespace driver: not root, and %w", err)
-		}
 	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -110,54 +117,71 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namespace driver: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, fmt.Errorf("namespace driver: %w", err)
+	if cfg.CgroupParent == "" {
+		cfg.CgroupParent = "hutch"
 	}
-	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, rootless: rootless, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
-	if d.log == nil {
-		d.log = slog.Default()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
-	if rootless {
+	return &Driver{cfg: cfg, dir: dir, agentPath: agent, log: cfg.Log, rootless: os.Geteuid() != 0,
+		trash: launch.NewTrash(filepath.Join(dir, ".trash"))}, nil
+}
+
+// Open checks the host and prepares it: the directory, the uid registry,
+// the host's inotify limits, the cgroup manager and the host template. As
+// root it gives each sandbox its own host uids and cgroups; otherwise it
+// runs rootless where the kernel lets unprivileged users make user
+// namespaces. It starts the warm pool last.
+func (d *Driver) Open(ctx context.Context) error {
+	if d.rootless {
+		if err := userNamespacesAllowed(); err != nil {
+			return fmt.Errorf("namespace driver: not root, and %w: %w", err, driver.ErrHostUnsupported)
+		}
+	}
+	d.probe = confine.Probe()
+	if err := os.MkdirAll(d.dir, 0o711); err != nil {
+		return fmt.Errorf("namespace driver: %w", err)
+	}
+	var err error
+	if d.rootless {
 		d.cgErr = errors.New("hutch is not root")
 	} else {
 		// Each sandbox's root user, a host uid of its own, must run the
 		// agent and reach its directory and the template.
-		if err := launch.WorldExecutable(agent); err != nil {
-			return nil, fmt.Errorf("namespace driver: %w", err)
+		if err := launch.WorldExecutable(d.agentPath); err != nil {
+			return fmt.Errorf("namespace driver: %w", err)
 		}
-		if err := launch.OpenPath(dir); err != nil {
-			return nil, fmt.Errorf("namespace driver: %w", err)
+		if err := launch.OpenPath(d.dir); err != nil {
+			return fmt.Errorf("namespace driver: %w", err)
 		}
 		if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
-			return nil, fmt.Errorf("namespace driver: %w", err)
+			return fmt.Errorf("namespace driver: %w", err)
 		}
 		if err := raiseHostUserLimits(d.log); err != nil {
-			return nil, fmt.Errorf("namespace driver: %w", err)
+			return fmt.Errorf("namespace driver: %w", err)
 		}
-		parent := cfg.CgroupParent
-		if parent == "" {
-			parent = "hutch"
-		}
-		if d.cg, err = cgroups.New(parent); err != nil {
+		if d.cg, err = cgroups.New(d.cfg.CgroupParent); err != nil {
 			d.cg, d.cgErr = nil, err
 		}
 	}
-	if d.tmpl, err = buildTemplate(filepath.Join(dir, ".templates"), agent); err != nil {
-		return nil, fmt.Errorf("namespace driver: %w", err)
+	if d.tmpl, err = buildTemplate(filepath.Join(d.dir, ".templates"), d.agentPath); err != nil {
+		return fmt.Errorf("namespace driver: %w", err)
 	}
 	if err := d.loadIDs(); err != nil {
-		return nil, err
+		return err
 	}
-	d.userLimits = userLimits(rootless)
+	d.userLimits = userLimits(d.rootless)
 	d.caps = d.capabilities()
-	d.pool = newPool(d, cfg.WarmPool)
-	return d, nil
+	d.pool = newPool(d, d.cfg.WarmPool)
+	return nil
 }
 
 // Close stops the warm pool and removes its sandboxes, and waits for the
 // trash to empty. Sandboxes keep running.
 func (d *Driver) Close() error {
-	d.pool.Close()
+	if d.pool != nil {
+		d.pool.Close()
+	}
 	d.trash.Wait()
 	return nil
 }

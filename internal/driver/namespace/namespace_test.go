@@ -64,6 +64,9 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { d.Close() })
+			if err := d.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			return d
 		},
 		Leftovers: func(id string) []string {
@@ -156,6 +159,9 @@ func TestSweepSparesOtherServers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { d.Close() })
+		if err := d.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		return d
 	}
 	a, b := newDriver("a"), newDriver("b")

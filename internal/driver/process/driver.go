@@ -9,6 +9,7 @@
 package process
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/hostids"
+	"github.com/hutchdev/hutch/internal/keylock"
 )
 
 // Name is the driver's name in configuration and in the API.
@@ -45,6 +47,7 @@ type Config struct {
 
 // Driver runs sandboxes as confined process trees.
 type Driver struct {
+	cfg       Config
 	dir       string
 	agentPath string
 	log       *slog.Logger
@@ -53,11 +56,24 @@ type Driver struct {
 	probe     confine.Report
 	pool      *warm.Pool[*spawned]
 	trash     *launch.Trash
-	prlimit   string // util-linux's prlimit(1), "" when the host has none
+	starts    keylock.Map // serialises Start per sandbox directory
+	prlimit   string      // util-linux's prlimit(1), "" when the host has none
 	held      heldListeners
 }
 
-// New returns the driver. It creates Dir; it starts nothing.
+func init() {
+	driver.Register(driver.Registration{
+		Name:    Name,
+		Summary: "a confined process tree (Landlock, seccomp, rlimits); degraded",
+		Auto:    2,
+		Factory: func(o driver.Options) (driver.Driver, error) {
+			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, Log: o.Log})
+		},
+	})
+}
+
+// New checks cfg and returns the driver; it touches nothing on the host
+// (Open does).
 func New(cfg Config) (*Driver, error) {
 	if cfg.Dir == "" || cfg.AgentPath == "" {
 		return nil, fmt.Errorf("process driver: Dir and AgentPath are required")
@@ -70,44 +86,53 @@ func New(cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process driver: %w", err)
 	}
-	if st, err := os.Stat(agent); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("process driver: agent %s is not an executable file", agent)
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, fmt.Errorf("process driver: %w", err)
+	return &Driver{cfg: cfg, dir: dir, agentPath: agent, log: cfg.Log, trash: launch.NewTrash(filepath.Join(dir, ".trash"))}, nil
+}
+
+// Open checks the agent and prepares the host: the directory and, as
+// root, the uid registry. It starts the warm pool last.
+func (d *Driver) Open(ctx context.Context) error {
+	if st, err := os.Stat(d.agentPath); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("process driver: agent %s is not an executable file", d.agentPath)
 	}
-	d := &Driver{dir: dir, agentPath: agent, log: cfg.Log, probe: confine.Probe(), trash: launch.NewTrash(filepath.Join(dir, ".trash"))}
-	if d.log == nil {
-		d.log = slog.Default()
+	d.probe = confine.Probe()
+	if err := os.MkdirAll(d.dir, 0o711); err != nil {
+		return fmt.Errorf("process driver: %w", err)
 	}
 	if os.Geteuid() == 0 {
 		// Sandboxes run as their own uids and must be able to reach their
 		// directories and the agent binary.
-		if err := launch.OpenPath(dir); err != nil {
-			return nil, fmt.Errorf("process driver: %w", err)
+		if err := launch.OpenPath(d.dir); err != nil {
+			return fmt.Errorf("process driver: %w", err)
 		}
-		if err := launch.WorldExecutable(agent); err != nil {
-			return nil, fmt.Errorf("process driver: %w", err)
+		if err := launch.WorldExecutable(d.agentPath); err != nil {
+			return fmt.Errorf("process driver: %w", err)
 		}
+		var err error
 		if d.uids, err = newUIDPool(); err != nil {
-			return nil, fmt.Errorf("process driver: %w", err)
+			return fmt.Errorf("process driver: %w", err)
 		}
 		if err := d.loadUIDs(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p, err := exec.LookPath("prlimit"); err == nil {
 		d.prlimit, _ = filepath.Abs(p)
 	}
 	d.caps = d.capabilities()
-	d.pool = newPool(d, cfg.WarmPool)
-	return d, nil
+	d.pool = newPool(d, d.cfg.WarmPool)
+	return nil
 }
 
 // Close stops the warm pool and removes its agents. Sandboxes keep
 // running.
 func (d *Driver) Close() error {
-	d.pool.Close()
+	if d.pool != nil {
+		d.pool.Close()
+	}
 	d.trash.Wait()
 	return nil
 }

@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,6 +39,9 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { d.Close() })
+			if err := d.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			return d
 		},
 		Leftovers: func(id string) []string {
