@@ -1,14 +1,31 @@
 package api
 
-// Info is the answer of GET /v1/info.
+// Info is the answer of GET /v1/info. Driver, Isolation, Degraded,
+// Templates and Features describe the default driver, the one a create
+// gets unless it names another; Drivers lists every driver this build has.
 type Info struct {
 	Version   string          `json:"version"`
+	Node      string          `json:"node"`
 	Driver    string          `json:"driver"`
 	Isolation string          `json:"isolation"`
 	Degraded  []string        `json:"degraded"`
 	Templates []string        `json:"templates"`
 	Limits    InfoLimits      `json:"limits"`
 	Features  map[string]bool `json:"features"`
+	Drivers   []DriverInfo    `json:"drivers"`
+}
+
+// DriverInfo is one driver of this build: loaded (its sandboxes run here)
+// or not, and then why not.
+type DriverInfo struct {
+	Name      string          `json:"name"`
+	Default   bool            `json:"default"`
+	Loaded    bool            `json:"loaded"`
+	Error     string          `json:"error,omitempty"`
+	Isolation string          `json:"isolation,omitempty"`
+	Degraded  []string        `json:"degraded,omitempty"`
+	Templates []string        `json:"templates,omitempty"`
+	Features  map[string]bool `json:"features,omitempty"`
 }
 
 // InfoLimits are the server's defaults and ceilings.

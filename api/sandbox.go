@@ -5,14 +5,26 @@ import "time"
 // SandboxState is where a sandbox is in its life.
 type SandboxState string
 
-// The states of a sandbox.
+// The states of a sandbox. Creating, starting, stopping and destroying are
+// transitional: the sandbox's driver is at work, and any other change
+// waits for it or is refused with 409 sandbox_state_conflict.
+// Unavailable is never stored: it is how the API shows a sandbox whose
+// driver this server has not loaded; the sandbox is left untouched.
 const (
-	StateCreating  SandboxState = "creating"
-	StateRunning   SandboxState = "running"
-	StateStopped   SandboxState = "stopped"
-	StateFailed    SandboxState = "failed"
-	StateDestroyed SandboxState = "destroyed"
+	StateCreating    SandboxState = "creating"
+	StateStarting    SandboxState = "starting"
+	StateRunning     SandboxState = "running"
+	StateStopping    SandboxState = "stopping"
+	StateStopped     SandboxState = "stopped"
+	StateDestroying  SandboxState = "destroying"
+	StateDestroyed   SandboxState = "destroyed"
+	StateFailed      SandboxState = "failed"
+	StateUnavailable SandboxState = "unavailable"
 )
+
+// SandboxStates lists every state, in the order of a sandbox's life.
+var SandboxStates = []SandboxState{StateCreating, StateStarting, StateRunning, StateStopping, StateStopped,
+	StateDestroying, StateDestroyed, StateFailed, StateUnavailable}
 
 // Isolation levels a driver reports.
 const (
@@ -42,26 +54,39 @@ type CreateSandboxRequest struct {
 	Root bool `json:"root,omitempty"`
 	// Network is the egress policy; the default is public.
 	Network *NetworkPolicy `json:"network,omitempty"`
+	// Driver names a driver of this server's (GET /v1/info lists them);
+	// empty means the server's default.
+	Driver string `json:"driver,omitempty"`
+	// LimitsBestEffort accepts limits the driver cannot enforce; without
+	// it such a limit is refused (400 limit_unsupported). The sandbox
+	// lists the limits it does not enforce in unenforced_limits.
+	LimitsBestEffort bool `json:"limits_best_effort,omitempty"`
 }
 
 // Sandbox is a sandbox as the API shows it. Env values are never echoed.
 type Sandbox struct {
-	ID        string            `json:"id"`
-	State     SandboxState      `json:"state"`
-	Template  string            `json:"template"`
-	Driver    string            `json:"driver"`
-	Isolation string            `json:"isolation"`
-	Degraded  []string          `json:"degraded,omitempty"`
-	Cwd       string            `json:"cwd"`
-	Limits    Limits            `json:"limits"`
-	TimeoutS  int               `json:"timeout_s"`
-	Labels    map[string]string `json:"labels,omitempty"`
-	Root      bool              `json:"root,omitempty"`
-	Network   NetworkPolicy     `json:"network"`
-	Error     string            `json:"error,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
+	ID        string       `json:"id"`
+	State     SandboxState `json:"state"`
+	Template  string       `json:"template"`
+	Driver    string       `json:"driver"`
+	Isolation string       `json:"isolation"`
+	Degraded  []string     `json:"degraded,omitempty"`
+	Cwd       string       `json:"cwd"`
+	Limits    Limits       `json:"limits"`
+	// UnenforcedLimits names the limits set but not enforced by the
+	// sandbox's driver (memory_mb, cpu, pids), accepted only with
+	// limits_best_effort.
+	UnenforcedLimits []string          `json:"unenforced_limits,omitempty"`
+	TimeoutS         int               `json:"timeout_s"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	Root             bool              `json:"root,omitempty"`
+	Network          NetworkPolicy     `json:"network"`
+	Error            string            `json:"error,omitempty"`
+	// Node is the control plane that owns the sandbox.
+	Node      string     `json:"node,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // SandboxList is a page of GET /v1/sandboxes.

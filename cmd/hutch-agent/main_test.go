@@ -237,7 +237,7 @@ func TestConfined(t *testing.T) {
 			t.Errorf("a confined command wrote outside the root: %v", err)
 		}
 	}
-	if _, err := a.c.WriteFile(context.Background(), "f.txt", "", strings.NewReader("x")); err != nil {
+	if _, err := a.c.WriteFile(context.Background(), "f.txt", "", false, strings.NewReader("x")); err != nil {
 		t.Errorf("WriteFile: %v", err)
 	}
 	out, _ = a.exec(t, "sh", "-c", "sleep 1000 & echo $!")

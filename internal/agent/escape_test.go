@@ -41,7 +41,7 @@ func TestEscapes(t *testing.T) {
 		for _, p := range []string{"/etc/passwd", "/", filepath.Dir(f.root)} {
 			_, err := f.c.ReadFile(ctx, p)
 			wantErr(t, "read "+p, err, errdefs.ErrInvalid, "path_outside_sandbox")
-			_, err = f.c.WriteFile(ctx, p, "", strings.NewReader("x"))
+			_, err = f.c.WriteFile(ctx, p, "", false, strings.NewReader("x"))
 			wantErr(t, "write "+p, err, errdefs.ErrInvalid, "path_outside_sandbox")
 		}
 	})
@@ -56,7 +56,7 @@ func TestEscapes(t *testing.T) {
 	})
 
 	t.Run("write, mkdir, list through links", func(t *testing.T) {
-		if _, err := f.c.WriteFile(ctx, "outdir/hutch-escape-test", "", strings.NewReader("x")); err != nil {
+		if _, err := f.c.WriteFile(ctx, "outdir/hutch-escape-test", "", false, strings.NewReader("x")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.c.Mkdir(ctx, api.MkdirRequest{Path: "up/hutch-escape-dir/sub"}); err != nil {
@@ -81,7 +81,7 @@ func TestEscapes(t *testing.T) {
 			t.Errorf("List(outdir) = %s; want the root's etc", got)
 		}
 		// Overwriting the link replaces the link, not its target.
-		if _, err := f.c.WriteFile(ctx, "passwd", "", strings.NewReader("replaced")); err != nil {
+		if _, err := f.c.WriteFile(ctx, "passwd", "", false, strings.NewReader("replaced")); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(f.root, "etc", "passwd")); string(b) != inside {
@@ -149,7 +149,7 @@ func TestEscapes(t *testing.T) {
 func TestDirectorySwappedForLink(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.c.WriteFile(ctx, "d/x", "", strings.NewReader("x")); err == nil {
+	if _, err := f.c.WriteFile(ctx, "d/x", "", false, strings.NewReader("x")); err == nil {
 		t.Fatal("write into a missing directory succeeded")
 	}
 	if _, err := f.c.Mkdir(ctx, api.MkdirRequest{Path: "d"}); err != nil {

@@ -26,7 +26,7 @@ func TestWriteReadStat(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 
-	fi, err := f.c.WriteFile(ctx, "a.txt", "0600", strings.NewReader("hello"))
+	fi, err := f.c.WriteFile(ctx, "a.txt", "0600", false, strings.NewReader("hello"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestWriteReadStat(t *testing.T) {
 	}
 
 	// Overwrite replaces the content and takes the default mode.
-	if _, err := f.c.WriteFile(ctx, filepath.Join(f.work, "a.txt"), "", strings.NewReader("bye")); err != nil {
+	if _, err := f.c.WriteFile(ctx, filepath.Join(f.work, "a.txt"), "", false, strings.NewReader("bye")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.c.Stat(ctx, "a.txt")
@@ -56,7 +56,7 @@ func TestWriteReadStat(t *testing.T) {
 	}
 
 	// Empty body.
-	if fi, err := f.c.WriteFile(ctx, "empty", "", nil); err != nil || fi.Size != 0 {
+	if fi, err := f.c.WriteFile(ctx, "empty", "", false, nil); err != nil || fi.Size != 0 {
 		t.Errorf("WriteFile empty = %+v, %v", fi, err)
 	}
 
@@ -88,11 +88,11 @@ func TestFileErrors(t *testing.T) {
 	wantErr(t, "read big", err, errdefs.ErrTooLarge, "file_too_large")
 	_, err = f.c.ReadFile(ctx, "plain/x")
 	wantErr(t, "read through a file", err, errdefs.ErrInvalid, "not_a_directory")
-	_, err = f.c.WriteFile(ctx, "nodir/x", "", strings.NewReader("x"))
+	_, err = f.c.WriteFile(ctx, "nodir/x", "", false, strings.NewReader("x"))
 	wantErr(t, "write without parent", err, errdefs.ErrNotFound, "file_not_found")
-	_, err = f.c.WriteFile(ctx, "dir", "", strings.NewReader("x"))
+	_, err = f.c.WriteFile(ctx, "dir", "", false, strings.NewReader("x"))
 	wantErr(t, "write over a dir", err, errdefs.ErrInvalid, "is_a_directory")
-	_, err = f.c.WriteFile(ctx, "x", "0999", strings.NewReader("x"))
+	_, err = f.c.WriteFile(ctx, "x", "0999", false, strings.NewReader("x"))
 	wantErr(t, "bad mode", err, errdefs.ErrInvalid, "invalid_mode")
 	_, err = f.c.List(ctx, "plain")
 	wantErr(t, "list a file", err, errdefs.ErrInvalid, "not_a_directory")
@@ -109,16 +109,16 @@ func TestWriteTooLarge(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), testMaxBytes+1)
 	// With a length the agent refuses before reading; without one (a plain
 	// reader is sent chunked) it stops after the limit.
-	_, err := f.c.WriteFile(ctx, "big", "", bytes.NewReader(body))
+	_, err := f.c.WriteFile(ctx, "big", "", false, bytes.NewReader(body))
 	wantErr(t, "sized body", err, errdefs.ErrTooLarge, "file_too_large")
-	_, err = f.c.WriteFile(ctx, "big", "", struct{ *bytes.Reader }{bytes.NewReader(body)})
+	_, err = f.c.WriteFile(ctx, "big", "", false, struct{ *bytes.Reader }{bytes.NewReader(body)})
 	wantErr(t, "chunked body", err, errdefs.ErrTooLarge, "file_too_large")
 	entries, err := os.ReadDir(f.work)
 	if err != nil || len(entries) != 0 {
 		t.Errorf("workdir holds %v after refused writes, want nothing", entries)
 	}
 	// Exactly the limit is fine.
-	if fi, err := f.c.WriteFile(ctx, "max", "", bytes.NewReader(body[:testMaxBytes])); err != nil || fi.Size != testMaxBytes {
+	if fi, err := f.c.WriteFile(ctx, "max", "", false, bytes.NewReader(body[:testMaxBytes])); err != nil || fi.Size != testMaxBytes {
 		t.Errorf("write of the limit = %+v, %v", fi, err)
 	}
 }

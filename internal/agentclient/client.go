@@ -152,9 +152,10 @@ func (c *Client) ReadFile(ctx context.Context, path string) (io.ReadCloser, erro
 }
 
 // WriteFile replaces path atomically with body; mode is octal such as
-// "0644", empty for the default.
-func (c *Client) WriteFile(ctx context.Context, path, mode string, body io.Reader) (api.FileInfo, error) {
-	q := url.Values{"path": {path}}
+// "0644", empty for the default; parents makes missing directories above
+// path.
+func (c *Client) WriteFile(ctx context.Context, path, mode string, parents bool, body io.Reader) (api.FileInfo, error) {
+	q := url.Values{"path": {path}, "parents": {strconv.FormatBool(parents)}}
 	if mode != "" {
 		q.Set("mode", mode)
 	}

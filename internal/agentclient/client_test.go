@@ -98,7 +98,7 @@ func TestRequests(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	fi, err := c.WriteFile(ctx, "x y", "0600", strings.NewReader("data"))
+	fi, err := c.WriteFile(ctx, "x y", "0600", false, strings.NewReader("data"))
 	if err != nil || fi.Size != 4 || fi.Mode != "0600" {
 		t.Errorf("WriteFile = %+v, %v", fi, err)
 	}

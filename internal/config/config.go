@@ -20,9 +20,12 @@ import (
 
 // Config is everything hutch serve reads at start.
 type Config struct {
-	Listen    string // address of the API
-	DataDir   string // store, keys, sandboxes
-	Driver    string // auto, namespace, process
+	Listen  string // address of the API
+	DataDir string // store, keys, sandboxes
+	Driver  string // auto, or a registered driver: the default for new sandboxes
+	// Node names this control plane in the sandboxes it owns; "" means
+	// the name kept in <data>/node, made on first start.
+	Node      string
 	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
 	WarmPool  int    // sandboxes the driver starts ahead of need
 	// EgressAllowPrivate are private ranges sandboxes may reach through
@@ -42,15 +45,19 @@ type Config struct {
 	// configures none.
 	Providers string
 
-	DefaultLimits   api.Limits
-	MaxLimits       api.Limits
-	DefaultTimeout  time.Duration // sandbox lifetime when a create names none
-	MaxTimeout      time.Duration
-	MaxFileBytes    int64 // one file through the file API
-	MaxTarBytes     int64 // one tar upload
-	MaxOutputBytes  int   // per stream of a run-to-completion exec
-	MaxBodyBytes    int64 // one JSON request body
-	MaxSecretBytes  int64 // one secret's value
+	DefaultLimits  api.Limits
+	MaxLimits      api.Limits
+	DefaultTimeout time.Duration // sandbox lifetime when a create names none
+	MaxTimeout     time.Duration
+	MaxFileBytes   int64 // one file through the file API
+	MaxTarBytes    int64 // one tar upload
+	MaxOutputBytes int   // per stream of a run-to-completion exec
+	MaxBodyBytes   int64 // one JSON request body
+	MaxSecretBytes int64 // one secret's value
+	// MaxCallsPerSandbox bounds the calls in flight to one sandbox
+	// (streams, terminals and watches included).
+	MaxCallsPerSandbox int
+	// ShutdownTimeout bounds each step of shutdown.
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
 }
@@ -58,24 +65,25 @@ type Config struct {
 // Default returns the embedded defaults: `hutch serve` with no flags.
 func Default() Config {
 	return Config{
-		Listen:          "127.0.0.1:7070",
-		DataDir:         "./hutch-data",
-		Driver:          "auto",
-		CgroupParent:    "hutch",
-		WarmPool:        2,
-		LogLevel:        "info",
-		PreviewDomain:   "localhost",
-		DefaultLimits:   api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
-		MaxLimits:       api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
-		DefaultTimeout:  time.Hour,
-		MaxTimeout:      24 * time.Hour,
-		MaxFileBytes:    100 << 20,
-		MaxTarBytes:     1 << 30,
-		MaxOutputBytes:  1 << 20,
-		MaxBodyBytes:    1 << 20,
-		MaxSecretBytes:  64 << 10,
-		ShutdownTimeout: 10 * time.Second,
-		TeardownTimeout: 30 * time.Second,
+		Listen:             "127.0.0.1:7070",
+		DataDir:            "./hutch-data",
+		Driver:             "auto",
+		CgroupParent:       "hutch",
+		WarmPool:           2,
+		LogLevel:           "info",
+		PreviewDomain:      "localhost",
+		DefaultLimits:      api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
+		MaxLimits:          api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
+		DefaultTimeout:     time.Hour,
+		MaxTimeout:         24 * time.Hour,
+		MaxFileBytes:       100 << 20,
+		MaxTarBytes:        1 << 30,
+		MaxOutputBytes:     1 << 20,
+		MaxBodyBytes:       1 << 20,
+		MaxSecretBytes:     64 << 10,
+		MaxCallsPerSandbox: 1024,
+		ShutdownTimeout:    10 * time.Second,
+		TeardownTimeout:    30 * time.Second,
 	}
 }
 
@@ -95,6 +103,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
+	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
@@ -114,6 +123,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.DefaultLimits.MemoryMB, "default-memory-mb", "HUTCH_DEFAULT_MEMORY_MB", "memory limit of a sandbox that names none")
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
 	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
+	num(&c.MaxCallsPerSandbox, "max-calls-per-sandbox", "HUTCH_MAX_CALLS_PER_SANDBOX", "calls in flight to one sandbox (streams, terminals, watches included); one more is 429 too_many_calls")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
 		ps, err := parsePrefixes(v)
@@ -168,6 +178,9 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
 	}
+	if strings.ContainsAny(c.Node, "/\x00") || len(c.Node) > 128 {
+		errs = append(errs, fmt.Errorf("node %q must be at most 128 bytes without '/' or NUL", c.Node))
+	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory must be set"))
 	}
@@ -202,7 +215,7 @@ func (c Config) Validate() error {
 	for name, v := range map[string]int64{
 		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
 		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
-		"max secret bytes": c.MaxSecretBytes,
+		"max secret bytes": c.MaxSecretBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))

@@ -117,3 +117,9 @@ func codeOf(class error) string {
 	}
 	return "internal"
 }
+
+// HasCode reports whether err carries a classified error with code.
+func HasCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

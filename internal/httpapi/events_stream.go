@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -77,7 +76,6 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 		return
 	}
 	defer func() { _ = sse.rc.SetWriteDeadline(time.Time{}) }()
-	shutdown := serverShutdown(r)
 	poll := time.NewTicker(eventStreamPoll)
 	defer poll.Stop()
 	idle := time.NewTimer(eventStreamHeartbeat)
@@ -90,7 +88,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 		if sent {
 			idle.Reset(eventStreamHeartbeat)
 		}
-		if !a.waitForEvents(ctx, sse, sub, shutdown, poll, idle) {
+		if !a.waitForEvents(ctx, sse, sub, poll, idle) {
 			return
 		}
 	}
@@ -127,13 +125,11 @@ func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *store.EventQuer
 // waitForEvents blocks until the store is worth reading again (a wake or
 // the poll timer), sending heartbeats while it waits. It returns false
 // when the stream must end: the client left, a write failed or the server
-// is shutting down.
-func (a *API) waitForEvents(ctx context.Context, sse *sseWriter, sub *sandbox.Subscription, shutdown <-chan struct{}, poll *time.Ticker, idle *time.Timer) bool {
+// is draining (ctx: the server's one drain context is its base).
+func (a *API) waitForEvents(ctx context.Context, sse *sseWriter, sub *sandbox.Subscription, poll *time.Ticker, idle *time.Timer) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
-		case <-shutdown:
 			return false
 		case <-sub.Wake():
 			return true
@@ -156,34 +152,6 @@ func writeWithin(sse *sseWriter, write func() error) error {
 	return write()
 }
 
-// notifier is the sandbox service's, or nil (streams then only poll) for
-// an API serving the event routes without one.
-func (a *API) notifier() *sandbox.Notifier {
-	if a.cfg.Sandboxes == nil {
-		return nil
-	}
-	return a.cfg.Sandboxes.Notifier()
-}
-
-// shutdowns maps each *http.Server that has served a stream to a channel
-// closed when its Shutdown begins: Shutdown waits for handlers to return,
-// and a stream's never would.
-var shutdowns sync.Map // *http.Server → chan struct{}
-
-// serverShutdown returns the channel closed when the server serving r
-// starts to shut down; nil (never ready) when r carries no server.
-func serverShutdown(r *http.Request) <-chan struct{} {
-	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
-	if !ok {
-		return nil
-	}
-	if ch, ok := shutdowns.Load(srv); ok {
-		return ch.(chan struct{})
-	}
-	ch := make(chan struct{})
-	if prev, loaded := shutdowns.LoadOrStore(srv, ch); loaded {
-		return prev.(chan struct{})
-	}
-	srv.RegisterOnShutdown(func() { close(ch) })
-	return ch
-}
+// notifier is the event log's, or nil (streams then only poll) for an
+// API without one.
+func (a *API) notifier() *sandbox.Notifier { return a.cfg.Events }

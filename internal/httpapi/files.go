@@ -6,19 +6,8 @@ import (
 	"strconv"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
-
-// withAgent resolves the sandbox's agent or answers the error.
-func (a *API) withAgent(w http.ResponseWriter, r *http.Request) (*agentclient.Client, bool) {
-	c, err := a.cfg.Sandboxes.Agent(r.Context(), r.PathValue("id"))
-	if err != nil {
-		a.writeError(w, r, err)
-		return nil, false
-	}
-	return c, true
-}
 
 // answer writes v as JSON with status, or err.
 func (a *API) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
@@ -44,29 +33,32 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, contentType string,
 }
 
 func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
-	if c, ok := a.withAgent(w, r); ok {
-		body, err := c.ReadFile(r.Context(), r.URL.Query().Get("path"))
-		a.stream(w, r, "application/octet-stream", body, err)
-	}
+	body, err := a.cfg.Sandboxes.ReadFile(r.Context(), r.PathValue("id"), r.URL.Query().Get("path"))
+	a.stream(w, r, "application/octet-stream", body, err)
 }
 
+// writeFile answers PUT …/files: the body becomes the file at ?path=,
+// atomically, with ?mode=; missing parent directories are made unless
+// ?parents=false.
 func (a *API) writeFile(w http.ResponseWriter, r *http.Request) {
-	if c, ok := a.withAgent(w, r); ok {
-		q := r.URL.Query()
-		fi, err := c.WriteFile(r.Context(), q.Get("path"), q.Get("mode"), r.Body)
-		a.answer(w, r, http.StatusOK, fi, err)
+	q := r.URL.Query()
+	parents := true
+	if v := q.Get("parents"); v != "" {
+		var err error
+		if parents, err = queryBool(v); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
 	}
+	fi, err := a.cfg.Sandboxes.WriteFile(r.Context(), r.PathValue("id"), q.Get("path"), q.Get("mode"), parents, r.Body)
+	a.answer(w, r, http.StatusOK, fi, err)
 }
 
 func (a *API) removeFile(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.withAgent(w, r)
-	if !ok {
-		return
-	}
 	q := r.URL.Query()
 	recursive, err := queryBool(q.Get("recursive"))
 	if err == nil {
-		err = c.Remove(r.Context(), q.Get("path"), recursive)
+		err = a.cfg.Sandboxes.RemoveFile(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
 	}
 	if err != nil {
 		a.writeError(w, r, err)
@@ -76,17 +68,13 @@ func (a *API) removeFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) listFiles(w http.ResponseWriter, r *http.Request) {
-	if c, ok := a.withAgent(w, r); ok {
-		list, err := c.List(r.Context(), r.URL.Query().Get("path"))
-		a.answer(w, r, http.StatusOK, list, err)
-	}
+	list, err := a.cfg.Sandboxes.ListFiles(r.Context(), r.PathValue("id"), r.URL.Query().Get("path"))
+	a.answer(w, r, http.StatusOK, list, err)
 }
 
 func (a *API) statFile(w http.ResponseWriter, r *http.Request) {
-	if c, ok := a.withAgent(w, r); ok {
-		fi, err := c.Stat(r.Context(), r.URL.Query().Get("path"))
-		a.answer(w, r, http.StatusOK, fi, err)
-	}
+	fi, err := a.cfg.Sandboxes.StatFile(r.Context(), r.PathValue("id"), r.URL.Query().Get("path"))
+	a.answer(w, r, http.StatusOK, fi, err)
 }
 
 func (a *API) mkdir(w http.ResponseWriter, r *http.Request) {
@@ -95,10 +83,8 @@ func (a *API) mkdir(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if c, ok := a.withAgent(w, r); ok {
-		fi, err := c.Mkdir(r.Context(), req)
-		a.answer(w, r, http.StatusOK, fi, err)
-	}
+	fi, err := a.cfg.Sandboxes.Mkdir(r.Context(), r.PathValue("id"), req)
+	a.answer(w, r, http.StatusOK, fi, err)
 }
 
 func (a *API) move(w http.ResponseWriter, r *http.Request) {
@@ -107,26 +93,18 @@ func (a *API) move(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if c, ok := a.withAgent(w, r); ok {
-		fi, err := c.Move(r.Context(), req)
-		a.answer(w, r, http.StatusOK, fi, err)
-	}
+	fi, err := a.cfg.Sandboxes.Move(r.Context(), r.PathValue("id"), req)
+	a.answer(w, r, http.StatusOK, fi, err)
 }
 
 func (a *API) downloadTar(w http.ResponseWriter, r *http.Request) {
-	if c, ok := a.withAgent(w, r); ok {
-		body, err := c.TarDownload(r.Context(), r.URL.Query().Get("path"))
-		a.stream(w, r, "application/x-tar", body, err)
-	}
+	body, err := a.cfg.Sandboxes.TarDownload(r.Context(), r.PathValue("id"), r.URL.Query().Get("path"))
+	a.stream(w, r, "application/x-tar", body, err)
 }
 
 func (a *API) uploadTar(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.withAgent(w, r)
-	if !ok {
-		return
-	}
 	body := &limitedBody{r: r.Body, left: a.cfg.MaxTarBytes}
-	res, err := c.TarUpload(r.Context(), r.URL.Query().Get("path"), body)
+	res, err := a.cfg.Sandboxes.TarUpload(r.Context(), r.PathValue("id"), r.URL.Query().Get("path"), body)
 	if body.over {
 		err = errdefs.New(errdefs.ErrTooLarge, "body_too_large", "tar upload is over %d bytes", a.cfg.MaxTarBytes)
 	}

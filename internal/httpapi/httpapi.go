@@ -12,9 +12,15 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Config is what the API serves from.
+// Config is what the API serves from. Sandboxes, Store, Auth and Log
+// are required.
 type Config struct {
-	Sandboxes    *sandbox.Service
+	Sandboxes Sandboxes
+	// Events wakes event streams when an event is appended; nil: streams
+	// only poll the store.
+	Events *sandbox.Notifier
+	// Previews serves the preview routes; nil: they answer 501.
+	Previews     Previews
 	Secrets      *secrets.Service // nil: the secret routes answer 503
 	Store        store.Store
 	Auth         *auth.Authenticator

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,7 +11,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -24,7 +22,7 @@ import (
 // follow (the default) it goes on until the process's output ends, with
 // an "exit" event.
 func (a *API) processOutput(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -47,7 +45,7 @@ func (a *API) processOutput(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	st, err := c.ProcessOutput(ctx, pid, cursor, follow)
+	st, err := a.cfg.Sandboxes.ProcessOutput(ctx, r.PathValue("id"), pid, cursor, follow)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -57,7 +55,7 @@ func (a *API) processOutput(w http.ResponseWriter, r *http.Request) {
 		a.outputWebSocket(ctx, w, r, st)
 		return
 	}
-	a.outputSSE(w, r, st)
+	a.outputSSE(ctx, w, r, st)
 }
 
 func parseCursor(v string) (int64, error) {
@@ -71,46 +69,20 @@ func parseCursor(v string) (int64, error) {
 	return n, nil
 }
 
-// relay reads the agent's stream into a channel, so a writer can wait on
-// it and on a heartbeat together. The channel closes after the last event
-// or the first error, which err then holds.
-type relay struct {
-	events chan api.OutputEvent
-	err    error
-}
-
-func newRelay(st *agentclient.OutputStream) *relay {
-	rl := &relay{events: make(chan api.OutputEvent, 16)}
-	go func() {
-		defer close(rl.events)
-		for {
-			ev, err := st.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					rl.err = err
-				}
-				return
-			}
-			rl.events <- ev
-		}
-	}()
-	return rl
-}
-
-func (a *API) outputSSE(w http.ResponseWriter, r *http.Request, st *agentclient.OutputStream) {
+func (a *API) outputSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, st sandbox.Stream[api.OutputEvent]) {
 	sse, err := newSSE(w)
 	if err != nil {
 		return
 	}
-	rl := newRelay(st)
+	p := startPump(ctx, st)
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	for {
 		select {
-		case ev, ok := <-rl.events:
+		case ev, ok := <-p.events:
 			if !ok {
-				if rl.err != nil {
-					a.cfg.Log.Warn("process output stream ended", "sandbox.id", r.PathValue("id"), "err", rl.err)
+				if p.err != nil {
+					a.cfg.Log.Warn("process output stream ended", "sandbox.id", r.PathValue("id"), "err", p.err)
 				}
 				return
 			}
@@ -121,6 +93,8 @@ func (a *API) outputSSE(w http.ResponseWriter, r *http.Request, st *agentclient.
 			if sse.heartbeat() != nil {
 				return
 			}
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -128,17 +102,17 @@ func (a *API) outputSSE(w http.ResponseWriter, r *http.Request, st *agentclient.
 // nextCursor is where a stream resumes after ev.
 func nextCursor(ev api.OutputEvent) int64 { return ev.Offset + int64(len(ev.Data)) }
 
-func (a *API) outputWebSocket(ctx context.Context, w http.ResponseWriter, r *http.Request, st *agentclient.OutputStream) {
+func (a *API) outputWebSocket(ctx context.Context, w http.ResponseWriter, r *http.Request, st sandbox.Stream[api.OutputEvent]) {
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
 	}
 	defer conn.CloseNow()
 	ctx = conn.CloseRead(ctx)
-	rl := newRelay(st)
+	p := startPump(ctx, st)
 	for {
 		select {
-		case ev, ok := <-rl.events:
+		case ev, ok := <-p.events:
 			if !ok {
 				conn.Close(websocket.StatusNormalClosure, "")
 				return

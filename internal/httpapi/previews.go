@@ -11,15 +11,15 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// The preview routes: signed URLs and public ports. The router, which
-// serves the previews themselves, passes itself to the API in the request
-// context (router.Wrap); a server without one answers 501.
+// The preview routes: signed URLs and public ports, from the preview
+// router the server hands the API (Config.Previews); a server without one
+// answers 501.
 
 // withPreviews resolves the router, the port store and the sandbox and
 // port in the path, checking that the sandbox is the caller's, or answers
 // the error.
-func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (*router.Router, store.Ports, router.Target, bool) {
-	rt := router.FromContext(r.Context())
+func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, store.Ports, router.Target, bool) {
+	rt := a.cfg.Previews
 	ports, ok := a.cfg.Store.(store.Ports)
 	if rt == nil || !ok {
 		a.writeError(w, r, errdefs.New(errdefs.ErrUnsupported, "previews_unsupported", "this server does not serve previews"))
@@ -112,7 +112,7 @@ func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func portOf(rt *router.Router, r *http.Request, p store.PortSetting) api.Port {
+func portOf(rt Previews, r *http.Request, p store.PortSetting) api.Port {
 	return api.Port{
 		Port:      p.Port,
 		Public:    p.Public,

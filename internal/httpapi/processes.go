@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -21,37 +20,31 @@ func (a *API) startProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) listProcesses(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.withAgent(w, r)
-	if !ok {
-		return
-	}
-	l, err := c.ListProcesses(r.Context())
+	l, err := a.cfg.Sandboxes.ListProcesses(r.Context(), r.PathValue("id"))
 	a.answer(w, r, http.StatusOK, l, err)
 }
 
-// withProcess resolves the sandbox's agent and the pid in the path, or
-// answers the error.
-func (a *API) withProcess(w http.ResponseWriter, r *http.Request) (*agentclient.Client, int, bool) {
+// pidOf reads the pid in the path, or answers the error.
+func (a *API) pidOf(w http.ResponseWriter, r *http.Request) (int, bool) {
 	pid, err := strconv.Atoi(r.PathValue("pid"))
 	if err != nil || pid <= 0 {
 		a.writeError(w, r, errdefs.Invalid("invalid_pid", "%q is not a process id", r.PathValue("pid")))
-		return nil, 0, false
+		return 0, false
 	}
-	c, ok := a.withAgent(w, r)
-	return c, pid, ok
+	return pid, true
 }
 
 func (a *API) getProcess(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
-	p, err := c.GetProcess(r.Context(), pid)
+	p, err := a.cfg.Sandboxes.GetProcess(r.Context(), r.PathValue("id"), pid)
 	a.answer(w, r, http.StatusOK, p, err)
 }
 
 func (a *API) processStdin(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -60,12 +53,12 @@ func (a *API) processStdin(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	p, err := c.WriteStdin(r.Context(), pid, http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes), closeAfter)
+	p, err := a.cfg.Sandboxes.WriteStdin(r.Context(), r.PathValue("id"), pid, http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes), closeAfter)
 	a.answer(w, r, http.StatusOK, p, err)
 }
 
 func (a *API) signalProcess(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -74,12 +67,12 @@ func (a *API) signalProcess(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	p, err := c.SignalProcess(r.Context(), pid, req)
+	p, err := a.cfg.Sandboxes.SignalProcess(r.Context(), r.PathValue("id"), pid, req)
 	a.answer(w, r, http.StatusOK, p, err)
 }
 
 func (a *API) resizeProcess(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -88,14 +81,14 @@ func (a *API) resizeProcess(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	p, err := c.ResizeProcess(r.Context(), pid, size)
+	p, err := a.cfg.Sandboxes.ResizeProcess(r.Context(), r.PathValue("id"), pid, size)
 	a.answer(w, r, http.StatusOK, p, err)
 }
 
 // waitProcess answers GET …/processes/{pid}/wait?timeout_ms=: the process
 // once it ends, or as it is when the timeout (at most 10 minutes) comes.
 func (a *API) waitProcess(w http.ResponseWriter, r *http.Request) {
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -108,6 +101,6 @@ func (a *API) waitProcess(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = min(time.Duration(ms)*time.Millisecond, timeout)
 	}
-	p, err := c.WaitProcess(r.Context(), pid, timeout)
+	p, err := a.cfg.Sandboxes.WaitProcess(r.Context(), r.PathValue("id"), pid, timeout)
 	a.answer(w, r, http.StatusOK, p, err)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -45,11 +44,7 @@ func (a *API) terminal(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	c, ok := a.withAgent(w, r)
-	if !ok {
-		return
-	}
-	a.bridge(w, r, c, p, 0)
+	a.bridge(w, r, p, 0)
 }
 
 // attachTerminal answers GET …/processes/{pid}/terminal, a WebSocket to a
@@ -60,7 +55,7 @@ func (a *API) attachTerminal(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("websocket_required", "the terminal is a WebSocket: send an upgrade request"))
 		return
 	}
-	c, pid, ok := a.withProcess(w, r)
+	pid, ok := a.pidOf(w, r)
 	if !ok {
 		return
 	}
@@ -69,12 +64,12 @@ func (a *API) attachTerminal(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	p, err := c.GetProcess(r.Context(), pid)
+	p, err := a.cfg.Sandboxes.GetProcess(r.Context(), r.PathValue("id"), pid)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	a.bridge(w, r, c, p, cursor)
+	a.bridge(w, r, p, cursor)
 }
 
 func termSize(rows, cols string) (api.TermSize, error) {
@@ -100,10 +95,11 @@ func termSize(rows, cols string) (api.TermSize, error) {
 // lost) and an "exit" text message at the end. From the client: binary
 // messages are input; text messages resize the terminal, signal the
 // process group or end the input. The process outlives the connection.
-func (a *API) bridge(w http.ResponseWriter, r *http.Request, c *agentclient.Client, p api.Process, cursor int64) {
+func (a *API) bridge(w http.ResponseWriter, r *http.Request, p api.Process, cursor int64) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	st, err := c.ProcessOutput(ctx, p.PID, cursor, true)
+	id := r.PathValue("id")
+	st, err := a.cfg.Sandboxes.ProcessOutput(ctx, id, p.PID, cursor, true)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -120,12 +116,12 @@ func (a *API) bridge(w http.ResponseWriter, r *http.Request, c *agentclient.Clie
 	}
 	go func() {
 		defer cancel()
-		a.terminalInput(ctx, conn, c, p.PID)
+		a.terminalInput(ctx, conn, id, p.PID)
 	}()
-	rl := newRelay(st)
+	pm := startPump(ctx, st)
 	for {
 		select {
-		case ev, ok := <-rl.events:
+		case ev, ok := <-pm.events:
 			if !ok {
 				conn.Close(websocket.StatusNormalClosure, "")
 				return
@@ -150,14 +146,15 @@ func (a *API) bridge(w http.ResponseWriter, r *http.Request, c *agentclient.Clie
 
 // terminalInput carries the client's messages to the process until the
 // connection ends.
-func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, c *agentclient.Client, pid int) {
+func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, id string, pid int) {
+	sbs := a.cfg.Sandboxes
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			if _, err := c.WriteStdin(ctx, pid, bytes.NewReader(data), false); err != nil {
+			if _, err := sbs.WriteStdin(ctx, id, pid, bytes.NewReader(data), false); err != nil {
 				return
 			}
 			continue
@@ -169,11 +166,11 @@ func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, c *agentc
 		}
 		switch m.Type {
 		case api.TerminalResize:
-			_, err = c.ResizeProcess(ctx, pid, api.TermSize{Rows: m.Rows, Cols: m.Cols})
+			_, err = sbs.ResizeProcess(ctx, id, pid, api.TermSize{Rows: m.Rows, Cols: m.Cols})
 		case api.TerminalSignal:
-			_, err = c.SignalProcess(ctx, pid, api.SignalRequest{Signal: m.Signal, Group: true})
+			_, err = sbs.SignalProcess(ctx, id, pid, api.SignalRequest{Signal: m.Signal, Group: true})
 		case api.TerminalEOF:
-			_, err = c.WriteStdin(ctx, pid, bytes.NewReader(nil), true)
+			_, err = sbs.WriteStdin(ctx, id, pid, bytes.NewReader(nil), true)
 		default:
 			conn.Close(websocket.StatusUnsupportedData, "unknown terminal message type "+strconv.Quote(m.Type))
 			return

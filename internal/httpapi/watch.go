@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // watchFiles is GET /v1/sandboxes/{id}/files/watch: the agent's file watch
@@ -18,17 +19,13 @@ import (
 // The stream ends cleanly when the watched directory is removed, and is
 // aborted when the agent's stream breaks.
 func (a *API) watchFiles(w http.ResponseWriter, r *http.Request) {
-	c, ok := a.withAgent(w, r)
-	if !ok {
-		return
-	}
 	q := r.URL.Query()
 	recursive, err := queryBool(q.Get("recursive"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	wt, err := c.Watch(r.Context(), q.Get("path"), recursive)
+	wt, err := a.cfg.Sandboxes.Watch(r.Context(), r.PathValue("id"), q.Get("path"), recursive)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -38,7 +35,7 @@ func (a *API) watchFiles(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	err = a.relayWatch(r.Context(), sse, wt.Next, sseHeartbeat)
+	err = a.relayWatch(r.Context(), sse, wt, sseHeartbeat)
 	if errors.Is(err, io.EOF) || r.Context().Err() != nil {
 		return // the watched directory is gone, or the client
 	}
@@ -49,34 +46,28 @@ func (a *API) watchFiles(w http.ResponseWriter, r *http.Request) {
 	panic(http.ErrAbortHandler)
 }
 
-// relayWatch writes the events next returns as they come, and a heartbeat
-// after each idle interval, until next fails (io.EOF: the watch ended),
-// a write fails or ctx ends. Events of a type the API does not define are
+// relayWatch writes the events of st as they come, and a heartbeat after
+// each idle interval, until st fails (io.EOF: the watch ended), a write
+// fails or ctx ends. Events of a type the API does not define are
 // dropped, so nothing the agent sends can shape the stream.
-func (a *API) relayWatch(ctx context.Context, sse *sseWriter, next func() (api.WatchEvent, error), heartbeat time.Duration) error {
+func (a *API) relayWatch(ctx context.Context, sse *sseWriter, st sandbox.Stream[api.WatchEvent], heartbeat time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evs := make(chan api.WatchEvent)
-	failed := make(chan error, 1)
-	go func() {
-		for {
-			ev, err := next()
-			if err != nil {
-				failed <- err
-				return
-			}
-			select {
-			case evs <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	p := startPump(ctx, st)
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
 	for {
 		select {
-		case ev := <-evs:
+		case ev, ok := <-p.events:
+			if !ok {
+				if p.err != nil {
+					return p.err
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return io.EOF
+			}
 			switch ev.Type {
 			case api.WatchCreate, api.WatchWrite, api.WatchRemove, api.WatchRename, api.WatchOverflow:
 			default:
@@ -87,8 +78,6 @@ func (a *API) relayWatch(ctx context.Context, sse *sseWriter, next func() (api.W
 				return err
 			}
 			t.Reset(heartbeat)
-		case err := <-failed:
-			return err
 		case <-t.C:
 			if err := sse.heartbeat(); err != nil {
 				return err

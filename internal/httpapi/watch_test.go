@@ -43,7 +43,7 @@ func TestRelayWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.relayWatch(context.Background(), sse, next, 20*time.Millisecond); err != io.EOF {
+	if err := a.relayWatch(context.Background(), sse, funcStream[api.WatchEvent](next), 20*time.Millisecond); err != io.EOF {
 		t.Fatalf("relayWatch = %v, want io.EOF", err)
 	}
 	if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream" {
@@ -65,11 +65,17 @@ func TestRelayWatch(t *testing.T) {
 	cancel()
 	block := make(chan struct{})
 	defer close(block)
-	err = a.relayWatch(ctx, sse, func() (api.WatchEvent, error) { <-block; return api.WatchEvent{}, io.EOF }, time.Hour)
+	err = a.relayWatch(ctx, sse, funcStream[api.WatchEvent](func() (api.WatchEvent, error) { <-block; return api.WatchEvent{}, io.EOF }), time.Hour)
 	if err != context.Canceled {
 		t.Fatalf("relayWatch with a cancelled context = %v", err)
 	}
 }
+
+// funcStream is a sandbox.Stream of a function's results.
+type funcStream[T any] func() (T, error)
+
+func (f funcStream[T]) Next() (T, error) { return f() }
+func (f funcStream[T]) Close() error     { return nil }
 
 // TestWatchEventSchema holds the WatchEvent schema to api.WatchEvent, as
 // TestSchemasMatchWireTypes does for the other types.

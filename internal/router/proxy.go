@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // Bounds of the proxy's tunnels.
@@ -95,18 +95,16 @@ func exchangeOf(r *http.Request) *exchange {
 // proxyError answers a request the proxy could not carry.
 func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeOf(r)
-	var e *errdefs.Error
-	errors.As(err, &e)
 	switch {
 	case r.Context().Err() != nil:
 		ex.reason = "client_gone"
 		w.WriteHeader(http.StatusBadGateway)
 		return
-	case agentclient.IsPortClosed(err):
+	case errdefs.HasCode(err, sandbox.CodePortClosed):
 		rt.fail(w, r, ex, pagePortClosed, "port_closed")
-	case agentclient.IsPreviewsUnsupported(err):
+	case errdefs.HasCode(err, sandbox.CodePreviewsUnsupported):
 		rt.fail(w, r, ex, pageUnsupported, "previews_unsupported")
-	case e != nil && e.Code == agentclient.CodeTooManyTunnels:
+	case errdefs.HasCode(err, sandbox.CodeTooManyTunnels):
 		rt.fail(w, r, ex, pageBusy, "too_many_tunnels")
 	case errors.Is(err, errdefs.ErrConflict):
 		rt.fail(w, r, ex, pageNotRunning, "not_running")

@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
@@ -69,23 +68,6 @@ func (f DialFunc) DialTunnel(ctx context.Context, sandboxID string, port int) (n
 	return f(ctx, sandboxID, port)
 }
 
-// Agents hands out the agent client of a running sandbox
-// (internal/sandbox.Service).
-type Agents interface {
-	Agent(ctx context.Context, id string) (*agentclient.Client, error)
-}
-
-// AgentTunnels dials through the sandbox's agent.
-func AgentTunnels(a Agents) DialFunc {
-	return func(ctx context.Context, id string, port int) (net.Conn, error) {
-		c, err := a.Agent(tenancy.System(ctx), id)
-		if err != nil {
-			return nil, err
-		}
-		return c.Tunnel(ctx, port)
-	}
-}
-
 // Config is what the router serves from.
 type Config struct {
 	// Domain is the preview domain ("localhost": every browser resolves
@@ -97,7 +79,9 @@ type Config struct {
 	// store.Ports, ports can be public; otherwise all are private.
 	Sandboxes Sandboxes
 	Auth      KeyAuthenticator
-	Tunnels   Dialer
+	// Tunnels dials a sandbox's port: the sandbox service
+	// (internal/sandbox.Service.DialTunnel), the only door to a sandbox.
+	Tunnels Dialer
 	Log       *slog.Logger
 	// MaxRetries bounds how often the "not running" page reloads itself;
 	// zero means DefaultMaxRetries.
@@ -168,25 +152,15 @@ func (rt *Router) Domain() string { return rt.domain }
 func (rt *Router) Close() { rt.tr.CloseIdleConnections() }
 
 // Wrap returns the server's handler: requests for a preview host go to
-// the router, the rest to next, with the router in their context for the
-// API's preview routes (FromContext).
+// the router, the rest to next.
 func (rt *Router) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t, err := ParseHost(r.Host, rt.domain); err == nil {
 			rt.serve(w, r, t)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routerKey{}, rt)))
+		next.ServeHTTP(w, r)
 	})
-}
-
-type routerKey struct{}
-
-// FromContext returns the router that passed the request on to the API,
-// or nil when the server has none.
-func FromContext(ctx context.Context) *Router {
-	rt, _ := ctx.Value(routerKey{}).(*Router)
-	return rt
 }
 
 // access is how a request was let in, for the log.

@@ -24,7 +24,7 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 		Message:   truncate(msg, store.MaxEventMessage),
 		Data:      data,
 	}
-	if err := s.AppendEvent(ctx, e); err != nil {
+	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "event.type", typ, "err", err)
 	}
 }

@@ -112,18 +112,29 @@ func (s *Subscription) Close() {
 	})
 }
 
-// Notifier returns the notifier the service wakes on every event it
-// appends; event streams subscribe to it.
-func (s *Service) Notifier() *Notifier { return s.events }
+// EventLog appends events to the store and wakes the event streams of
+// their tenant: every event this server records goes through it, so
+// streams see it at once rather than on their timer. The sandbox service,
+// the secret store, the gateway and the router share one.
+type EventLog struct {
+	store    store.Store
+	notifier *Notifier
+}
+
+// NewEventLog returns the event log of st.
+func NewEventLog(st store.Store) *EventLog {
+	return &EventLog{store: st, notifier: NewNotifier()}
+}
+
+// Notifier is what event streams subscribe to.
+func (l *EventLog) Notifier() *Notifier { return l.notifier }
 
 // AppendEvent appends e to its tenant's log (store.Store.AppendEvent, on
-// ctx's scope) and wakes that tenant's event streams. Every event this
-// server records should go through it, or through a call to Notify after
-// the append, so streams see it at once rather than on their timer.
-func (s *Service) AppendEvent(ctx context.Context, e *store.Event) error {
-	if err := s.store.AppendEvent(ctx, e); err != nil {
+// ctx's scope) and wakes that tenant's event streams.
+func (l *EventLog) AppendEvent(ctx context.Context, e *store.Event) error {
+	if err := l.store.AppendEvent(ctx, e); err != nil {
 		return err
 	}
-	s.events.Notify(e.TenantID)
+	l.notifier.Notify(e.TenantID)
 	return nil
 }

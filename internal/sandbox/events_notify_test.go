@@ -99,12 +99,12 @@ func TestNilNotifier(t *testing.T) {
 // tenant's streams, and only after it is stored.
 func TestServiceEventsWakeStreams(t *testing.T) {
 	f := newFixture(t, nil)
-	sub, err := f.svc.Notifier().Subscribe(f.tenant, 0)
+	sub, err := f.svc.events.Notifier().Subscribe(f.tenant, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	other, _ := f.svc.Notifier().Subscribe(ids.New(), 0)
+	other, _ := f.svc.events.Notifier().Subscribe(ids.New(), 0)
 	defer other.Close()
 
 	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
@@ -130,7 +130,7 @@ func TestServiceEventsWakeStreams(t *testing.T) {
 	// AppendEvent, for events recorded outside the lifecycle.
 	e := &store.Event{SandboxID: sb.ID, Type: api.EventProcessExited, Message: "process 7 exited with code 0",
 		Data: map[string]any{"pid": 7, "exit_code": 0}}
-	if err := f.svc.AppendEvent(f.ctx, e); err != nil {
+	if err := f.svc.events.AppendEvent(f.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if w := woken(sub); e.ID == "" || e.TenantID != f.tenant || !w {
@@ -139,7 +139,7 @@ func TestServiceEventsWakeStreams(t *testing.T) {
 
 	// A failed append wakes nobody.
 	bad := &store.Event{SandboxID: "no-such-sandbox", Type: api.EventProcessExited, Message: "x"}
-	if err := f.svc.AppendEvent(tenancy.With(context.Background(), tenancy.Principal{TenantID: f.tenant}), bad); err == nil {
+	if err := f.svc.events.AppendEvent(tenancy.With(context.Background(), tenancy.Principal{TenantID: f.tenant}), bad); err == nil {
 		t.Fatal("append about an unknown sandbox succeeded")
 	}
 	if woken(sub) {

@@ -34,6 +34,10 @@ var _ driver.Driver = (*fakeDriver)(nil)
 
 func (d *fakeDriver) Name() string { return "fake" }
 
+func (d *fakeDriver) Open(context.Context) error { return nil }
+
+func (d *fakeDriver) Close() error { return nil }
+
 func (d *fakeDriver) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Isolation: api.IsolationDegraded, Templates: []string{"host"}, StartStop: true}
 }
@@ -109,12 +113,26 @@ func newFixture(t *testing.T, wrap func(store.Store) store.Store) *fixture {
 	if wrap != nil {
 		svcStore = wrap(st)
 	}
-	f.svc = New(f.config(), svcStore, f.drv, slog.New(slog.NewTextHandler(f.logs, nil)))
+	f.svc = f.service(t, svcStore)
 	return f
+}
+
+func (f *fixture) service(t *testing.T, st store.Store) *Service {
+	t.Helper()
+	cfg := f.config()
+	cfg.Store, cfg.Events = st, NewEventLog(st)
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 func (f *fixture) config() Config {
 	return Config{
+		Drivers:         driver.Single(f.drv),
+		Log:             slog.New(slog.NewTextHandler(f.logs, nil)),
+		Node:            "node-a",
 		DefaultTemplate: "host",
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
 		MaxTimeout:      time.Hour,
@@ -268,7 +286,7 @@ func TestRecoverEvents(t *testing.T) {
 	}
 	// A new control plane finds the running sandbox's agent silent, and
 	// the other caught mid-create.
-	again := New(f.config(), f.st, f.drv, slog.New(slog.NewTextHandler(f.logs, nil)))
+	again := f.service(t, f.st)
 	if err := again.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -29,21 +29,22 @@ func ValidateExec(req api.ExecRequest) error {
 	return validateEnv(req.Env)
 }
 
-// ExecStream starts a command and returns its event stream.
-func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest) (*ExecStream, error) {
+// ExecStream starts a command and returns its event stream; Close ends
+// the command if it still runs.
+func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest) (Stream[api.ExecEvent], error) {
 	if err := ValidateExec(req); err != nil {
 		return nil, err
 	}
-	rec, a, err := s.running(ctx, id)
+	c, err := s.open(ctx, id, "exec")
 	if err != nil {
 		return nil, err
 	}
-	e := &ExecStream{s: s, ctx: context.WithoutCancel(ctx), rec: rec}
-	e.before, e.counts = s.observeOOM(ctx, rec)
-	if e.st, err = a.Exec(ctx, req); err != nil {
-		return nil, err
+	e := &execStream{s: s, ctx: c.ctx, rec: c.rec}
+	e.before, e.counts = s.observeOOM(ctx, c.rec)
+	if e.st, err = c.agent.Exec(ctx, req); err != nil {
+		return nil, c.end(err)
 	}
-	return e, nil
+	return &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}, nil
 }
 
 // Exec runs a command to completion and returns its output, each stream

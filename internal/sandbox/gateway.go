@@ -15,15 +15,11 @@ type Gateway interface {
 	ForSandbox(sandboxID string) http.Handler
 }
 
-// SetGateway gives sandboxes the provider gateway. Call it before Recover
-// and before serving.
-func (s *Service) SetGateway(g Gateway) { s.gateway = g }
-
 // env is a new sandbox's environment: the caller's, and over it the
 // gateway's when the sandbox has an egress channel. The gateway's part is
 // not stored: its token is the sandbox's, not the caller's to read.
-func (s *Service) env(id string, callers map[string]string) map[string]string {
-	if _, channel := s.driver.(driver.Egresser); !channel || s.gateway == nil {
+func (s *Service) env(d driver.Driver, id string, callers map[string]string) map[string]string {
+	if _, channel := d.(driver.Egresser); !channel || s.gateway == nil {
 		return callers
 	}
 	out := maps.Clone(callers)

@@ -4,56 +4,74 @@ import (
 	"context"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
+
+// The lifecycle calls. Each holds the sandbox's lock from its first read
+// to its last write, so calls on one sandbox take turns, and moves the
+// sandbox through a transitional state (starting, stopping, destroying)
+// with store updates that name the state they expect. A call waits for
+// one already under way on the same sandbox, then acts on the state that
+// call left.
 
 // Destroy removes a sandbox's processes and files and marks it destroyed.
 // It runs to the end on its own deadline even when ctx is cancelled.
 // Destroying a destroyed sandbox is not an error.
 func (s *Service) Destroy(ctx context.Context, id string) error {
+	unlock := s.locks.Lock(id)
+	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
 	if err != nil {
 		return err
 	}
-	switch rec.State {
-	case api.StateDestroyed:
+	if rec.State == api.StateDestroyed {
 		return nil
-	case api.StateCreating:
-		return errdefs.Conflict("sandbox_busy", "sandbox %s is still being created; retry when it is running or failed", id)
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	return s.destroy(tctx, rec)
 }
 
+// destroyable are the states a destroy starts from. Creating is there for
+// a record another server left mid-create.
+var destroyable = []api.SandboxState{api.StateCreating, api.StateRunning, api.StateStopped, api.StateFailed}
+
+// destroy runs under the sandbox's lock, on a teardown context.
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
-	s.dropAgent(rec.ID)
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return err
+	}
+	rec, err = store.Transition(ctx, s.store, rec.ID, destroyable, api.StateDestroying, nil)
+	if err != nil {
+		return err
+	}
+	s.detach(rec.ID)
 	defer s.forgetOOM(rec.ID)
 	if h, err := decodeHandle(rec.Handle); err == nil {
-		if err := s.driver.Destroy(ctx, h); err != nil {
-			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; the sweeper will retry"))
-			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the driver could not destroy sandbox %s", rec.ID)
+		if err := d.Destroy(ctx, h); err != nil {
+			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
+			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not destroy sandbox %s", d.Name(), rec.ID)
 		}
 	}
-	_, err := s.store.UpdateSandbox(ctx, rec.ID, func(sb *store.Sandbox) error {
-		sb.State = api.StateDestroyed
-		sb.Handle = nil
-		sb.ExpiresAt = nil
-		return nil
+	rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateDestroyed, func(sb *store.Sandbox) {
+		sb.Handle, sb.ExpiresAt = nil, nil
 	})
-	if err == nil {
-		s.log.Info("sandbox destroyed", "sandbox.id", rec.ID, "tenant.id", rec.TenantID)
-		s.emit(ctx, rec, api.EventSandboxDestroyed, "sandbox destroyed", nil)
+	if err != nil {
+		return err
 	}
-	return err
+	s.log.Info("sandbox destroyed", "sandbox.id", rec.ID, "tenant.id", rec.TenantID)
+	s.emit(ctx, rec, api.EventSandboxDestroyed, "sandbox destroyed", nil)
+	return nil
 }
 
-// Stop ends a running sandbox's processes and keeps its files.
+// Stop ends a running sandbox's processes and keeps its files. Stopping a
+// stopped sandbox is not an error.
 func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
-	if !s.caps.StartStop {
-		return api.Sandbox{}, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot stop and start sandboxes", s.driver.Name())
-	}
+	unlock := s.locks.Lock(id)
+	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
 	if err != nil {
 		return api.Sandbox{}, err
@@ -61,23 +79,26 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	if rec.State == api.StateStopped {
 		return s.toAPI(rec), nil
 	}
-	if rec.State != api.StateRunning {
-		return api.Sandbox{}, errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", id, rec.State)
+	d, err := s.startStopDriver(rec)
+	if err != nil {
+		return api.Sandbox{}, err
 	}
 	h, err := decodeHandle(rec.Handle)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	s.dropAgent(id)
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	if err := s.driver.Stop(tctx, h); err != nil {
-		return api.Sandbox{}, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the driver could not stop sandbox %s", id)
+	if rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateRunning}, api.StateStopping, nil); err != nil {
+		return api.Sandbox{}, err
 	}
-	rec, err = s.store.UpdateSandbox(tctx, id, func(sb *store.Sandbox) error {
-		sb.State = api.StateStopped
-		return nil
-	})
+	s.detach(id)
+	if err := d.Stop(tctx, h); err != nil {
+		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not stop sandbox %s", d.Name(), id)
+		s.fail(tctx, id, err)
+		return api.Sandbox{}, err
+	}
+	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, nil)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -85,11 +106,11 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.toAPI(rec), nil
 }
 
-// Start starts a stopped sandbox again.
+// Start starts a stopped sandbox again. Starting a running sandbox is not
+// an error; its agent is not started twice.
 func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
-	if !s.caps.StartStop {
-		return api.Sandbox{}, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot stop and start sandboxes", s.driver.Name())
-	}
+	unlock := s.locks.Lock(id)
+	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
 	if err != nil {
 		return api.Sandbox{}, err
@@ -97,31 +118,77 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if rec.State == api.StateRunning {
 		return s.toAPI(rec), nil
 	}
-	if rec.State != api.StateStopped {
-		return api.Sandbox{}, errdefs.Conflict("sandbox_not_stopped", "sandbox %s is %s; only a stopped sandbox can start", id, rec.State)
+	d, err := s.startStopDriver(rec)
+	if err != nil {
+		return api.Sandbox{}, err
 	}
 	h, err := decodeHandle(rec.Handle)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	if h, err = s.driver.Start(ctx, h); err != nil {
-		return api.Sandbox{}, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the driver could not start sandbox %s", id)
+	if rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStopped}, api.StateStarting, nil); err != nil {
+		return api.Sandbox{}, err
+	}
+	if h, err = d.Start(ctx, h); err != nil {
+		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not start sandbox %s", d.Name(), id)
+		// Its files are there still: it is stopped, and may start later.
+		_, _, msg := errdefs.Classify(err)
+		tctx, cancel := s.teardownContext(ctx)
+		defer cancel()
+		if _, terr := store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateStopped,
+			func(sb *store.Sandbox) { sb.Error = msg }); terr != nil {
+			s.log.Error("mark sandbox stopped after a failed start", "sandbox.id", id, "err", terr)
+		}
+		return api.Sandbox{}, err
 	}
 	raw, err := encodeHandle(h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		sb.State = api.StateRunning
-		sb.Handle = raw
-		sb.Error = ""
-		return nil
+	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateRunning, func(sb *store.Sandbox) {
+		sb.Handle, sb.Error = raw, ""
 	})
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	s.setAgent(id, h)
-	s.startEgress(ctx, rec, h)
+	s.attach(ctx, rec, d, h)
 	s.emit(ctx, rec, api.EventSandboxStarted, "sandbox started", nil)
 	return s.toAPI(rec), nil
+}
+
+// startStopDriver is the driver of a sandbox that is to stop or start,
+// once it is sure the driver can.
+func (s *Service) startStopDriver(rec *store.Sandbox) (driver.Driver, error) {
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Capabilities().StartStop {
+		return nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot stop and start sandboxes", d.Name())
+	}
+	return d, nil
+}
+
+// fail marks a sandbox failed with the user-safe part of cause and records
+// that in its events. A destroyed sandbox stays destroyed.
+func (s *Service) fail(ctx context.Context, id string, cause error) {
+	_, _, msg := errdefs.Classify(cause)
+	rec, err := store.Transition(context.WithoutCancel(ctx), s.store, id, failable, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error = msg
+	})
+	if err != nil {
+		s.log.Error("mark sandbox failed", "sandbox.id", id, "err", err)
+	} else {
+		s.emitFailed(ctx, rec, msg)
+	}
+	s.log.Warn("sandbox failed", "sandbox.id", id, "err", cause)
+}
+
+// failable are the states a sandbox can fail from.
+var failable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateDestroying}
+
+// teardownContext outlives ctx's cancellation and has its own deadline, so a
+// client that hangs up never leaves a half-destroyed sandbox.
+func (s *Service) teardownContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.cfg.TeardownTimeout)
 }

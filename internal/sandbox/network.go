@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/gateway"
@@ -28,8 +29,8 @@ type egressConn struct {
 
 // startEgress starts a running sandbox's egress proxy (drivers whose
 // sandboxes reach out only through the control plane); dropAgent stops it.
-func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, h driver.Handle) {
-	eg, ok := s.driver.(driver.Egresser)
+func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
+	eg, ok := d.(driver.Egresser)
 	if !ok {
 		return
 	}
@@ -126,6 +127,23 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 	s.egress.mu.Unlock()
 	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
 	return s.network(rec), nil
+}
+
+// The codes of DialTunnel's errors a preview tells apart.
+const (
+	CodePortClosed          = agentclient.CodePortClosed          // nothing listens on the port
+	CodePreviewsUnsupported = agentclient.CodePreviewsUnsupported // the sandbox's agent opens no tunnels
+	CodeTooManyTunnels      = agentclient.CodeTooManyTunnels      // the agent's tunnel limit is reached
+)
+
+// DialTunnel opens a connection to port inside a running sandbox, for a
+// preview. The router calls it as the system, after its own
+// authorization; the dial passes the door, the connection's life does
+// not count as a call in flight (the router pools idle tunnels).
+func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn, error) {
+	return unary(tenancy.System(ctx), s, id, "tunnel", func(ctx context.Context, a *agentclient.Client) (net.Conn, error) {
+		return a.Tunnel(ctx, port)
+	})
 }
 
 // closeEgress stops every egress proxy (the server is going down; the

@@ -19,7 +19,11 @@ type oomCounts map[string]uint64
 // when it grew since the last reading, appends a sandbox.oom event. It
 // returns the count, or false when the driver cannot tell.
 func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, bool) {
-	oc, ok := s.driver.(driver.OOMCounter)
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return 0, false
+	}
+	oc, ok := d.(driver.OOMCounter)
 	if !ok {
 		return 0, false
 	}
@@ -62,23 +66,22 @@ func (s *Service) forgetOOM(id string) {
 // watchOOM observes every running sandbox: the lifecycle loop's way to
 // report kills of background processes nobody waited for.
 func (s *Service) watchOOM(ctx context.Context) {
-	if _, ok := s.driver.(driver.OOMCounter); !ok {
-		return
-	}
 	recs, err := s.store.AllSandboxes(ctx, api.StateRunning)
 	if err != nil {
 		s.log.Warn("watch oom", "err", err)
 		return
 	}
 	for _, rec := range recs {
-		s.observeOOM(ctx, rec)
+		if s.owns(rec) {
+			s.observeOOM(ctx, rec)
+		}
 	}
 }
 
-// ExecStream is a running command's events, as the agent sends them,
+// execStream is a running command's events, as the agent sends them,
 // except that the exit event says whether the out-of-memory killer struck
 // the sandbox while the command ran.
-type ExecStream struct {
+type execStream struct {
 	s      *Service
 	ctx    context.Context
 	rec    *store.Sandbox
@@ -88,7 +91,7 @@ type ExecStream struct {
 }
 
 // Next returns the next event (io.EOF after the exit event).
-func (e *ExecStream) Next() (api.ExecEvent, error) {
+func (e *execStream) Next() (api.ExecEvent, error) {
 	ev, err := e.st.Next()
 	if err == nil && ev.Type == api.ExecExit && ev.Exit != nil && e.counts {
 		if after, ok := e.s.observeOOM(e.ctx, e.rec); ok && after > e.before {
@@ -97,6 +100,3 @@ func (e *ExecStream) Next() (api.ExecEvent, error) {
 	}
 	return ev, err
 }
-
-// Close ends the stream (and the command, if it still runs).
-func (e *ExecStream) Close() error { return e.st.Close() }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -68,18 +69,75 @@ func (s *Service) StartProcess(ctx context.Context, id string, req api.ProcessRe
 	if err := ValidateProcess(req); err != nil {
 		return api.Process{}, err
 	}
-	rec, a, err := s.running(ctx, id)
+	c, err := s.open(ctx, id, "processes.start")
 	if err != nil {
 		return api.Process{}, err
 	}
-	p, err := a.StartProcess(ctx, req)
-	if err != nil {
+	p, err := c.agent.StartProcess(ctx, req)
+	if err = c.end(err); err != nil {
 		return api.Process{}, err
 	}
-	s.emit(ctx, rec, api.EventProcessStarted, fmt.Sprintf("process %d started: %s", p.PID, strings.Join(p.Cmd, " ")),
+	s.emit(ctx, c.rec, api.EventProcessStarted, fmt.Sprintf("process %d started: %s", p.PID, strings.Join(p.Cmd, " ")),
 		map[string]any{"pid": p.PID, "tag": p.Tag, "cmd": p.Cmd, "pty": p.PTY})
-	s.watchProcess(rec, a, p)
+	s.watchProcess(c.rec, c.agent, p)
 	return p, nil
+}
+
+// ListProcesses lists a sandbox's processes, running and recently exited.
+func (s *Service) ListProcesses(ctx context.Context, id string) (api.ProcessList, error) {
+	return unary(ctx, s, id, "processes.list", func(ctx context.Context, a *agentclient.Client) (api.ProcessList, error) {
+		return a.ListProcesses(ctx)
+	})
+}
+
+// GetProcess describes one process.
+func (s *Service) GetProcess(ctx context.Context, id string, pid int) (api.Process, error) {
+	return unary(ctx, s, id, "processes.get", func(ctx context.Context, a *agentclient.Client) (api.Process, error) {
+		return a.GetProcess(ctx, pid)
+	})
+}
+
+// WriteStdin writes body to a process's input, then closes it with
+// closeAfter.
+func (s *Service) WriteStdin(ctx context.Context, id string, pid int, body io.Reader, closeAfter bool) (api.Process, error) {
+	return unary(ctx, s, id, "processes.stdin", func(ctx context.Context, a *agentclient.Client) (api.Process, error) {
+		return a.WriteStdin(ctx, pid, body, closeAfter)
+	})
+}
+
+// SignalProcess sends a signal to a process or its group.
+func (s *Service) SignalProcess(ctx context.Context, id string, pid int, req api.SignalRequest) (api.Process, error) {
+	return unary(ctx, s, id, "processes.signal", func(ctx context.Context, a *agentclient.Client) (api.Process, error) {
+		return a.SignalProcess(ctx, pid, req)
+	})
+}
+
+// ResizeProcess resizes a process's terminal.
+func (s *Service) ResizeProcess(ctx context.Context, id string, pid int, size api.TermSize) (api.Process, error) {
+	return unary(ctx, s, id, "processes.resize", func(ctx context.Context, a *agentclient.Client) (api.Process, error) {
+		return a.ResizeProcess(ctx, pid, size)
+	})
+}
+
+// WaitProcess waits up to timeout for a process to end and describes it.
+func (s *Service) WaitProcess(ctx context.Context, id string, pid int, timeout time.Duration) (api.Process, error) {
+	return unary(ctx, s, id, "processes.wait", func(ctx context.Context, a *agentclient.Client) (api.Process, error) {
+		return a.WaitProcess(ctx, pid, timeout)
+	})
+}
+
+// ProcessOutput streams a process's output from a byte cursor; with
+// follow it goes on until the process's output ends, with an exit event.
+func (s *Service) ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (Stream[api.OutputEvent], error) {
+	c, err := s.open(ctx, id, "processes.output")
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.agent.ProcessOutput(ctx, pid, cursor, follow)
+	if err != nil {
+		return nil, c.end(err)
+	}
+	return &stream[api.OutputEvent]{c: c, next: st.Next, close: st.Close}, nil
 }
 
 // watchProcess follows p until it exits and records a process.exited

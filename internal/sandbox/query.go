@@ -33,14 +33,14 @@ func (s *Service) List(ctx context.Context, opts store.ListOptions) (api.Sandbox
 	return out, nil
 }
 
+// toAPI shows a record: its driver's isolation and unenforced limits, and
+// the state unavailable, where a live sandbox's driver is not loaded here.
 func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 	sb := api.Sandbox{
 		ID:        r.ID,
 		State:     r.State,
 		Template:  r.Template,
 		Driver:    r.Driver,
-		Isolation: s.caps.Isolation,
-		Degraded:  s.caps.Degraded,
 		Cwd:       r.Cwd,
 		Limits:    r.Limits,
 		TimeoutS:  r.TimeoutS,
@@ -48,9 +48,20 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		Root:      r.Root,
 		Network:   r.Network,
 		Error:     r.Error,
+		Node:      r.Node,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
 		ExpiresAt: r.ExpiresAt,
+	}
+	if d, ok := s.drivers.Get(r.Driver); ok {
+		c := d.Capabilities()
+		sb.Isolation, sb.Degraded = c.Isolation, c.Degraded
+		sb.UnenforcedLimits = unenforcedLimits(r.Limits, c.Limits)
+	} else if r.State != api.StateDestroyed && r.State != api.StateFailed {
+		sb.State = api.StateUnavailable
+		if sb.Error == "" {
+			sb.Error = fmt.Sprintf("its %s driver is not loaded on this server", r.Driver)
+		}
 	}
 	if h, err := decodeHandle(r.Handle); err == nil && h.Workdir != "" {
 		sb.Cwd = h.Workdir

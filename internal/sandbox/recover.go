@@ -11,73 +11,115 @@ import (
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
+// owns says whether this server looks after rec: it is this node's (or
+// was made before nodes were recorded) and its driver is loaded here.
+// Another node's sandboxes and those of a driver not loaded are left
+// alone.
+func (s *Service) owns(rec *store.Sandbox) bool {
+	if rec.Node != "" && rec.Node != s.cfg.Node {
+		return false
+	}
+	_, ok := s.drivers.Get(rec.Driver)
+	return ok
+}
+
 // Recover runs once at start-up, before the API serves: it re-attaches to
-// the sandboxes the store says are running, fails the ones a crash caught
-// mid-create, and sweeps what the driver finds that the store does not
-// know.
+// the sandboxes the store says are running, settles the ones a crash
+// caught in a transitional state, and sweeps what the drivers find that
+// the store does not know.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
-	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateRunning)
+	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateDestroying)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	for _, rec := range recs {
-		if rec.State == api.StateCreating {
-			s.failOrphan(ctx, rec, "the control plane restarted while the sandbox was being created")
+		if !s.owns(rec) {
+			if _, ok := s.drivers.Get(rec.Driver); !ok {
+				s.log.Warn("sandbox unavailable: its driver is not loaded", "sandbox.id", rec.ID, "driver", rec.Driver)
+			}
 			continue
 		}
-		s.reattach(ctx, rec)
+		unlock := s.locks.Lock(rec.ID)
+		switch rec.State {
+		case api.StateCreating:
+			s.failOrphan(ctx, rec, "the control plane restarted while the sandbox was being created")
+		case api.StateDestroying:
+			tctx, cancel := s.teardownContext(ctx)
+			if err := s.destroyAfterCrash(tctx, rec); err != nil {
+				s.log.Warn("finish an interrupted destroy", "sandbox.id", rec.ID, "err", err)
+			}
+			cancel()
+		default: // starting, running, stopping: whatever the agent is doing now decides
+			s.reattach(ctx, rec)
+		}
+		unlock()
 	}
 	return s.sweep(ctx)
 }
 
+// destroyAfterCrash finishes a destroy a crash interrupted.
+func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) error {
+	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error = "the control plane restarted while the sandbox was being destroyed"
+	})
+	if err != nil {
+		return err
+	}
+	return s.destroy(ctx, rec)
+}
+
 func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return
+	}
 	h, err := decodeHandle(rec.Handle)
 	if err != nil {
 		s.failOrphan(ctx, rec, "its driver handle could not be read")
 		return
 	}
-	st, err := s.driver.Recover(ctx, h)
+	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
-		a := s.setAgent(rec.ID, h)
-		if _, err = a.Health(ctx); err == nil {
-			s.startEgress(ctx, rec, h)
-			s.log.Info("sandbox recovered", "sandbox.id", rec.ID)
-			s.reattachProcesses(ctx, rec, a)
-			return
+		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
+			rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{rec.State}, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node })
+		}
+		if err == nil {
+			a := s.attach(ctx, rec, d, h)
+			if _, err = a.Health(ctx); err == nil {
+				s.log.Info("sandbox recovered", "sandbox.id", rec.ID)
+				s.reattachProcesses(ctx, rec, a)
+				return
+			}
 		}
 	}
-	s.dropAgent(rec.ID)
+	s.detach(rec.ID)
 	reason := "its agent was not running after the control plane restarted"
 	if err != nil {
 		reason = fmt.Sprintf("%s (%s)", reason, err)
 	}
-	_, uerr := s.store.UpdateSandbox(ctx, rec.ID, func(sb *store.Sandbox) error {
-		sb.State = api.StateStopped
-		sb.Error = reason
-		return nil
-	})
+	_, uerr := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, api.StateStopped,
+		func(sb *store.Sandbox) { sb.Error, sb.Node = reason, s.cfg.Node })
 	if uerr != nil {
 		s.log.Error("mark sandbox stopped", "sandbox.id", rec.ID, "err", uerr)
 	} else {
 		s.emit(ctx, rec, api.EventSandboxStopped, "sandbox stopped: "+reason, map[string]any{"reason": reason})
 	}
 	// Whatever is left of its processes goes; its files stay for Start.
-	_ = s.driver.Stop(ctx, h)
+	_ = d.Stop(ctx, h)
 	s.log.Warn("sandbox not recovered", "sandbox.id", rec.ID, "reason", reason)
 }
 
 func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason string) {
-	if h, err := decodeHandle(rec.Handle); err == nil {
-		tctx, cancel := s.teardownContext(ctx)
-		_ = s.driver.Destroy(tctx, h)
-		cancel()
+	if d, err := s.driverOf(rec); err == nil {
+		if h, err := decodeHandle(rec.Handle); err == nil {
+			tctx, cancel := s.teardownContext(ctx)
+			_ = d.Destroy(tctx, h)
+			cancel()
+		}
 	}
-	_, err := s.store.UpdateSandbox(ctx, rec.ID, func(sb *store.Sandbox) error {
-		sb.State = api.StateFailed
-		sb.Error = reason
-		sb.Handle = nil
-		return nil
+	rec, err := store.Transition(ctx, s.store, rec.ID, failable, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error, sb.Handle = reason, nil
 	})
 	if err != nil {
 		s.log.Error("mark sandbox failed", "sandbox.id", rec.ID, "err", err)
@@ -86,13 +128,10 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 	}
 }
 
-// sweep removes what the driver made that no live sandbox claims.
+// sweep removes what each driver made that no live sandbox claims.
 func (s *Service) sweep(ctx context.Context) error {
-	sw, ok := s.driver.(driver.Sweeper)
-	if !ok {
-		return nil
-	}
-	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateRunning, api.StateStopped)
+	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping,
+		api.StateStopped, api.StateDestroying)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
@@ -100,11 +139,20 @@ func (s *Service) sweep(ctx context.Context) error {
 	for _, r := range live {
 		known[r.ID] = true
 	}
-	removed, err := sw.Sweep(ctx, func(id string) bool { return known[id] })
-	for _, id := range removed {
-		s.log.Info("swept orphaned sandbox", "sandbox.id", id)
+	for _, d := range s.drivers.Loaded() {
+		sw, ok := d.(driver.Sweeper)
+		if !ok {
+			continue
+		}
+		removed, err := sw.Sweep(ctx, func(id string) bool { return known[id] })
+		for _, id := range removed {
+			s.log.Info("swept orphaned sandbox", "sandbox.id", id, "driver", d.Name())
+		}
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", d.Name(), err)
+		}
 	}
-	return err
+	return nil
 }
 
 // Run reaps expired sandboxes and reports out-of-memory kills every tick,
@@ -138,16 +186,28 @@ func (s *Service) reapExpired(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, rec := range recs {
-		if rec.ExpiresAt == nil || rec.ExpiresAt.After(now) {
+		if rec.ExpiresAt == nil || rec.ExpiresAt.After(now) || !s.owns(rec) {
 			continue
 		}
-		s.emitExpired(ctx, rec)
-		tctx, cancel := s.teardownContext(ctx)
-		if err := s.destroy(tctx, rec); err != nil {
-			s.log.Warn("destroy expired sandbox", "sandbox.id", rec.ID, "err", err)
-		} else {
-			s.log.Info("sandbox expired", "sandbox.id", rec.ID, "timeout_s", rec.TimeoutS)
-		}
-		cancel()
+		s.reap(ctx, rec.ID, now)
 	}
+}
+
+// reap destroys one expired sandbox, under its lock, if it is still there
+// and expired once the lock is held.
+func (s *Service) reap(ctx context.Context, id string, now time.Time) {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.ExpiresAt == nil || rec.ExpiresAt.After(now) || (rec.State != api.StateRunning && rec.State != api.StateStopped) {
+		return
+	}
+	s.emitExpired(ctx, rec)
+	tctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	if err := s.destroy(tctx, rec); err != nil {
+		s.log.Warn("destroy expired sandbox", "sandbox.id", rec.ID, "err", err)
+		return
+	}
+	s.log.Info("sandbox expired", "sandbox.id", rec.ID, "timeout_s", rec.TimeoutS)
 }

@@ -1,13 +1,25 @@
-// Package sandbox is the sandbox service: it validates requests against the
-// server's limits and the driver's capabilities, keeps each sandbox's state
-// in the store, drives the driver through create, stop, start and destroy
-// with rollback, and hands callers an authenticated client for the
-// sandbox's agent. It also owns the lifecycle loops: recovery after a
-// restart, expiry, and the sweep of orphans. Every change of a sandbox's
-// state is appended to its tenant's event log (events.go).
+// Package sandbox is the sandbox service, the only door to a sandbox: the
+// HTTP API, the preview router and the gateway reach sandboxes through its
+// methods, never through an agent client or a driver (door.go), so
+// activity, quotas and audit live in one place.
+//
+// It validates requests against the server's limits and the capabilities
+// of the sandbox's driver, keeps each sandbox's state in the store and
+// drives the state machine (state.go): creating, starting, stopping and
+// destroying are the transitional states, each change names the state it
+// expects in the store update itself, and one lock per sandbox serialises
+// the lifecycle calls. Each sandbox goes to the driver recorded with it; a
+// sandbox of a driver this server has not loaded is shown as unavailable
+// and left alone. The service also owns the lifecycle loops: recovery
+// after a restart, expiry, and the sweep of orphans. Every change of a
+// sandbox's state is appended to its tenant's event log (events.go).
+//
+// Lifecycle: New (no side effects), Recover once before serving, Run for
+// the loops, Close at shutdown (sandboxes go on running).
 package sandbox
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,11 +28,28 @@ import (
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
+	"github.com/hutchdev/hutch/internal/keylock"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Config holds the defaults and ceilings the service applies.
+// DefaultMaxCalls bounds the calls in flight to one sandbox (streams
+// included) when Config.MaxCallsPerSandbox is zero.
+const DefaultMaxCalls = 1024
+
+// Config holds what the service needs: its parts and the defaults and
+// ceilings it applies.
 type Config struct {
+	Store   store.Store
+	Drivers *driver.Set
+	// Events is the event log the service appends to and event streams
+	// wake on.
+	Events *EventLog
+	// Gateway is the provider gateway; nil gives sandboxes none.
+	Gateway Gateway
+	Log     *slog.Logger
+	// Node names this control plane in the sandboxes it owns.
+	Node string
+
 	DefaultTemplate string
 	DefaultLimits   api.Limits
 	MaxLimits       api.Limits
@@ -28,6 +57,9 @@ type Config struct {
 	MaxTimeout      time.Duration
 	MaxFileBytes    int64
 	MaxOutputBytes  int // per stream, for run-to-completion exec
+	// MaxCallsPerSandbox bounds the calls in flight to one sandbox;
+	// zero means DefaultMaxCalls.
+	MaxCallsPerSandbox int
 	// Egress is the operator's side of every sandbox's egress proxy.
 	Egress *egress.Config
 	// TeardownTimeout bounds a destroy or a rollback, which run on a
@@ -37,38 +69,52 @@ type Config struct {
 
 // Service manages sandboxes.
 type Service struct {
-	cfg    Config
-	store  store.Store
-	driver driver.Driver
-	caps   driver.Capabilities
-	log    *slog.Logger
+	cfg     Config
+	store   store.Store
+	drivers *driver.Set
+	log     *slog.Logger
+	events  *EventLog
+	gateway Gateway
 
-	mu      sync.Mutex
-	agents  map[string]*agentclient.Client // sandbox id → client, for running sandboxes
-	ooms    oomCounts                      // sandbox id → OOM kills last seen
-	procs   procWatch                      // the exit watchers of background processes
-	egress  egressConns                    // the egress proxies of running sandboxes
-	gateway Gateway                        // the provider gateway, if set (gateway.go)
+	locks keylock.Map // serialises the lifecycle calls of each sandbox
 
-	events *Notifier // wakes event streams on every append (events_notify.go)
+	mu     sync.Mutex
+	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
+	ooms   oomCounts                      // sandbox id → OOM kills last seen
+	calls  map[string]int                 // sandbox id → calls in flight (door.go)
+	active map[string]time.Time           // sandbox id → last call (door.go)
+
+	procs  procWatch   // the exit watchers of background processes
+	egress egressConns // the egress proxies of running sandboxes
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
-func New(cfg Config, st store.Store, drv driver.Driver, log *slog.Logger) *Service {
-	return &Service{
-		cfg:    cfg,
-		store:  st,
-		driver: drv,
-		caps:   drv.Capabilities(),
-		log:    log,
-		agents: map[string]*agentclient.Client{},
-		ooms:   oomCounts{},
-		events: NewNotifier(),
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Drivers == nil || cfg.Events == nil {
+		return nil, errors.New("sandbox service: Store, Drivers and Events are required")
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.MaxCallsPerSandbox == 0 {
+		cfg.MaxCallsPerSandbox = DefaultMaxCalls
+	}
+	if cfg.Egress == nil {
+		cfg.Egress = &egress.Config{Log: cfg.Log}
+	}
+	return &Service{
+		cfg:     cfg,
+		store:   cfg.Store,
+		drivers: cfg.Drivers,
+		log:     cfg.Log,
+		events:  cfg.Events,
+		gateway: cfg.Gateway,
+		agents:  map[string]*agentclient.Client{},
+		ooms:    oomCounts{},
+		calls:   map[string]int{},
+		active:  map[string]time.Time{},
+	}, nil
 }
-
-// Driver returns the driver the service runs sandboxes on.
-func (s *Service) Driver() driver.Driver { return s.driver }
 
 // Config returns the service's configuration.
 func (s *Service) Config() Config { return s.cfg }

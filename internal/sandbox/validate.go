@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -35,8 +36,9 @@ type settled struct {
 	network  api.NetworkPolicy
 }
 
-func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
-	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, limits: s.cfg.DefaultLimits, root: req.Root}
+func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled, error) {
+	caps := d.Capabilities()
+	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, root: req.Root}
 	if req.Network != nil {
 		pol, err := egress.Parse(*req.Network)
 		if err != nil {
@@ -46,14 +48,14 @@ func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
 	} else {
 		out.network = api.NetworkPolicy{Egress: api.EgressPublic}
 	}
-	if req.Root && !s.caps.RootUser {
-		return out, errdefs.Invalid("root_unsupported", "the %s driver cannot run commands as root inside a sandbox; the namespace driver can", s.driver.Name())
+	if req.Root && !caps.RootUser {
+		return out, errdefs.Invalid("root_unsupported", "the %s driver cannot run commands as root inside a sandbox; the namespace driver can", d.Name())
 	}
 	if out.template == "" {
 		out.template = s.cfg.DefaultTemplate
 	}
-	if !slices.Contains(s.caps.Templates, out.template) {
-		return out, errdefs.Invalid("invalid_template", "template %q does not exist; this server has %s", out.template, strings.Join(s.caps.Templates, ", "))
+	if !slices.Contains(caps.Templates, out.template) {
+		return out, errdefs.Invalid("invalid_template", "template %q does not exist; the %s driver has %s", out.template, d.Name(), strings.Join(caps.Templates, ", "))
 	}
 	if err := validateEnv(out.env); err != nil {
 		return out, err
@@ -61,11 +63,18 @@ func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
 	if len(out.cwd) > maxPathLength || strings.ContainsRune(out.cwd, 0) {
 		return out, errdefs.Invalid("invalid_path", "cwd must be at most %d bytes with no NUL byte", maxPathLength)
 	}
+	var asked api.Limits
 	if req.Limits != nil {
-		if err := s.settleLimits(&out.limits, *req.Limits); err != nil {
+		if err := s.checkLimits(*req.Limits); err != nil {
 			return out, err
 		}
+		asked = *req.Limits
 	}
+	limits, err := settleLimits(d.Name(), caps.Limits, s.cfg.DefaultLimits, asked, req.LimitsBestEffort)
+	if err != nil {
+		return out, err
+	}
+	out.limits = limits
 	switch {
 	case req.TimeoutS < 0:
 		return out, errdefs.Invalid("invalid_timeout", "timeout_s must not be negative")
@@ -80,7 +89,8 @@ func (s *Service) settle(req api.CreateSandboxRequest) (settled, error) {
 	return out, validateLabels(out.labels)
 }
 
-func (s *Service) settleLimits(l *api.Limits, req api.Limits) error {
+// checkLimits checks asked limits against the server's ceilings.
+func (s *Service) checkLimits(req api.Limits) error {
 	max := s.cfg.MaxLimits
 	switch {
 	case req.MemoryMB < 0 || req.CPU < 0 || req.Pids < 0:
@@ -96,16 +106,51 @@ func (s *Service) settleLimits(l *api.Limits, req api.Limits) error {
 	case req.Pids != 0 && req.Pids < 8:
 		return errdefs.Invalid("invalid_limits", "pids must be at least 8")
 	}
-	if req.MemoryMB != 0 {
-		l.MemoryMB = req.MemoryMB
-	}
-	if req.CPU != 0 {
-		l.CPU = req.CPU
-	}
-	if req.Pids != 0 {
-		l.Pids = req.Pids
-	}
 	return nil
+}
+
+// settleLimits is a sandbox's limits: each one asked for, else the
+// server's default for it. A default the driver cannot enforce is left
+// out (zero, unlimited) rather than shown as if enforced; an asked limit
+// it cannot enforce is refused (400 limit_unsupported) unless bestEffort
+// accepts it unenforced (unenforcedLimits names it then).
+func settleLimits(drv string, caps driver.LimitCaps, def, asked api.Limits, bestEffort bool) (api.Limits, error) {
+	var out api.Limits
+	if un := unenforcedLimits(asked, caps); len(un) > 0 && !bestEffort {
+		return out, errdefs.Invalid("limit_unsupported", "the %s driver cannot enforce %s; leave it out, or set limits_best_effort to accept it unenforced", drv, strings.Join(un, ", "))
+	}
+	out.MemoryMB = choose(asked.MemoryMB, def.MemoryMB, caps.Memory)
+	out.CPU = choose(asked.CPU, def.CPU, caps.CPU)
+	out.Pids = choose(asked.Pids, def.Pids, caps.Pids)
+	return out, nil
+}
+
+// choose is one limit: the asked value, else the default where the driver
+// enforces it, else none.
+func choose[T int | float64](asked, def T, enforced bool) T {
+	switch {
+	case asked != 0:
+		return asked
+	case enforced:
+		return def
+	}
+	return 0
+}
+
+// unenforcedLimits names the limits set on a sandbox that caps does not
+// enforce.
+func unenforcedLimits(l api.Limits, caps driver.LimitCaps) []string {
+	var out []string
+	if l.MemoryMB != 0 && !caps.Memory {
+		out = append(out, "memory_mb")
+	}
+	if l.CPU != 0 && !caps.CPU {
+		out = append(out, "cpu")
+	}
+	if l.Pids != 0 && !caps.Pids {
+		out = append(out, "pids")
+	}
+	return out
 }
 
 func validateEnv(env map[string]string) error {

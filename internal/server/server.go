@@ -61,6 +61,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			s.Shutdown(context.WithoutCancel(ctx))
 		}
 	}()
+	// The listener first: a port in use is reported before anything is
+	// made.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (--listen): %w", cfg.Listen, err)
+	}
+	s.onClose("listener", func(context.Context) error { ln.Close(); return nil })
+	s.addr = ln.Addr()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -74,7 +82,6 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-
 	keyPath, created, err := auth.Bootstrap(tenancy.System(ctx), st, cfg.DataDir, log)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap admin: %w", err)
@@ -83,32 +90,44 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if created {
 		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
 	}
+	node, err := nodeName(cfg.Node, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 
 	drivers, why, closeDrivers, err := loadDrivers(ctx, cfg, driver.Registered(), log)
 	if err != nil {
 		return nil, err
 	}
 	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
-	drv := drivers.Default()
-	svc := sandbox.New(sandbox.Config{
-		DefaultTemplate: "host",
-		DefaultLimits:   cfg.DefaultLimits,
-		MaxLimits:       cfg.MaxLimits,
-		DefaultTimeout:  cfg.DefaultTimeout,
-		MaxTimeout:      cfg.MaxTimeout,
-		MaxFileBytes:    cfg.MaxFileBytes,
-		MaxOutputBytes:  cfg.MaxOutputBytes,
-		TeardownTimeout: cfg.TeardownTimeout,
-		Egress:          &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
-	}, st, drv, log)
-	// Secret events go through svc, which wakes the tenant's event streams.
-	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, svc, log)
-	gw, err := newGateway(cfg, st, sec, svc, log)
+	events := sandbox.NewEventLog(st)
+	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, events, log)
+	gw, err := newGateway(cfg, st, sec, events, log)
 	if err != nil {
 		return nil, err
 	}
 	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
-	svc.SetGateway(gw)
+	svc, err := sandbox.New(sandbox.Config{
+		Store:              st,
+		Drivers:            drivers,
+		Events:             events,
+		Gateway:            gw,
+		Log:                log,
+		Node:               node,
+		DefaultTemplate:    "host",
+		DefaultLimits:      cfg.DefaultLimits,
+		MaxLimits:          cfg.MaxLimits,
+		DefaultTimeout:     cfg.DefaultTimeout,
+		MaxTimeout:         cfg.MaxTimeout,
+		MaxFileBytes:       cfg.MaxFileBytes,
+		MaxOutputBytes:     cfg.MaxOutputBytes,
+		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
+		TeardownTimeout:    cfg.TeardownTimeout,
+		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := svc.Recover(ctx); err != nil {
 		log.Warn("recovery was incomplete", "err", err)
 	}
@@ -118,51 +137,77 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 
-	handler := httpapi.New(httpapi.Config{
-		Sandboxes:    svc,
-		Secrets:      sec,
-		Store:        st,
-		Auth:         &auth.Authenticator{Store: st},
-		Log:          log,
-		Version:      version,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		MaxTarBytes:  cfg.MaxTarBytes,
-	})
 	// Previews: a request for <port>-<sandbox id>.<preview domain> goes to
-	// the router, which tunnels it through the sandbox's agent; the rest
+	// the router, which tunnels it through the sandbox service; the rest
 	// to the API.
 	previewKey, err := keyfile.Load(filepath.Join(cfg.DataDir, "preview.key"), router.KeyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("preview key: %w", err)
 	}
+	authn := &auth.Authenticator{Store: st}
 	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
-		Auth: &auth.Authenticator{Store: st}, Tunnels: router.AgentTunnels(svc), Events: svc, Log: log})
+		Auth: authn, Tunnels: svc, Events: events, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}
 	s.onClose("preview tunnels", func(context.Context) error { previews.Close(); return nil })
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	s.addr = ln.Addr()
-	srv := &http.Server{Handler: previews.Wrap(handler), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("api server stopped", "err", err)
-		}
-	}()
-	// Closed first: stop accepting and drain in-flight requests.
-	s.onClose("api", srv.Shutdown)
+	handler := httpapi.New(httpapi.Config{
+		Sandboxes:    svc,
+		Events:       events.Notifier(),
+		Previews:     previews,
+		Secrets:      sec,
+		Store:        st,
+		Auth:         authn,
+		Log:          log,
+		Version:      version,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxTarBytes:  cfg.MaxTarBytes,
+	})
+	s.serve(ln, previews.Wrap(handler))
 
-	caps := drv.Capabilities()
-	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drv.Name(), caps.Isolation, why)
-	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "driver", drv.Name(),
-		"driver.reason", why, "isolation", caps.Isolation, "data", cfg.DataDir)
+	caps := drivers.Default().Capabilities()
+	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drivers.Default().Name(), caps.Isolation, why)
+	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "node", node, "driver", drivers.Default().Name(),
+		"driver.reason", why, "isolation", caps.Isolation, "drivers", drivers.Names(), "data", cfg.DataDir)
 	for _, d := range caps.Degraded {
-		log.Warn("DEGRADED: "+d, "driver", drv.Name())
+		log.Warn("DEGRADED: "+d, "driver", drivers.Default().Name())
+	}
+	for name, err := range drivers.Missing() {
+		log.Warn("driver not loaded: its sandboxes are unavailable", "driver", name, "err", err)
 	}
 	return s, nil
+}
+
+// serve answers on ln. Every request's context is derived from one drain
+// context, the server's base: shutdown cancels it first, so every stream
+// (SSE, WebSocket, watch, terminal, proxied upgrade) ends at once, and then
+// waits for the handlers to return.
+func (s *Server) serve(ln net.Listener, h http.Handler) {
+	drain, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return drain },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("api server stopped", "err", err)
+		}
+	}()
+	// Closed first: stop accepting, end the streams, wait for the rest.
+	s.onClose("api", func(ctx context.Context) error {
+		cancel()
+		err := srv.Shutdown(ctx)
+		if err != nil {
+			srv.Close()
+		}
+		<-done
+		return err
+	})
 }
 
 // Addr is the address the API listens on.
@@ -172,15 +217,17 @@ func (s *Server) onClose(name string, fn func(context.Context) error) {
 	s.closers = append(s.closers, closer{name, fn})
 }
 
-// Shutdown closes every part in reverse order of start, each step logged,
-// within the configured shutdown timeout.
+// Shutdown closes every part in reverse order of start, each step logged
+// and bounded by the shutdown timeout of its own, so one slow step never
+// leaves the next an expired context.
 func (s *Server) Shutdown(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
-	defer cancel()
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		c := s.closers[i]
 		start := time.Now()
-		if err := c.fn(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		err := c.fn(sctx)
+		cancel()
+		if err != nil {
 			s.log.Warn("shutdown step failed", "step", c.name, "err", err)
 			continue
 		}

@@ -172,6 +172,9 @@ type Sandbox struct {
 	Network  api.NetworkPolicy
 	Handle   []byte // the driver's handle, opaque here
 	Error    string // why it failed
+	// Node is the control plane that owns the sandbox: the one that
+	// recovers, reaps and sweeps it ("" before nodes were recorded).
+	Node string
 
 	CreatedAt time.Time
 	UpdatedAt time.Time

@@ -17,13 +17,13 @@ func testFiles(t *testing.T, s Suite) {
 	d := s.New(t)
 	sb := create(t, d, spec(api.Limits{}))
 	ctx := context.Background()
-	if _, err := sb.agent.WriteFile(ctx, "dir-missing/x", "", strings.NewReader("x")); !errors.Is(err, errdefs.ErrNotFound) {
+	if _, err := sb.agent.WriteFile(ctx, "dir-missing/x", "", false, strings.NewReader("x")); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatalf("write under a missing directory: %v, want not found", err)
 	}
 	if _, err := sb.agent.Mkdir(ctx, api.MkdirRequest{Path: "a/b/c"}); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := sb.agent.WriteFile(ctx, "a/b/c/hello.txt", "0640", strings.NewReader("hello files\n"))
+	fi, err := sb.agent.WriteFile(ctx, "a/b/c/hello.txt", "0640", false, strings.NewReader("hello files\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func testFiles(t *testing.T, s Suite) {
 		}
 	}
 	big := bytes.Repeat([]byte("x"), 9<<20)
-	if _, err := sb.agent.WriteFile(ctx, "big", "", bytes.NewReader(big)); !errors.Is(err, errdefs.ErrTooLarge) {
+	if _, err := sb.agent.WriteFile(ctx, "big", "", false, bytes.NewReader(big)); !errors.Is(err, errdefs.ErrTooLarge) {
 		t.Fatalf("oversized write: %v, want too large", err)
 	}
 	if _, err := sb.agent.Stat(ctx, "big"); !errors.Is(err, errdefs.ErrNotFound) {

@@ -45,7 +45,7 @@ func probeBinary(t *testing.T, s Suite) []byte {
 // the file API and returns its path there.
 func uploadProbe(t *testing.T, s Suite, sb *sandbox) string {
 	t.Helper()
-	if _, err := sb.agent.WriteFile(context.Background(), "probe", "0755", strings.NewReader(string(probeBinary(t, s)))); err != nil {
+	if _, err := sb.agent.WriteFile(context.Background(), "probe", "0755", false, strings.NewReader(string(probeBinary(t, s)))); err != nil {
 		t.Fatalf("upload the probe: %v", err)
 	}
 	return filepath.Join(sb.handle.Workdir, "probe")

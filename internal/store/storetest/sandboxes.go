@@ -30,6 +30,7 @@ func testSandboxRoundTrip(t *testing.T, s store.Store) {
 		Labels:    map[string]string{"app": "web", "owner": "ana"},
 		Handle:    []byte(`{"v":1,"pid":42}`),
 		Error:     "",
+		Node:      "node-a",
 		CreatedAt: time.Date(2025, 3, 4, 5, 6, 7, 891011121, tokyo),
 		UpdatedAt: time.Date(2025, 3, 4, 5, 6, 8, 1, tokyo),
 		ExpiresAt: &expires,

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpdateSandbox", testUpdateSandbox},
 		{"UpdateAborts", testUpdateAborts},
 		{"UpdateConcurrent", testUpdateConcurrent},
+		{"Transition", testTransition},
 		{"AllSandboxes", testAllSandboxes},
 		{"DeleteSandbox", testDeleteSandbox},
 		{"EventRoundTrip", testEventRoundTrip},

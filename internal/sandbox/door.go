@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// The door: every call that reaches a running sandbox's agent, from the
+// API, the router or the gateway, begins with open and ends with end.
+// open checks the sandbox is the caller's and running, holds a place in
+// the sandbox's quota of calls in flight, and records the activity that
+// idle reaping reads (LastActivity); end frees the place and writes the
+// audit line. Only this file holds agent clients.
+
+// Stream is a stream of events from a sandbox: a command's output, a
+// process's output, file changes. Next returns io.EOF after the last
+// event; Close ends the stream (and its call) and may be called at any
+// time, more than once.
+type Stream[T any] interface {
+	Next() (T, error)
+	Close() error
+}
+
+// call is one call through the door.
+type call struct {
+	s     *Service
+	ctx   context.Context // the caller's, without its cancellation
+	rec   *store.Sandbox
+	agent *agentclient.Client
+	op    string
+	start time.Time
+	once  sync.Once
+}
+
+// open lets a call to sandbox id through the door, or says why not.
+func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.State != api.StateRunning {
+		return nil, notRunning(rec)
+	}
+	if _, err := s.driverOf(rec); err != nil {
+		return nil, err
+	}
+	h, err := decodeHandle(rec.Handle)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if s.calls[id] >= s.cfg.MaxCallsPerSandbox {
+		s.mu.Unlock()
+		return nil, errdefs.New(errdefs.ErrRateLimited, "too_many_calls", "sandbox %s already has %d calls in flight; end some (streams, terminals, watches) first", id, s.cfg.MaxCallsPerSandbox)
+	}
+	s.calls[id]++
+	s.active[id] = now
+	a, ok := s.agents[id]
+	if !ok {
+		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+		s.agents[id] = a
+	}
+	s.mu.Unlock()
+	return &call{s: s, ctx: context.WithoutCancel(ctx), rec: rec, agent: a, op: op, start: now}, nil
+}
+
+// end closes the call: it frees its place in the quota and logs it, once.
+// It returns err as the caller should see it (explain).
+func (c *call) end(err error) error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		if c.s.calls[c.rec.ID]--; c.s.calls[c.rec.ID] <= 0 {
+			delete(c.s.calls, c.rec.ID)
+		}
+		c.s.active[c.rec.ID] = time.Now()
+		c.s.mu.Unlock()
+		p, _ := tenancy.From(c.ctx)
+		c.s.log.Debug("sandbox call", "sandbox.id", c.rec.ID, "tenant.id", c.rec.TenantID, "key.id", p.KeyID, "op", c.op,
+			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
+	})
+	return c.explain(err)
+}
+
+// explain turns an agent that went away under a call into what happened
+// to its sandbox: a stop or destroy that raced the call is a 409, not a
+// broken agent.
+func (c *call) explain(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || !errors.Is(err, errdefs.ErrUnavailable) {
+		return err
+	}
+	rec, gerr := c.s.store.GetSandbox(c.ctx, c.rec.ID)
+	if gerr == nil && rec.State != api.StateRunning {
+		return notRunning(rec)
+	}
+	return err
+}
+
+// notRunning is the error of a call to a sandbox that is not running.
+func notRunning(rec *store.Sandbox) error {
+	return errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", rec.ID, rec.State)
+}
+
+// LastActivity is when a call to the sandbox last began or ended through
+// this server, and false when none did since it started.
+func (s *Service) LastActivity(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.active[id]
+	return t, ok
+}
+
+// unary runs one request-answer call through the door.
+func unary[T any](ctx context.Context, s *Service, id, op string, fn func(context.Context, *agentclient.Client) (T, error)) (T, error) {
+	c, err := s.open(ctx, id, op)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := fn(ctx, c.agent)
+	return v, c.end(err)
+}
+
+// stream is a Stream whose Close ends its call.
+type stream[T any] struct {
+	c     *call
+	next  func() (T, error)
+	close func() error
+}
+
+func (st *stream[T]) Next() (T, error) {
+	v, err := st.next()
+	return v, st.c.explain(err)
+}
+
+func (st *stream[T]) Close() error {
+	err := st.close()
+	st.c.end(nil)
+	return err
+}
+
+// body is a byte stream whose Close ends its call.
+type body struct {
+	io.ReadCloser
+	c *call
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.c.end(nil)
+	return err
+}
+
+// readBody opens a byte stream from the agent through the door.
+func (s *Service) readBody(ctx context.Context, id, op string, fn func(*agentclient.Client) (io.ReadCloser, error)) (io.ReadCloser, error) {
+	c, err := s.open(ctx, id, op)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := fn(c.agent)
+	if err != nil {
+		return nil, c.end(err)
+	}
+	return &body{ReadCloser: rc, c: c}, nil
+}
+
+// attach starts following a running sandbox's agent: the client (kept for
+// calls), its egress proxy and, for a new sandbox, its OOM count.
+func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
+	a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	s.mu.Lock()
+	if old, ok := s.agents[rec.ID]; ok {
+		old.Close()
+	}
+	s.agents[rec.ID] = a
+	s.mu.Unlock()
+	s.startEgress(ctx, rec, d, h)
+	return a
+}
+
+// detach forgets a sandbox's agent and stops its egress proxy; calls in
+// flight end when the driver stops the agent.
+func (s *Service) detach(id string) {
+	s.detachEgress(id)
+	s.mu.Lock()
+	if c, ok := s.agents[id]; ok {
+		c.Close()
+		delete(s.agents, id)
+	}
+	delete(s.active, id)
+	s.mu.Unlock()
+}
