@@ -37,7 +37,7 @@ type streamFixture struct {
 	svc        *sandbox.Service
 	events     *sandbox.EventLog
 	drain      context.CancelFunc // begins a shutdown: ends every stream
-	a, b       string // tenant ids
+	a, b       string             // tenant ids
 	keyA, keyB string
 	sbA, sbA2  string // A's sandboxes
 	sbB        string

@@ -11,8 +11,8 @@ import (
 	"github.com/coder/websocket/wsjson"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // processOutput answers GET …/processes/{pid}/output: the process's output

@@ -82,7 +82,7 @@ type Config struct {
 	// Tunnels dials a sandbox's port: the sandbox service
 	// (internal/sandbox.Service.DialTunnel), the only door to a sandbox.
 	Tunnels Dialer
-	Log       *slog.Logger
+	Log     *slog.Logger
 	// MaxRetries bounds how often the "not running" page reloads itself;
 	// zero means DefaultMaxRetries.
 	MaxRetries int
