@@ -57,10 +57,19 @@ func (s *Server) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleWrite answers PUT /files?path=&mode=: an atomic write of the body.
+// handleWrite answers PUT /files?path=&mode=&parents=: an atomic write of
+// the body, after making the missing directories above it with parents.
 func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	fi, err := s.writeFile(q.Get("path"), q.Get("mode"), r.ContentLength, r.Body)
+	parents := false
+	if v := q.Get("parents"); v != "" {
+		var err error
+		if parents, err = strconv.ParseBool(v); err != nil {
+			s.writeError(w, r, errdefs.Invalid("invalid_parameter", "parents must be true or false, not %q", v))
+			return
+		}
+	}
+	fi, err := s.writeFile(q.Get("path"), q.Get("mode"), parents, r.ContentLength, r.Body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -71,7 +80,7 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 // writeFile writes body to a temporary file next to the target (created
 // with O_EXCL, so never through a link), sets its mode and renames it over
 // the target. Nothing is left behind on failure.
-func (s *Server) writeFile(rawPath, rawMode string, length int64, body io.Reader) (api.FileInfo, error) {
+func (s *Server) writeFile(rawPath, rawMode string, parents bool, length int64, body io.Reader) (api.FileInfo, error) {
 	p, err := s.resolve(rawPath)
 	if err != nil {
 		return api.FileInfo{}, err
@@ -85,6 +94,12 @@ func (s *Server) writeFile(rawPath, rawMode string, length int64, body io.Reader
 	}
 	if length > s.cfg.MaxFileBytes {
 		return api.FileInfo{}, tooLarge(p.Abs, s.cfg.MaxFileBytes)
+	}
+	if parents {
+		dir, _ := p.split()
+		if _, err := s.root.mkdirAll(sandboxPath{Abs: path.Dir(p.Abs), Rel: dir}, 0o755); err != nil {
+			return api.FileInfo{}, err
+		}
 	}
 	dirfd, name, err := s.root.parent(p)
 	if err != nil {
