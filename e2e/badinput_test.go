@@ -61,6 +61,8 @@ func TestBadInput(t *testing.T) {
 		{"nul path", "GET", files + "?path=a%00b", "", "", 400, "invalid_path"},
 		{"empty path", "GET", files + "?path=", "", "", 400, "invalid_path"},
 		{"missing file", "GET", files + "?path=nope.txt", "", "", 404, "file_not_found"},
+		{"write without parents", "PUT", files + "?path=no/such/dir.txt&parents=false", "", "x", 404, "file_not_found"},
+		{"bad parents", "PUT", files + "?path=x.txt&parents=perhaps", "", "x", 400, "invalid_request"},
 		{"bad recursive", "DELETE", files + "?path=x&recursive=maybe", "", "", 400, "invalid_request"},
 		{"no key", "GET", "/v1/sandboxes", "-", "", 401, "missing_api_key"},
 		{"wrong key", "GET", "/v1/sandboxes", "hk_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "", 401, "invalid_api_key"},

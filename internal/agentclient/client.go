@@ -155,7 +155,10 @@ func (c *Client) ReadFile(ctx context.Context, path string) (io.ReadCloser, erro
 // "0644", empty for the default; parents makes missing directories above
 // path.
 func (c *Client) WriteFile(ctx context.Context, path, mode string, parents bool, body io.Reader) (api.FileInfo, error) {
-	q := url.Values{"path": {path}, "parents": {strconv.FormatBool(parents)}}
+	q := url.Values{"path": {path}}
+	if parents {
+		q.Set("parents", "true")
+	}
 	if mode != "" {
 		q.Set("mode", mode)
 	}
