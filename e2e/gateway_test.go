@@ -17,6 +17,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // providerKey is the upstream key the gateway tests look for everywhere it
@@ -80,7 +81,7 @@ func startGatewayServer(t *testing.T, driver string, llm *llmStandIn, dir string
 	t.Helper()
 	fresh := dir == ""
 	if fresh {
-		dir = t.TempDir()
+		dir = filepath.Dir(testutil.DataDir(t))
 	}
 	file := filepath.Join(dir, "providers.yaml")
 	doc := fmt.Sprintf("providers:\n  - name: llm\n    base_url: %s/v1\n    secret: LLM_KEY\n", llm.URL)
@@ -254,7 +255,7 @@ func TestProviderGateway(t *testing.T) {
 // of the sandbox and a restart of the server.
 func TestProviderGatewayProcessDriver(t *testing.T) {
 	llm := startLLM(t)
-	dir := t.TempDir()
+	dir := filepath.Dir(testutil.DataDir(t))
 	s, _ := startGatewayServer(t, "process", llm, dir)
 	c := s.client()
 	ctx := context.Background()

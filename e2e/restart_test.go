@@ -9,13 +9,14 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // TestRestartRecovers: sandboxes and their processes outlive a graceful
 // control-plane restart, the new server re-attaches to them, and it sweeps
 // sandbox directories the store does not know.
 func TestRestartRecovers(t *testing.T) {
-	dataDir := filepath.Join(t.TempDir(), "data")
+	dataDir := testutil.DataDir(t)
 	s := startServer(t, dataDir)
 	ctx := context.Background()
 	sb, err := s.client().CreateSandbox(ctx, api.CreateSandboxRequest{})

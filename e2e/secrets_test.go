@@ -20,6 +20,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // fullLog keeps every line a server wrote to stderr, for leak checks
@@ -277,7 +278,7 @@ func TestSecretsKey(t *testing.T) {
 	b64 := "HUTCH_SECRETS_KEY=" + base64.StdEncoding.EncodeToString(key)
 
 	t.Run("bad environment", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "data")
+		dir := testutil.DataDir(t)
 		errOut := serveFails(t, dir, "HUTCH_SECRETS_KEY=not-a-key")
 		if !strings.Contains(errOut, "HUTCH_SECRETS_KEY") || !strings.Contains(errOut, "base64") || strings.Contains(errOut, "not-a-key") {
 			t.Errorf("stderr %q: want a message naming the variable and the format, not its value", errOut)
@@ -289,7 +290,7 @@ func TestSecretsKey(t *testing.T) {
 	})
 
 	t.Run("key file", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "data")
+		dir := testutil.DataDir(t)
 		s, _ := startLoggedServer(t, dir, nil)
 		path := filepath.Join(dir, "secrets.key")
 		fi, err := os.Stat(path)
@@ -334,7 +335,7 @@ func TestSecretsKey(t *testing.T) {
 	})
 
 	t.Run("environment", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "data")
+		dir := testutil.DataDir(t)
 		s, logs := startLoggedServer(t, dir, []string{"HUTCH_SECRETS_KEY=" + hex.EncodeToString(key)})
 		if _, err := os.Stat(filepath.Join(dir, "secrets.key")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("a key from the environment made a key file: %v", err)

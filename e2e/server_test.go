@@ -70,7 +70,7 @@ func startServerAs(t *testing.T, cred *syscall.Credential, dataDir string, args 
 func launch(t *testing.T, cred *syscall.Credential, dataDir string, env []string, args ...string) (*server, *fullLog) {
 	t.Helper()
 	if dataDir == "" {
-		dataDir = filepath.Join(t.TempDir(), "data")
+		dataDir = testutil.DataDir(t)
 	}
 	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
 	full := &fullLog{}

@@ -42,6 +42,14 @@ func main() {
 }
 
 func run() int {
+	// Whatever descriptor the agent was started with beyond stdin, stdout
+	// and stderr (one hutch's own parent left open, say) must not pass on
+	// to a command: one of a host directory would be a way out of any
+	// root.
+	if err := closeOnExecAbove2(); err != nil {
+		fmt.Fprintf(os.Stderr, "hutch-agent: mark inherited descriptors close-on-exec: %v\n", err)
+		return 1
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Before anything starts, so a signal during start-up is not lost.
 	sigs := make(chan os.Signal, 1)
@@ -99,6 +107,11 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	env, err := envelope.Decode(os.Stdin)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if env.ExecFD > 2 {
+		if err := unix.Close(env.ExecFD); err != nil {
+			return nil, nil, nil, fmt.Errorf("close the descriptor the agent was executed through: %w", err)
+		}
 	}
 	// Non-dumpable: a process of the same uid cannot ptrace the agent or
 	// read its memory (and the token in it) through /proc.

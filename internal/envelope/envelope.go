@@ -32,7 +32,7 @@ type Envelope struct {
 	// the control plane (HMAC proofs; it never crosses the socket).
 	Token string `json:"token"`
 	// Socket is the path of the Unix socket the agent listens on, in the
-	// agent's own view of the filesystem.
+	// agent's own view of the filesystem (see Namespace).
 	Socket string `json:"socket"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
@@ -63,10 +63,16 @@ type Envelope struct {
 	// RunAs, when set, is the user every command runs as; the agent also
 	// creates files through the file API as that user.
 	RunAs *RunAs `json:"run_as,omitempty"`
+	// ExecFD, when above 2, is a descriptor of the agent's own binary the
+	// driver executed it through (/proc/self/fd/<n>, so no lookup of the
+	// directories above the binary ran as the sandbox's user); the agent
+	// closes it first thing, so no command inherits it.
+	ExecFD int `json:"exec_fd,omitempty"`
 	// Namespace, when set, makes the agent build the sandbox's root and
-	// enter it before it serves (the namespace driver); Socket is then a
-	// host path, listened on before the root pivots, and Root and Workdir
-	// are paths inside the new root.
+	// enter it before it serves (the namespace driver); Socket is then
+	// relative to the sandbox's host directory (nsinit.Config.DirFD),
+	// listened on before the root pivots, and Root and Workdir are paths
+	// inside the new root.
 	Namespace *nsinit.Config `json:"namespace,omitempty"`
 }
 
@@ -85,8 +91,10 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope has no sandbox id")
 	case len(e.Token) < 32:
 		return errors.New("envelope token is shorter than 32 characters")
-	case !path.IsAbs(e.Socket):
+	case e.Namespace == nil && !path.IsAbs(e.Socket):
 		return errors.New("envelope socket path is not absolute")
+	case e.Namespace != nil && (path.IsAbs(e.Socket) || path.Clean(e.Socket) != e.Socket || strings.HasPrefix(e.Socket, "..")):
+		return errors.New("envelope socket path must be relative to the sandbox's directory, and inside it")
 	case !path.IsAbs(e.Root) || path.Clean(e.Root) != e.Root:
 		return errors.New("envelope root is not a clean absolute path")
 	case !within(e.Root, e.Workdir):
@@ -95,6 +103,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope max_file_bytes must be positive")
 	case e.ProcessOutputBytes < 0:
 		return errors.New("envelope process_output_bytes must not be negative")
+	case e.ExecFD < 0 || (e.ExecFD > 0 && e.ExecFD < 3):
+		return errors.New("envelope exec_fd must be above 2")
 	}
 	if err := confine.ValidateRlimits(e.CommandRlimits); err != nil {
 		return fmt.Errorf("envelope command_rlimits: %w", err)

@@ -23,11 +23,14 @@ import (
 
 // Config is the namespace part of the agent's bootstrap envelope.
 type Config struct {
-	// Dir is the sandbox's directory on the host. The agent works from it
-	// and the overlay's paths (Lower, Upper, Work) are relative to it, so
-	// that /proc/mounts inside the sandbox names no host path. Lower is a
-	// symlink to the template's directory.
-	Dir    string `json:"dir"`
+	// The agent starts in the sandbox's directory on the host: its driver
+	// hands it that directory as its working directory, opened before the
+	// agent entered its user namespace, whose ids may not look up the
+	// directories above (a home that is 0700, say), and need not. Lower,
+	// Upper, Work, Rootfs and the envelope's socket are relative to it,
+	// so /proc/mounts inside the sandbox names no host path. Lower, the
+	// template, may climb out of it ("../.templates/…"), into the
+	// driver's directory and no higher.
 	Lower  string `json:"lower"`
 	Upper  string `json:"upper"`
 	Work   string `json:"work"`
@@ -63,11 +66,13 @@ type Config struct {
 // Validate checks what Setup relies on.
 func (c *Config) Validate() error {
 	var errs []error
-	if !path.IsAbs(c.Dir) || path.Clean(c.Dir) != c.Dir {
-		errs = append(errs, fmt.Errorf("nsinit: dir %q is not a clean absolute path", c.Dir))
-	}
 	for name, p := range map[string]string{"lower": c.Lower, "upper": c.Upper, "work": c.Work, "rootfs": c.Rootfs} {
-		if p == "" || path.IsAbs(p) || path.Clean(p) != p || strings.HasPrefix(p, "..") || strings.ContainsAny(p, ",:\\") {
+		escapes := strings.HasPrefix(p, "..")
+		if name == "lower" {
+			// Up into the driver's directory, then down only.
+			escapes = strings.HasPrefix(strings.TrimPrefix(p, "../"), "..")
+		}
+		if p == "" || path.IsAbs(p) || path.Clean(p) != p || escapes || strings.ContainsAny(p, ",:\\") {
 			errs = append(errs, fmt.Errorf("nsinit: %s %q must be a clean relative path without , : or \\", name, p))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	good := func() Config {
-		return Config{Dir: "/data/sb/x", Lower: "lower", Upper: "upper", Work: "work", Rootfs: "rootfs",
+		return Config{Lower: "../.templates/host-1", Upper: "upper", Work: "work", Rootfs: "rootfs",
 			ReadOnly: []string{"/usr"}, Sealed: []string{"/.hutch"}, Hostname: "x", TmpBytes: 1 << 20}
 	}
 	for _, tc := range []struct {
@@ -16,7 +16,10 @@ func TestValidate(t *testing.T) {
 		want   string // "" when valid
 	}{
 		{"good", func(*Config) {}, ""},
-		{"relative dir", func(c *Config) { c.Dir = "data/x" }, "dir"},
+		{"lower beside", func(c *Config) { c.Lower = "lower" }, ""},
+		{"lower two up", func(c *Config) { c.Lower = "../../x" }, "lower"},
+		{"lower up, down, up", func(c *Config) { c.Lower = "../x/../../y" }, "lower"},
+		{"absolute lower", func(c *Config) { c.Lower = "/x" }, "lower"},
 		{"absolute upper", func(c *Config) { c.Upper = "/upper" }, "upper"},
 		{"upper escapes", func(c *Config) { c.Upper = "../upper" }, "upper"},
 		{"comma in lower", func(c *Config) { c.Lower = "a,upperdir=/x" }, "lower"},

@@ -27,9 +27,6 @@ func Setup(c *Config, listen func() error, onForkThread func(func() error) error
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("nsinit: make mounts private: %w", err)
 	}
-	if err := unix.Chdir(c.Dir); err != nil {
-		return nil, fmt.Errorf("nsinit: %w", err)
-	}
 	if err := setUserLimits(c.UserLimits); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,9 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 				return nil, "", func() {}, fmt.Errorf("%w (--driver auto does not fall back from the %s driver for a cause that can be fixed)", err, reg.Name)
 			}
 			log.Warn("driver not loaded", "driver", reg.Name, "err", err)
-			fallbacks = append(fallbacks, err.Error())
+			if def == "auto" {
+				fallbacks = append(fallbacks, err.Error())
+			}
 			continue
 		}
 		loaded[reg.Name] = d

@@ -57,7 +57,7 @@ func TestAuto(t *testing.T) {
 				procReg,
 			}
 			cfg := config.Default()
-			cfg.DataDir = t.TempDir()
+			cfg.DataDir = testutil.DataDir(t)
 			cfg.AgentPath = filepath.Join(bin, "hutch-agent")
 			cfg.WarmPool = 0
 			set, why, closeAll, err := loadDrivers(context.Background(), cfg, regs, log)

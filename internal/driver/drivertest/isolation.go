@@ -44,6 +44,15 @@ func testIsolation(t *testing.T, s Suite) {
 		}
 	}
 
+	// Nothing the agent holds (the descriptors it was started with, its
+	// socket) passes to a command: a directory descriptor of the host's
+	// would be a way out of any root.
+	// (ls holds one of its own, 3, on the directory it lists; whatever
+	// the test process was started with must not pass through either.)
+	if res := run(t, a, "ls", "/proc/self/fd"); strings.Join(strings.Fields(res.Stdout), " ") != "0 1 2 3" {
+		t.Errorf("a command holds descriptors %q; want 0 1 2 (and ls's own 3)", res.Stdout)
+	}
+
 	// Another sandbox's files.
 	sh(t, b, "echo b-secret > mine.txt")
 	if res := run(t, a, "cat", filepath.Join(b.handle.Workdir, "mine.txt")); res.ExitCode == 0 {

@@ -1,49 +1,65 @@
 package launch
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// OpenPath makes every directory from / down to dir traversable (o+x) by
-// the sandboxes' uids, without making anything listable or readable.
-func OpenPath(dir string) error {
-	for p := dir; ; p = filepath.Dir(p) {
+// EnsureDir makes dir, one of a driver's own directories, with mode; one
+// that exists with another mode gets mode, and the change is logged. It
+// never touches a directory above dir.
+func EnsureDir(dir string, mode fs.FileMode, log *slog.Logger) error {
+	err := os.Mkdir(dir, mode)
+	if err == nil {
+		return os.Chmod(dir, mode) // past the umask
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if st.Mode().Perm() == mode {
+		return nil
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		return err
+	}
+	log.Info("set the mode of a driver directory", "path", dir, "from", fmt.Sprintf("%04o", st.Mode().Perm()), "to", fmt.Sprintf("%04o", mode))
+	return nil
+}
+
+// Unreachable lists, top down, the directories from / to path (path
+// included) that other users may not enter (no o+x): a sandbox running as
+// a uid of its own cannot look path up while any is listed.
+func Unreachable(path string) ([]string, error) {
+	var closed []string
+	for p := path; ; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if st.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
-				return fmt.Errorf("make %s traversable for sandbox users: %w", p, err)
-			}
+			closed = append([]string{fmt.Sprintf("%s (%04o)", p, st.Mode().Perm())}, closed...)
 		}
 		if p == "/" || p == "." {
-			return nil
+			return closed, nil
 		}
 	}
 }
 
-// WorldExecutable checks that a sandbox uid can run path.
-func WorldExecutable(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if st.Mode().Perm()&0o005 != 0o005 {
-		return fmt.Errorf("agent %s must be readable and executable by others (mode %v)", path, st.Mode().Perm())
-	}
-	for p := filepath.Dir(path); ; p = filepath.Dir(p) {
-		st, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("agent %s is not reachable by sandbox users: %s is not traversable by others", path, p)
-		}
-		if p == "/" || p == "." {
-			return nil
-		}
-	}
+// ReachFix is the message for a path others cannot reach: what is closed
+// and how the operator opens it; hutch never does that itself.
+func ReachFix(what string, closed []string) error {
+	return fmt.Errorf("%s must be reachable by sandbox users, but these directories are closed to other users: %s; hutch changes no permissions of yours: open them with 'chmod o+x' on each, or choose a directory others can enter",
+		what, strings.Join(closed, ", "))
 }

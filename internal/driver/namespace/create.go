@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -76,7 +77,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	return driver.Handle{
 		Version: driver.HandleVersion,
 		Driver:  Name,
-		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, runDir, "agent.sock")},
+		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, agentSocket)},
 		Token:   spec.Token,
 		Workdir: workdir,
 		State:   raw,
@@ -112,30 +113,47 @@ func (d *Driver) newSandbox(dir string) (_ *spawned, retErr error) {
 	return sp, err
 }
 
+// execFD is the agent binary's descriptor in the agent (exec.Cmd.ExtraFiles
+// numbers them from 3): the agent is executed through /proc/self/fd.
+const execFD = 3
+
 // spawn starts hutch-agent as root of a new user namespace (mapped to the
 // sandbox's host range) in new mount, pid, net, ipc and uts namespaces,
-// and records its pid.
+// and records its pid. The agent's ids may not look up the directories
+// above the data directory (a home that is 0700, say), and need not:
+// hutch opens its binary and starts it in the sandbox's directory, from
+// where the template is "../.templates/…" (nsinit.Config).
 func (d *Driver) spawn(st state) (*spawned, error) {
-	cmd := exec.Command(d.agentPath)
-	// Its name inside, as /proc/1/cmdline shows it: not the host's path.
-	cmd.Args = []string{agentInside}
-	cmd.Dir = "/"
-	cmd.Env = []string{}
-	uids, gids := d.idMaps(st)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  cloneFlags,
-		UidMappings: uids,
-		GidMappings: gids,
-		// Rootless, the kernel lets a user namespace map its creator's gid
-		// only once setgroups is denied in it.
-		GidMappingsEnableSetgroups: !d.rootless,
-		// Become the namespace's root before exec, so the agent keeps its
-		// capabilities inside it.
-		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
-		Setsid:     true,
-	}
-	a, err := launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
+	bin, err := os.OpenFile(filepath.Join(d.tmpl.Dir, agentInside), os.O_RDONLY|unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, fmt.Errorf("open the agent binary: %w", err)
+	}
+	defer bin.Close()
+	uids, gids := d.idMaps(st)
+	cmd := &exec.Cmd{
+		Path: "/proc/self/fd/" + strconv.Itoa(execFD),
+		// Its name inside, as /proc/1/cmdline shows it: not the host's path.
+		Args:       []string{agentInside},
+		Env:        []string{},
+		ExtraFiles: []*os.File{bin},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  cloneFlags,
+			UidMappings: uids,
+			GidMappings: gids,
+			// Rootless, the kernel lets a user namespace map its creator's
+			// gid only once setgroups is denied in it.
+			GidMappingsEnableSetgroups: !d.rootless,
+			// Become the namespace's root before exec, so the agent keeps
+			// its capabilities inside it.
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
+			Setsid:     true,
+		},
+	}
+	var a *launch.Agent
+	if err := launch.InDir(st.Dir, func() (err error) {
+		a, err = launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	st.Pid, st.StartTime, st.PidNS = a.Pid, a.StartTime, hostproc.PidNS(a.Pid)
@@ -145,6 +163,22 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 		return sp, err
 	}
 	return sp, nil
+}
+
+// startsFrom sets what of the envelope depends on where the sandbox's
+// directory is and how spawn starts its agent: the template, relative to
+// the directory, and the agent's descriptor.
+func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
+	tmpl := st.Template
+	if tmpl == "" {
+		tmpl = d.tmpl.Dir
+	}
+	lower, err := filepath.Rel(st.Dir, tmpl)
+	if err != nil {
+		return fmt.Errorf("the sandbox's template: %w", err)
+	}
+	ev.Socket, ev.ExecFD, ev.Namespace.Lower = agentSocket, execFD, lower
+	return nil
 }
 
 // bringUp turns a spawned sandbox into the one spec asks for: it moves a
@@ -189,7 +223,10 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	if err := launch.WriteState(dir, sp.st); err != nil {
 		return sp.st, err
 	}
-	ev := d.envelope(spec, dir, workdir, acct, join)
+	ev := d.envelope(spec, workdir, acct, join)
+	if err := d.startsFrom(ev, sp.st); err != nil {
+		return sp.st, err
+	}
 	if err := launch.WriteEnvelope(dir, ev); err != nil {
 		return sp.st, err
 	}
@@ -220,6 +257,14 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	}
 	ev, err := launch.ReadEnvelope(st.Dir)
 	if err != nil {
+		return h, err
+	}
+	if ev.Namespace == nil {
+		return h, errors.New("the sandbox's envelope has no namespace part")
+	}
+	// A sandbox made by an earlier build kept its socket as a host path
+	// and its template as a link.
+	if err := d.startsFrom(ev, st); err != nil {
 		return h, err
 	}
 	sp, err := d.spawn(st)

@@ -139,21 +139,13 @@ func (d *Driver) Open(ctx context.Context) error {
 		}
 	}
 	d.probe = confine.Probe()
-	if err := os.MkdirAll(d.dir, 0o711); err != nil {
+	if err := d.makeDir(); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)
 	}
 	var err error
 	if d.rootless {
 		d.cgErr = errors.New("hutch is not root")
 	} else {
-		// Each sandbox's root user, a host uid of its own, must run the
-		// agent and reach its directory and the template.
-		if err := launch.WorldExecutable(d.agentPath); err != nil {
-			return fmt.Errorf("namespace driver: %w", err)
-		}
-		if err := launch.OpenPath(d.dir); err != nil {
-			return fmt.Errorf("namespace driver: %w", err)
-		}
 		if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
 			return fmt.Errorf("namespace driver: %w", err)
 		}
@@ -164,7 +156,7 @@ func (d *Driver) Open(ctx context.Context) error {
 			d.cg, d.cgErr = nil, err
 		}
 	}
-	if d.tmpl, err = buildTemplate(filepath.Join(d.dir, ".templates"), d.agentPath); err != nil {
+	if d.tmpl, err = buildTemplate(filepath.Join(d.dir, ".templates"), d.agentPath, d.log); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)
 	}
 	if err := d.loadIDs(); err != nil {
@@ -224,6 +216,18 @@ func (d *Driver) capabilities() driver.Capabilities {
 		c.Isolation = api.IsolationDegraded
 	}
 	return c
+}
+
+// makeDir makes the driver's directory. Above it everything stays as the
+// operator has it, or owner-only where hutch makes it. The directory itself
+// is 0711: an agent starts in its sandbox's directory and reaches its
+// template as "../.templates/…" (create.go), which takes entering this
+// directory, never listing it.
+func (d *Driver) makeDir() error {
+	if err := os.MkdirAll(filepath.Dir(d.dir), 0o700); err != nil {
+		return err
+	}
+	return launch.EnsureDir(d.dir, 0o711, d.log)
 }
 
 // sandboxDir is where one sandbox lives on the host.

@@ -16,10 +16,10 @@ import (
 // limit; with one, they are as large as the limit (and charged to it).
 const defaultTmpBytes = 1 << 30
 
-// envelope is what the agent of one sandbox needs: where its root is made
-// from, where to listen, who its commands run as, and how it confines
-// itself before it serves.
-func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
+// envelope is what the agent of one sandbox needs: how its root is made,
+// who its commands run as, and how it confines itself before it serves;
+// startsFrom adds where it listens and where its template is.
+func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
 	env := acct.env(spec.SandboxID, d.tmpl.Shell)
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
@@ -31,7 +31,6 @@ func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, j
 		Version:      envelope.Version,
 		SandboxID:    spec.SandboxID,
 		Token:        spec.Token,
-		Socket:       filepath.Join(dir, runDir, "agent.sock"),
 		Root:         "/",
 		Workdir:      workdir,
 		Env:          env,
@@ -39,8 +38,6 @@ func (d *Driver) envelope(spec driver.Spec, dir, workdir string, acct account, j
 		RunAs:        acct.runAs(),
 		CommandCaps:  acct.caps(),
 		Namespace: &nsinit.Config{
-			Dir:        dir,
-			Lower:      lowerLink,
 			Upper:      upperDir,
 			Work:       workDir,
 			Rootfs:     rootfsDir,

@@ -11,16 +11,18 @@ import (
 )
 
 // A sandbox's directory holds, beside state.json, envelope.json and
-// agent.log: the overlay's upper and work directories, its mount point,
-// run/ for the agent's socket (never visible inside) and lower, a link to
-// the template. The overlay is mounted with these relative names so that
-// /proc/mounts inside names no host path.
+// agent.log: the overlay's upper and work directories, its mount point and
+// run/ for the agent's socket (never visible inside). The overlay is
+// mounted with these relative names so that /proc/mounts inside names no
+// host path.
 const (
 	upperDir  = "upper"
 	workDir   = "work"
 	rootfsDir = "rootfs"
 	runDir    = "run"
-	lowerLink = "lower"
+	// agentSocket is where the agent listens, relative to the sandbox's
+	// directory.
+	agentSocket = runDir + "/agent.sock"
 	// egressSock, in runDir, is where the control plane's egress proxy
 	// listens for this sandbox.
 	egressSock = "egress.sock"
@@ -47,9 +49,6 @@ func (d *Driver) prepareDir(st state) error {
 				return fmt.Errorf("prepare sandbox directory: %w", err)
 			}
 		}
-	}
-	if err := os.Symlink(d.tmpl.Dir, filepath.Join(st.Dir, lowerLink)); err != nil {
-		return fmt.Errorf("prepare sandbox directory: %w", err)
 	}
 	return nil
 }

@@ -8,10 +8,12 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/ids"
 )
 
@@ -68,7 +70,7 @@ type template struct {
 // of everything in it, and reuses a directory of that name when it is
 // already there (sandboxes still running keep the directory they were
 // made from).
-func buildTemplate(base, agentPath string) (*template, error) {
+func buildTemplate(base, agentPath string, log *slog.Logger) (*template, error) {
 	t := &template{Shell: "/bin/sh"}
 	if _, err := os.Stat("/bin/bash"); err == nil {
 		t.Shell = "/bin/bash"
@@ -108,7 +110,9 @@ func buildTemplate(base, agentPath string) (*template, error) {
 	if _, err := os.Stat(t.Dir); err == nil {
 		return t, nil
 	}
-	if err := os.MkdirAll(base, 0o711); err != nil {
+	// Entered, never listed, by each sandbox's root on its way to its
+	// template (see Driver.makeDir).
+	if err := launch.EnsureDir(base, 0o711, log); err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
 	tmp := filepath.Join(base, ".build-"+ids.New())

@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
@@ -122,6 +125,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0, port),
 		CommandRlimits: commandRlimits(spec.Limits),
 		Prlimit:        d.prlimit,
+		ExecFD:         execFD,
 	}
 	if err := launch.WriteEnvelope(dir, ev); err != nil {
 		return nil, sp.st, err
@@ -204,6 +208,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if err != nil {
 		return h, err
 	}
+	ev.ExecFD = execFD
 	sp, err := d.spawn(st, ev.Workdir)
 	if err == nil {
 		st = sp.st
@@ -219,6 +224,10 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	return h, nil
 }
 
+// execFD is the agent binary's descriptor in the agent (exec.Cmd.ExtraFiles
+// numbers them from 3), which the envelope names so the agent closes it.
+const execFD = 3
+
 // spawned is an agent started for a sandbox, waiting for its envelope.
 type spawned struct {
 	st    state
@@ -230,10 +239,21 @@ func (sp *spawned) close() { sp.agent.Close() }
 // spawn starts hutch-agent as the sandbox's uid in its own session, with
 // dir as its working directory, and records its pid.
 func (d *Driver) spawn(st state, dir string) (*spawned, error) {
-	cmd := exec.Command(d.agentPath)
-	cmd.Dir = dir
-	cmd.Env = []string{}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Through a descriptor: the sandbox's uid need not reach the agent's
+	// directory.
+	bin, err := os.OpenFile(d.agentPath, os.O_RDONLY|unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the agent binary: %w", err)
+	}
+	defer bin.Close()
+	cmd := &exec.Cmd{
+		Path:        "/proc/self/fd/" + strconv.Itoa(execFD),
+		Args:        []string{d.agentPath},
+		Dir:         dir,
+		Env:         []string{},
+		ExtraFiles:  []*os.File{bin},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
 	if st.UID != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: st.UID, Gid: st.UID, Groups: []uint32{}}
 	}

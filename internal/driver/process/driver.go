@@ -95,23 +95,36 @@ func New(cfg Config) (*Driver, error) {
 // Open checks the agent and prepares the host: the directory and, as
 // root, the uid registry. It starts the warm pool last.
 func (d *Driver) Open(ctx context.Context) error {
-	if st, err := os.Stat(d.agentPath); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+	st, err := os.Stat(d.agentPath)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("process driver: agent %s is not an executable file", d.agentPath)
 	}
 	d.probe = confine.Probe()
-	if err := os.MkdirAll(d.dir, 0o711); err != nil {
+	if err := os.MkdirAll(filepath.Dir(d.dir), 0o700); err != nil {
 		return fmt.Errorf("process driver: %w", err)
 	}
-	if os.Geteuid() == 0 {
-		// Sandboxes run as their own uids and must be able to reach their
-		// directories and the agent binary.
-		if err := launch.OpenPath(d.dir); err != nil {
+	if os.Geteuid() != 0 {
+		if err := launch.EnsureDir(d.dir, 0o700, d.log); err != nil {
 			return fmt.Errorf("process driver: %w", err)
 		}
-		if err := launch.WorldExecutable(d.agentPath); err != nil {
+	} else {
+		// Sandboxes run as uids of their own, with no mount namespace to
+		// hide the host's paths: each must look its directory up by path
+		// and run the agent (through a descriptor hutch opens, so its
+		// directory needs no opening).
+		if err := launch.EnsureDir(d.dir, 0o711, d.log); err != nil {
 			return fmt.Errorf("process driver: %w", err)
 		}
-		var err error
+		closed, err := launch.Unreachable(d.dir)
+		if err != nil {
+			return fmt.Errorf("process driver: %w", err)
+		}
+		if len(closed) > 0 {
+			return fmt.Errorf("process driver: as root it runs each sandbox as a uid of its own, so %w", launch.ReachFix("its directory "+d.dir, closed))
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("process driver: the agent %s must be executable by other users (mode %04o); run 'chmod o+x %s'", d.agentPath, st.Mode().Perm(), d.agentPath)
+		}
 		if d.uids, err = newUIDPool(); err != nil {
 			return fmt.Errorf("process driver: %w", err)
 		}

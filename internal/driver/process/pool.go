@@ -10,7 +10,7 @@ import (
 // newPool keeps agents started ahead of need: each has its directory and
 // uid and waits for its envelope; Create moves one into place.
 func newPool(d *Driver, size int) *warm.Pool[*spawned] {
-	return warm.New(filepath.Join(d.dir, ".warm"), size, d.newAgent, func(sp *spawned) {
+	return warm.New(filepath.Join(d.dir, ".warm"), 0o711, size, d.newAgent, func(sp *spawned) {
 		sp.close()
 		_ = d.teardown(context.Background(), sp.st)
 	}, d.log)

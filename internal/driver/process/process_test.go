@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hutchdev/hutch/internal/driver"
@@ -31,6 +32,10 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
+	// As root, each sandbox's own uid looks its directory up by path.
+	if err := os.Chmod(base, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(base, "sandboxes")
 	drivertest.Run(t, drivertest.Suite{
 		New: func(t *testing.T) driver.Driver {
@@ -51,4 +56,34 @@ func TestConformance(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// TestClosedDirectory: as root, a directory its sandboxes' uids cannot
+// reach is an error that names it and the fix, and no mode changes.
+func TestClosedDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs sandboxes as uids of their own")
+	}
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := process.New(process.Config{Dir: filepath.Join(base, "data", "process"), AgentPath: agentPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Open(context.Background())
+	if err == nil || !strings.Contains(err.Error(), base+" (0700)") || !strings.Contains(err.Error(), "chmod o+x") {
+		t.Fatalf("Open = %v; want an error naming %s and the fix", err, base)
+	}
+	for p, want := range map[string]os.FileMode{base: 0o700, filepath.Join(base, "data"): 0o700} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o; want %04o", p, st.Mode().Perm(), want)
+		}
+	}
 }

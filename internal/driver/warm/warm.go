@@ -9,6 +9,8 @@ package warm
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,6 +27,7 @@ const RefillDelay = 50 * time.Millisecond
 // directory under Dir until a create takes it.
 type Pool[T any] struct {
 	dir     string
+	mode    os.FileMode // of the pool's directories above the items
 	ready   chan T
 	make    func(dir string) (T, error)
 	discard func(T)
@@ -39,12 +42,15 @@ type Pool[T any] struct {
 }
 
 // New returns a pool whose items live under base/<instance>/. build makes
-// one item in the directory it is given (which exists); discard removes
-// one. Nothing starts until the first Take.
-func New[T any](base string, size int, build func(dir string) (T, error), discard func(T), log *slog.Logger) *Pool[T] {
+// one item in the directory it is given (which exists, mode 0711); discard
+// removes one. mode is that of base and base/<instance>: 0700 unless the
+// items' sandboxes must reach their directories by path. Nothing starts
+// until the first Take.
+func New[T any](base string, mode os.FileMode, size int, build func(dir string) (T, error), discard func(T), log *slog.Logger) *Pool[T] {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool[T]{
 		dir:     filepath.Join(base, ids.New()),
+		mode:    mode,
 		ready:   make(chan T, size),
 		make:    build,
 		discard: discard,
@@ -93,7 +99,7 @@ func (p *Pool[T]) fill() {
 				return
 			}
 			dir := filepath.Join(p.dir, ids.New())
-			if err := os.MkdirAll(dir, 0o711); err != nil {
+			if err := mkdirs(p.dir, p.mode, dir); err != nil {
 				p.log.Warn("warm pool", "err", err)
 				break
 			}
@@ -147,4 +153,15 @@ func SweepOthers(base, keep string, teardown func(dir string)) {
 		}
 		_ = os.Remove(instDir)
 	}
+}
+
+// mkdirs makes parent (with its own parent) with mode, then item in it,
+// 0711: the sandbox's root inside, or its uid, enters its own directory.
+func mkdirs(parent string, mode os.FileMode, item string) error {
+	for _, p := range []string{filepath.Dir(parent), parent} {
+		if err := os.Mkdir(p, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return os.Mkdir(item, 0o711)
 }

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"net/url"
 	"runtime"
 	"strings"
@@ -44,6 +45,13 @@ func Open(path string) (_ *Store, retErr error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, errdefs.Invalid("invalid_db_path", "the database path must be set and must not contain '?'")
 	}
+	// Owner-only: SQLite gives its -wal and -shm files the database
+	// file's mode, so making the file first settles all three.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
 	w, err := sql.Open("sqlite", dsn(path, map[string]string{
 		"busy_timeout": fmt.Sprint(busyTimeoutMS),
 		"foreign_keys": "1",

@@ -162,3 +162,23 @@ func schemaVersions(t *testing.T, s *Store) []int {
 	}
 	return vs
 }
+
+// TestOwnerOnly: the database and its WAL files are readable by hutch's
+// user only, whatever the umask.
+func TestOwnerOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	s := open(t, path)
+	defer s.Close()
+	if err := s.CreateTenant(tenancy.System(context.Background()), store.Tenant{ID: ids.New(), Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %04o; want 0600", p, st.Mode().Perm())
+		}
+	}
+}
