@@ -10,8 +10,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 
