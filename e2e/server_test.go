@@ -45,6 +45,7 @@ type server struct {
 	url     string
 	key     string
 	cmd     *exec.Cmd
+	pid     int // hutch serve's, which cmd's is unless cmd is a shell that runs it
 	exited  chan error
 	stderr  *logTail
 }
@@ -72,19 +73,26 @@ func launch(t *testing.T, cred *syscall.Credential, dataDir string, env []string
 	if dataDir == "" {
 		dataDir = testutil.DataDir(t)
 	}
-	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
-	full := &fullLog{}
 	cmd := exec.Command(filepath.Join(binDir, "hutch"), append([]string{"serve", "--listen", "127.0.0.1:0", "--data", dataDir}, args...)...)
 	cmd.Env = append(append(os.Environ(), "HUTCH_API_KEY=", "HUTCH_URL="), env...)
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
+	return watch(t, cmd, dataDir, 30*time.Second)
+}
+
+// watch starts cmd, which runs hutch serve over dataDir, and waits (up to
+// patience) until it serves.
+func watch(t *testing.T, cmd *exec.Cmd, dataDir string, patience time.Duration) (*server, *fullLog) {
+	t.Helper()
+	s := &server{t: t, dataDir: dataDir, exited: make(chan error, 1), stderr: &logTail{}}
+	full := &fullLog{}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.cmd = cmd
+	s.cmd, s.pid = cmd, cmd.Process.Pid
 	go func() { s.exited <- cmd.Wait(); pw.Close() }()
 	addr := make(chan string, 1)
 	go func() {
@@ -108,7 +116,7 @@ func launch(t *testing.T, cred *syscall.Credential, dataDir string, env []string
 		s.url = "http://" + a
 	case err := <-s.exited:
 		t.Fatalf("hutch serve exited: %v\n%s", err, full)
-	case <-time.After(30 * time.Second):
+	case <-time.After(patience):
 		t.Fatalf("hutch serve did not start\n%s", full)
 	}
 	key, err := os.ReadFile(filepath.Join(dataDir, "admin.key"))
@@ -144,10 +152,11 @@ func (s *server) stop(destroy bool) {
 		}
 		cancel()
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = syscall.Kill(s.pid, syscall.SIGTERM)
 	select {
 	case <-s.exited:
 	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(s.pid, syscall.SIGKILL)
 		_ = s.cmd.Process.Kill()
 		s.t.Errorf("hutch serve did not stop on SIGTERM\n%s", s.stderr)
 	}
