@@ -22,6 +22,8 @@ var (
 	ErrUnavailable  = errors.New("unavailable")
 	ErrUnsupported  = errors.New("unsupported")
 	ErrRateLimited  = errors.New("rate limited")
+	// ErrMethodNotAllowed: the resource exists, not under that method.
+	ErrMethodNotAllowed = errors.New("method not allowed")
 )
 
 // Error is a classified error with a stable code and a user-safe message.
@@ -86,7 +88,7 @@ func Classify(err error) (class error, code, message string) {
 		}
 		return e.Class, e.Code, e.Message
 	}
-	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported, ErrRateLimited} {
+	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported, ErrRateLimited, ErrMethodNotAllowed} {
 		if errors.Is(err, c) {
 			return c, codeOf(c), c.Error()
 		}
@@ -114,6 +116,8 @@ func codeOf(class error) string {
 		return "unsupported"
 	case ErrRateLimited:
 		return "rate_limited"
+	case ErrMethodNotAllowed:
+		return "method_not_allowed"
 	}
 	return "internal"
 }

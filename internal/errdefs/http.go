@@ -13,6 +13,7 @@ var statuses = []struct {
 	{ErrUnauthorized, http.StatusUnauthorized},
 	{ErrForbidden, http.StatusForbidden},
 	{ErrNotFound, http.StatusNotFound},
+	{ErrMethodNotAllowed, http.StatusMethodNotAllowed},
 	{ErrConflict, http.StatusConflict},
 	{ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrUnsupported, http.StatusNotImplemented},

@@ -5,8 +5,11 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/hutchdev/hutch/internal/auth"
+	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/secrets"
 	"github.com/hutchdev/hutch/internal/store"
@@ -36,17 +39,51 @@ type API struct {
 	mux *http.ServeMux
 }
 
-// New builds the handler.
+// New builds the handler. Whatever matches no route is answered in the
+// one error shape too: 404 unknown_route for a path the API does not
+// have, 405 method_not_allowed (with Allow) for one it has under other
+// methods.
 func New(cfg Config) *API {
 	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	methods := map[string][]string{}
 	for _, r := range a.routes() {
-		h := r.handler
+		h := onlyQuery(r, a.writeError)
 		if !r.public {
 			h = a.authenticate(h)
 		}
 		a.mux.Handle(r.method+" "+r.pattern, h)
+		methods[r.pattern] = append(methods[r.pattern], r.method)
 	}
+	for pattern, allowed := range methods {
+		a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			a.writeError(w, r, errdefs.New(errdefs.ErrMethodNotAllowed, "method_not_allowed",
+				"%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
+		})
+	}
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, errdefs.NotFound("unknown_route", "no such route: %s %s", r.Method, r.URL.Path))
+	})
 	return a
+}
+
+// onlyQuery refuses a request with a query parameter its route does not
+// take, as an unknown JSON field is refused: a typo (?lable=) would
+// otherwise be ignored in silence.
+func onlyQuery(rt route, fail func(http.ResponseWriter, *http.Request, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for name := range r.URL.Query() {
+			if !slices.Contains(rt.query, name) {
+				takes := "no query parameters"
+				if len(rt.query) > 0 {
+					takes = "only " + strings.Join(rt.query, ", ")
+				}
+				fail(w, r, errdefs.Invalid("unknown_parameter", "unknown query parameter %q: %s %s takes %s", name, rt.method, rt.pattern, takes))
+				return
+			}
+		}
+		rt.handler(w, r)
+	}
 }
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {

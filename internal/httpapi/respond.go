@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
@@ -57,10 +58,46 @@ func jsonError(err error, limit int64) error {
 		return errdefs.Invalid("invalid_json", "request body is empty; send a JSON object")
 	case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF):
 		return errdefs.Invalid("invalid_json", "request body is not valid JSON")
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return errdefs.Invalid("invalid_json", "request body must be %s, not %s", jsonKind(typeErr.Type), article(typeErr.Value))
 	case errors.As(err, &typeErr):
-		return errdefs.Invalid("invalid_json", "field %q must be of type %s", typeErr.Field, typeErr.Type)
+		return errdefs.Invalid("invalid_json", "field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type), article(typeErr.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return errdefs.Invalid("unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	}
 	return errdefs.Invalid("invalid_json", "request body could not be decoded")
+}
+
+// jsonKind names what JSON value decodes into t, for a person: never a Go
+// type's name.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// article puts "a" or "an" before the kind of JSON value the decoder
+// found ("string", "number 1.5", "array"…).
+func article(v string) string {
+	if v == "" {
+		return "something else"
+	}
+	if strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
 }

@@ -3,11 +3,13 @@ package httpapi
 import "net/http"
 
 // route is one API operation. The table below is the server's whole
-// surface; openapi_test.go holds it to api/openapi.yaml.
+// surface; openapi_test.go holds it, query parameters included, to
+// api/openapi.yaml.
 type route struct {
 	method, pattern string
 	handler         http.HandlerFunc
-	public          bool // no API key needed
+	public          bool     // no API key needed
+	query           []string // the query parameters it takes; any other is refused
 }
 
 func (a *API) routes() []route {
@@ -26,16 +28,16 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/secrets/{name}", handler: a.deleteSecret},
 
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
-		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes},
+		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes, query: []string{"state", "label", "limit", "cursor"}},
 		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}},
 
-		{method: "GET", pattern: "/v1/events", handler: a.listEvents},
+		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}},
 
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream},
@@ -43,26 +45,26 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes", handler: a.startProcess},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes", handler: a.listProcesses},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}", handler: a.getProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput},
-		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput, query: []string{"cursor", "follow"}},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin, query: []string{"close"}},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/signal", handler: a.signalProcess},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/resize", handler: a.resizeProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess, query: []string{"timeout_ms"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal, query: []string{"cursor"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal, query: []string{"cmd", "cwd", "rows", "cols"}},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/ports", handler: a.listPorts},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/ports/{port}", handler: a.setPort},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/ports/{port}/url", handler: a.previewURL},
 
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile},
-		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile},
-		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile, query: []string{"path"}},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile, query: []string{"path", "mode", "parents"}},
+		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile, query: []string{"path", "recursive"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles, query: []string{"path"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile, query: []string{"path"}},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/mkdir", handler: a.mkdir},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/move", handler: a.move},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar},
-		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar, query: []string{"path"}},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar, query: []string{"path"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles, query: []string{"path", "recursive"}},
 	}
 }
