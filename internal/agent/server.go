@@ -152,6 +152,9 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{}
+	// stopping is closed when Shutdown begins: it ends the watches, which
+	// never end by themselves and would hold the drain of requests.
+	stopping chan struct{}
 }
 
 // New checks cfg, opens the sandbox root and starts the process-wide
@@ -181,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 		nonces:      newNonceCache(),
 		procs:       newProcTable(cfg.ProcessOutputBytes, DefaultExitedProcesses),
 		shutdownReq: make(chan struct{}),
+		stopping:    make(chan struct{}),
 	}
 	s.http = &http.Server{
 		Handler:           s.authenticate(s.routes()),
@@ -189,6 +193,7 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	s.http.RegisterOnShutdown(func() { close(s.stopping) })
 	if cfg.EgressDial != nil {
 		if s.egress, err = startForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
 			root.close()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -74,7 +73,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	defer wt.close()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stopping := s.watchStop()
+	stopping := s.stopping
 	go func() {
 		select {
 		case <-stopping:
@@ -109,23 +108,4 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-// watchStops holds, for each server, a channel closed when its Shutdown
-// begins: a watch never ends by itself, and would otherwise hold the
-// drain of requests until Shutdown gives up.
-var watchStops sync.Map // *Server → chan struct{}
-
-// watchStop is s's channel of watchStops, registered with its HTTP server
-// on first use.
-func (s *Server) watchStop() <-chan struct{} {
-	if ch, ok := watchStops.Load(s); ok {
-		return ch.(chan struct{})
-	}
-	ch := make(chan struct{})
-	if old, loaded := watchStops.LoadOrStore(s, ch); loaded {
-		return old.(chan struct{})
-	}
-	s.http.RegisterOnShutdown(func() { close(ch) })
-	return ch
 }

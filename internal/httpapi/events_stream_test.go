@@ -23,14 +23,15 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/fake"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// streamFixture is the API with a sandbox service (over a driver whose
-// sandboxes are only handles) and a real SQLite store, and two tenants.
+// streamFixture is the API with a sandbox service (over the fake driver)
+// and a real SQLite store, and two tenants.
 type streamFixture struct {
 	srv        *httptest.Server
 	st         store.Store
@@ -52,8 +53,13 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.DiscardHandler)
 	events := sandbox.NewEventLog(st)
-	svc, err := sandbox.New(sandbox.Config{Store: st, Drivers: driver.Single(handleDriver{}), Events: events, Log: log,
-		DefaultTemplate: "host", TeardownTimeout: 5 * time.Second})
+	drv := fake.New(fake.Config{Dir: t.TempDir()})
+	if err := drv.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Shutdown(drv) })
+	svc, err := sandbox.New(sandbox.Config{Store: st, Drivers: driver.Single(drv), Events: events, Log: log,
+		DefaultTemplate: "host", MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,31 +93,6 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	t.Cleanup(f.srv.Close)
 	t.Cleanup(cancel)
 	return f
-}
-
-// handleDriver makes sandboxes that exist only as handles.
-type handleDriver struct{}
-
-var _ driver.Driver = handleDriver{}
-
-func (handleDriver) Name() string               { return "fake" }
-func (handleDriver) Open(context.Context) error { return nil }
-func (handleDriver) Close() error               { return nil }
-func (handleDriver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Isolation: api.IsolationDegraded, Templates: []string{"host"}, StartStop: true}
-}
-func (handleDriver) Create(_ context.Context, spec driver.Spec) (driver.Handle, error) {
-	return driver.Handle{Version: driver.HandleVersion, Driver: "fake", Token: spec.Token,
-		Agent: driver.Endpoint{Network: "unix", Address: "/nonexistent/" + spec.SandboxID + ".sock"}}, nil
-}
-func (handleDriver) Start(_ context.Context, h driver.Handle) (driver.Handle, error) { return h, nil }
-func (handleDriver) Stop(context.Context, driver.Handle) error                       { return nil }
-func (handleDriver) Destroy(context.Context, driver.Handle) error                    { return nil }
-func (handleDriver) Recover(context.Context, driver.Handle) (driver.Status, error) {
-	return driver.Status{State: driver.Running}, nil
-}
-func (handleDriver) Status(context.Context, driver.Handle) (driver.Status, error) {
-	return driver.Status{State: driver.Running}, nil
 }
 
 // setVar sets a tunable for one test.

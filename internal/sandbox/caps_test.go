@@ -8,28 +8,27 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/fake"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
-
-// limitedDriver enforces only a memory limit.
-type limitedDriver struct{ fakeDriver }
-
-func (d *limitedDriver) Capabilities() driver.Capabilities {
-	c := d.fakeDriver.Capabilities()
-	c.Limits = driver.LimitCaps{Memory: true}
-	return c
-}
 
 // TestLimitsTheDriverCannotEnforce: a limit the driver does not enforce is
 // refused unless accepted as best effort, and then reported; defaults are
 // applied only where enforced.
 func TestLimitsTheDriverCannotEnforce(t *testing.T) {
 	f := newFixture(t, nil)
-	f.drv = nil
+	// A driver that enforces only a memory limit.
+	caps := f.drv.Capabilities()
+	caps.Limits = driver.LimitCaps{Memory: true}
+	limited := fake.New(fake.Config{Dir: t.TempDir(), Capabilities: &caps})
+	if err := limited.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Shutdown(limited) })
 	cfg := f.config()
-	cfg.Drivers = driver.Single(&limitedDriver{})
+	cfg.Drivers = driver.Single(limited)
 	cfg.DefaultLimits = api.Limits{MemoryMB: 256, CPU: 1, Pids: 64}
 	cfg.Store, cfg.Events = f.st, NewEventLog(f.st)
 	svc, err := New(cfg)

@@ -1,82 +1,25 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/fake"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
-
-// fakeDriver makes sandboxes that exist only as handles. Its agents never
-// answer, which is all the service's event paths need.
-type fakeDriver struct {
-	mu         sync.Mutex
-	createErr  error
-	destroyErr error
-	onStop     func() // called inside Stop, e.g. to cancel the request
-}
-
-var _ driver.Driver = (*fakeDriver)(nil)
-
-func (d *fakeDriver) Name() string { return "fake" }
-
-func (d *fakeDriver) Open(context.Context) error { return nil }
-
-func (d *fakeDriver) Close() error { return nil }
-
-func (d *fakeDriver) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Isolation: api.IsolationDegraded, Templates: []string{"host"}, StartStop: true}
-}
-
-func (d *fakeDriver) Create(_ context.Context, spec driver.Spec) (driver.Handle, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.createErr != nil {
-		return driver.Handle{}, d.createErr
-	}
-	return driver.Handle{Version: driver.HandleVersion, Driver: "fake", Token: spec.Token,
-		Agent: driver.Endpoint{Network: "unix", Address: "/nonexistent/" + spec.SandboxID + ".sock"}}, nil
-}
-
-func (d *fakeDriver) Start(_ context.Context, h driver.Handle) (driver.Handle, error) { return h, nil }
-
-func (d *fakeDriver) Stop(context.Context, driver.Handle) error {
-	d.mu.Lock()
-	f := d.onStop
-	d.mu.Unlock()
-	if f != nil {
-		f()
-	}
-	return nil
-}
-
-func (d *fakeDriver) Destroy(context.Context, driver.Handle) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.destroyErr
-}
-
-func (d *fakeDriver) Recover(context.Context, driver.Handle) (driver.Status, error) {
-	return driver.Status{State: driver.Running}, nil
-}
-
-func (d *fakeDriver) Status(context.Context, driver.Handle) (driver.Status, error) {
-	return driver.Status{State: driver.Running}, nil
-}
 
 // noEvents is a store whose event log refuses every append.
 type noEvents struct {
@@ -89,9 +32,9 @@ func (noEvents) AppendEvent(context.Context, *store.Event) error {
 
 type fixture struct {
 	st     store.Store
-	drv    *fakeDriver
+	drv    *fake.Driver
 	svc    *Service
-	logs   *bytes.Buffer
+	logs   *testutil.Buffer
 	ctx    context.Context // a member of tenant
 	tenant string
 }
@@ -107,7 +50,12 @@ func newFixture(t *testing.T, wrap func(store.Store) store.Store) *fixture {
 	if err := st.CreateTenant(tenancy.System(context.Background()), tn); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{st: st, drv: &fakeDriver{}, logs: &bytes.Buffer{}, tenant: tn.ID,
+	drv := fake.New(fake.Config{Dir: t.TempDir()})
+	if err := drv.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Shutdown(drv) })
+	f := &fixture{st: st, drv: drv, logs: &testutil.Buffer{}, tenant: tn.ID,
 		ctx: tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, Role: api.RoleMember})}
 	var svcStore store.Store = st
 	if wrap != nil {
@@ -137,6 +85,7 @@ func (f *fixture) config() Config {
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
 		MaxTimeout:      time.Hour,
 		MaxOutputBytes:  1 << 20,
+		MaxFileBytes:    1 << 20,
 		TeardownTimeout: 5 * time.Second,
 	}
 }
@@ -168,11 +117,11 @@ func TestEventsOfALife(t *testing.T) {
 	// The request goes away while the driver stops the sandbox: the stop
 	// still finishes, and its event is still recorded.
 	reqCtx, cancel := context.WithCancel(f.ctx)
-	f.drv.onStop = cancel
+	f.drv.Hook(fake.OpStop, func(context.Context, string) error { cancel(); return nil })
 	if _, err := f.svc.Stop(reqCtx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.drv.onStop = nil
+	f.drv.Hook(fake.OpStop, nil)
 	if _, err := f.svc.Stop(f.ctx, sb.ID); err != nil { // already stopped: no event
 		t.Fatal(err)
 	}
@@ -202,8 +151,9 @@ func TestEventsOfALife(t *testing.T) {
 
 func TestFailedEventIsUserSafe(t *testing.T) {
 	f := newFixture(t, nil)
-	f.drv.createErr = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", errors.New("mkdir /srv/secret/path: no space"),
+	failCreate := errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", errors.New("mkdir /srv/secret/path: no space"),
 		"the driver could not create the sandbox")
+	f.drv.Hook(fake.OpCreate, func(context.Context, string) error { return failCreate })
 	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err == nil {
 		t.Fatal("Create succeeded")
 	}
@@ -223,12 +173,12 @@ func TestFailedEventIsUserSafe(t *testing.T) {
 	}
 
 	// A destroy the driver cannot finish fails the sandbox, and says so.
-	f.drv.createErr = nil
+	f.drv.Hook(fake.OpCreate, nil)
 	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.drv.destroyErr = errors.New("umount: busy")
+	f.drv.Hook(fake.OpDestroy, func(context.Context, string) error { return errors.New("umount: busy") })
 	if err := f.svc.Destroy(f.ctx, sb.ID); err == nil {
 		t.Fatal("Destroy succeeded")
 	}
@@ -284,8 +234,9 @@ func TestRecoverEvents(t *testing.T) {
 	if err := f.st.CreateSandbox(f.ctx, creating); err != nil {
 		t.Fatal(err)
 	}
-	// A new control plane finds the running sandbox's agent silent, and
-	// the other caught mid-create.
+	// A new control plane finds the running sandbox's agent gone (the
+	// host restarted), and the other caught mid-create.
+	fake.Shutdown(f.drv)
 	again := f.service(t, f.st)
 	if err := again.Recover(context.Background()); err != nil {
 		t.Fatal(err)

@@ -93,6 +93,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Drivers == nil || cfg.Events == nil {
 		return nil, errors.New("sandbox service: Store, Drivers and Events are required")
 	}
+	if cfg.MaxFileBytes <= 0 || cfg.MaxOutputBytes <= 0 || cfg.TeardownTimeout <= 0 {
+		return nil, errors.New("sandbox service: MaxFileBytes, MaxOutputBytes and TeardownTimeout must be positive")
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
