@@ -5,9 +5,10 @@ go 1.26.8
 require (
 	github.com/coder/websocket v1.8.14
 	github.com/google/go-cmp v0.7.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
-	gopkg.in/yaml.v3 v3.0.1
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.61.1
 )
 

@@ -1,11 +1,13 @@
 package api
 
-// Info is the answer of GET /v1/info. Driver, Isolation, Degraded,
-// Templates and Features describe the default driver, the one a create
-// gets unless it names another; Drivers lists every driver this build has.
+// Info is the answer of GET /v1/info. Store names the store that keeps
+// the server's state. Driver, Isolation, Degraded, Templates and Features
+// describe the default driver, the one a create gets unless it names
+// another; Drivers lists every driver this build has.
 type Info struct {
 	Version   string          `json:"version"`
 	Node      string          `json:"node"`
+	Store     string          `json:"store"`
 	Driver    string          `json:"driver"`
 	Isolation string          `json:"isolation"`
 	Degraded  []string        `json:"degraded"`

@@ -15,13 +15,15 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/router/previewhost"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Config is everything hutch serve reads at start.
 type Config struct {
 	Listen  string // address of the API
 	DataDir string // store, keys, sandboxes
+	Store   string // a registered store: where the state is kept
 	Driver  string // auto, or a registered driver: the default for new sandboxes
 	// Node names this control plane in the sandboxes it owns; "" means
 	// the name kept in <data>/node, made on first start.
@@ -67,6 +69,7 @@ func Default() Config {
 	return Config{
 		Listen:             "127.0.0.1:7070",
 		DataDir:            "./hutch-data",
+		Store:              "sqlite",
 		Driver:             "auto",
 		CgroupParent:       "hutch",
 		WarmPool:           2,
@@ -101,6 +104,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	str(&c.Listen, "listen", "HUTCH_LISTEN", "address to serve the API on")
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
+	str(&c.Store, "store", "HUTCH_STORE", storeUsage())
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
@@ -184,6 +188,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory must be set"))
 	}
+	if _, ok := store.Lookup(c.Store); !ok {
+		errs = append(errs, fmt.Errorf("store %q: this build has %s", c.Store, strings.Join(store.Names(), ", ")))
+	}
 	if _, ok := driver.Lookup(c.Driver); !ok && c.Driver != "auto" {
 		errs = append(errs, fmt.Errorf("driver %q: this build has auto, %s", c.Driver, strings.Join(driver.Names(), ", ")))
 	}
@@ -195,10 +202,10 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel))
 	}
-	if err := router.ValidDomain(c.PreviewDomain); err != nil {
+	if err := previewhost.ValidDomain(c.PreviewDomain); err != nil {
 		errs = append(errs, err)
 	} else if c.PreviewURL != "" {
-		if _, err := router.ParsePublicURL(c.PreviewURL, c.PreviewDomain); err != nil {
+		if _, err := previewhost.ParsePublicURL(c.PreviewURL, c.PreviewDomain); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -230,6 +237,19 @@ func driverUsage() string {
 	b.WriteString("driver of new sandboxes: auto (the first of these that works here)")
 	for _, r := range driver.Registered() {
 		fmt.Fprintf(&b, ", %s (%s)", r.Name, r.Summary)
+	}
+	return b.String()
+}
+
+// storeUsage is the --store flag's help, from the store registry.
+func storeUsage() string {
+	var b strings.Builder
+	b.WriteString("where the state is kept:")
+	for i, r := range store.Registered() {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s (%s)", r.Name, r.Summary)
 	}
 	return b.String()
 }

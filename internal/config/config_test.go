@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	// The store Default names, which Validate looks up.
+	_ "github.com/hutchdev/hutch/internal/store/sqlite"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -41,6 +44,8 @@ func TestLoadRejects(t *testing.T) {
 	}{
 		"bad listen":                  {args: []string{"--listen", "nope"}, want: "listen"},
 		"bad driver":                  {args: []string{"--driver", "vmware"}, want: "driver"},
+		"unknown store":               {args: []string{"--store", "oracle"}, want: `store "oracle": this build has sqlite`},
+		"unknown store from env":      {env: map[string]string{"HUTCH_STORE": "mysql"}, want: `store "mysql"`},
 		"bad env duration":            {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
 		"timeout over max":            {args: []string{"--default-timeout", "48h"}, want: "default timeout"},
 		"negative file max":           {args: []string{"--max-file-bytes", "-1"}, want: "max file bytes"},
@@ -55,5 +60,20 @@ func TestLoadRejects(t *testing.T) {
 				t.Fatalf("err = %v, want mention of %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestStore: the store defaults to sqlite, the environment names another,
+// and the flag help lists the registered stores with their summaries.
+func TestStore(t *testing.T) {
+	c, err := Load(nil, env(nil))
+	if err != nil || c.Store != "sqlite" {
+		t.Fatalf("Load = %q, %v; want the sqlite store", c.Store, err)
+	}
+	if _, err := Load(nil, env(map[string]string{"HUTCH_STORE": "sqlite"})); err != nil {
+		t.Fatalf("HUTCH_STORE=sqlite: %v", err)
+	}
+	if u := storeUsage(); !strings.Contains(u, "sqlite (one SQLite file") {
+		t.Errorf("--store help %q does not list sqlite", u)
 	}
 }

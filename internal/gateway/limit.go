@@ -3,30 +3,26 @@ package gateway
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // limiter keeps one token bucket and one in-flight count per sandbox and
 // provider.
 type limiter struct {
 	mu sync.Mutex
-	m  map[limitKey]*bucket
+	m  map[limitKey]*limit
 }
 
 type limitKey struct{ sandbox, provider string }
 
-type bucket struct {
-	tokens, burst, perSec float64
-	last                  time.Time
-	inflight              int
+// limit is one sandbox's bounds on one provider.
+type limit struct {
+	rate     *rate.Limiter
+	inflight int
 }
 
-// refill adds the tokens earned since the last call, up to the burst.
-func (b *bucket) refill(now time.Time) {
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.perSec)
-	b.last = now
-}
-
-// pruneAbove is the number of buckets past which idle ones are dropped.
+// pruneAbove is the number of limits past which idle ones are dropped.
 const pruneAbove = 4096
 
 // take admits one call of sandbox to p at now. When it is refused, wait
@@ -36,39 +32,46 @@ func (l *limiter) take(sandbox string, p *Provider, now time.Time) (release func
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[limitKey]*bucket{}
+		l.m = map[limitKey]*limit{}
 	}
+	perSec := rate.Limit(float64(p.RequestsPerMinute) / 60)
 	k := limitKey{sandbox, p.Name}
-	b := l.m[k]
-	if b == nil {
+	e := l.m[k]
+	if e == nil {
 		if len(l.m) >= pruneAbove {
 			l.prune(now)
 		}
-		b = &bucket{tokens: float64(p.Burst), last: now}
-		l.m[k] = b
+		e = &limit{rate: rate.NewLimiter(perSec, p.Burst)} // starts full
+		l.m[k] = e
 	}
-	b.burst, b.perSec = float64(p.Burst), float64(p.RequestsPerMinute)/60
-	b.refill(now)
-	if b.inflight >= p.MaxConcurrent {
+	// The provider's limits may have changed since the last call.
+	if e.rate.Limit() != perSec {
+		e.rate.SetLimitAt(now, perSec)
+	}
+	if e.rate.Burst() != p.Burst {
+		e.rate.SetBurstAt(now, p.Burst)
+	}
+	if e.inflight >= p.MaxConcurrent {
 		return nil, 0, false
 	}
-	if b.tokens < 1 {
-		return nil, time.Duration((1 - b.tokens) / b.perSec * float64(time.Second)), false
+	r := e.rate.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now) // refused, so the token is given back
+		return nil, wait, false
 	}
-	b.tokens--
-	b.inflight++
+	e.inflight++
 	return func() {
 		l.mu.Lock()
-		b.inflight--
+		e.inflight--
 		l.mu.Unlock()
 	}, 0, true
 }
 
-// prune drops the buckets that are full with nothing in flight: a new
-// bucket starts full, so forgetting them changes nothing.
+// prune drops the limits whose bucket is full with nothing in flight: a
+// new limit starts full, so forgetting them changes nothing.
 func (l *limiter) prune(now time.Time) {
-	for k, b := range l.m {
-		if b.refill(now); b.inflight == 0 && b.tokens >= b.burst {
+	for k, e := range l.m {
+		if e.inflight == 0 && e.rate.TokensAt(now) >= float64(e.rate.Burst()) {
 			delete(l.m, k)
 		}
 	}

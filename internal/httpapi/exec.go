@@ -42,6 +42,11 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// The header at once: a command that prints nothing for a while must
+	// not keep its caller waiting for the stream to begin.
+	if rc.Flush() != nil {
+		return
+	}
 	enc := json.NewEncoder(w)
 	for {
 		ev, err := st.Next()

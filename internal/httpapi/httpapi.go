@@ -31,6 +31,8 @@ type Config struct {
 	Version      string
 	MaxBodyBytes int64 // JSON request bodies
 	MaxTarBytes  int64 // tar uploads
+	// StoreName is the registered name of Store, for GET /v1/info.
+	StoreName string
 }
 
 // API is the /v1 HTTP handler.

@@ -11,5 +11,6 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 func (a *API) info(w http.ResponseWriter, r *http.Request) {
 	info := a.cfg.Sandboxes.Info()
 	info.Version = a.cfg.Version
+	info.Store = a.cfg.StoreName
 	writeJSON(w, http.StatusOK, info)
 }

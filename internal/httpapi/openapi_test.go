@@ -1,28 +1,34 @@
 package httpapi
 
 import (
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/hutchdev/hutch/api"
 )
 
 // TestRoutesMatchOpenAPI holds the server's route table and
-// api/openapi.yaml to each other: a route missing from either fails.
+// api/openapi.yaml to each other: a route missing from either fails, and
+// so does a route whose query parameters differ from its operation's.
 func TestRoutesMatchOpenAPI(t *testing.T) {
 	b, err := os.ReadFile("../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var spec struct {
-		OpenAPI string                    `yaml:"openapi"`
-		Paths   map[string]map[string]any `yaml:"paths"`
+		OpenAPI    string                          `yaml:"openapi"`
+		Paths      map[string]map[string]yaml.Node `yaml:"paths"`
+		Components struct {
+			Parameters map[string]specParam `yaml:"parameters"`
+		} `yaml:"components"`
 	}
 	if err := yaml.Unmarshal(b, &spec); err != nil {
 		t.Fatalf("parse openapi.yaml: %v", err)
@@ -30,24 +36,63 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	if !strings.HasPrefix(spec.OpenAPI, "3.") {
 		t.Fatalf("openapi version %q", spec.OpenAPI)
 	}
-	var inSpec []string
-	for path, ops := range spec.Paths {
-		for method := range ops {
-			switch method {
-			case "get", "put", "post", "delete", "patch", "head", "options":
-				inSpec = append(inSpec, strings.ToUpper(method)+" "+path)
+	specQuery := map[string][]string{} // "METHOD /path" → its query parameters
+	for path, item := range spec.Paths {
+		var shared []specParam
+		if n, ok := item["parameters"]; ok {
+			if err := n.Decode(&shared); err != nil {
+				t.Fatalf("%s parameters: %v", path, err)
 			}
 		}
+		for method, n := range item {
+			switch method {
+			case "get", "put", "post", "delete", "patch", "head", "options":
+			default:
+				continue
+			}
+			key := strings.ToUpper(method) + " " + path
+			var op struct {
+				Parameters []specParam `yaml:"parameters"`
+			}
+			if err := n.Decode(&op); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			names := map[string]bool{}
+			for _, p := range slices.Concat(shared, op.Parameters) {
+				if ref, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+					if p, ok = spec.Components.Parameters[ref]; !ok {
+						t.Fatalf("%s: no parameter component %q", key, ref)
+					}
+				}
+				if p.In == "query" {
+					names[p.Name] = true
+				}
+			}
+			specQuery[key] = slices.Sorted(maps.Keys(names))
+		}
 	}
-	var inServer []string
+	serverQuery := map[string][]string{}
 	for _, r := range (&API{}).routes() {
-		inServer = append(inServer, r.method+" "+r.pattern)
+		serverQuery[r.method+" "+r.pattern] = slices.Sorted(slices.Values(r.query))
 	}
-	sort.Strings(inSpec)
-	sort.Strings(inServer)
+	inSpec := slices.Sorted(maps.Keys(specQuery))
+	inServer := slices.Sorted(maps.Keys(serverQuery))
 	if diff := cmp.Diff(inSpec, inServer); diff != "" {
 		t.Fatalf("openapi.yaml (-) and the server's routes (+) disagree:\n%s", diff)
 	}
+	for _, key := range inSpec {
+		if diff := cmp.Diff(specQuery[key], serverQuery[key]); diff != "" {
+			t.Errorf("%s: query parameters in openapi.yaml (-) and routes.go (+) disagree:\n%s", key, diff)
+		}
+	}
+}
+
+// specParam is an OpenAPI parameter, or a $ref to one in
+// components/parameters.
+type specParam struct {
+	Ref  string `yaml:"$ref"`
+	Name string `yaml:"name"`
+	In   string `yaml:"in"`
 }
 
 // TestSchemasMatchWireTypes holds each schema's properties to the JSON

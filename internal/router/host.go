@@ -1,7 +1,6 @@
 package router
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -62,30 +61,4 @@ func isPort(s string) bool {
 	}
 	n, _ := strconv.Atoi(s)
 	return n <= 65535
-}
-
-// ValidDomain checks a preview domain: a DNS name of one or more labels
-// (letters, digits and inner hyphens, 63 bytes at most each), without a
-// port or a trailing dot, short enough that a preview host under it fits
-// in 253 bytes. Case does not matter; the router lowers it.
-func ValidDomain(d string) error {
-	const longestLabel = len("65535-") + 26 + len(".")
-	switch {
-	case d == "":
-		return errors.New("the preview domain must be set")
-	case len(d)+longestLabel > 253:
-		return fmt.Errorf("preview domain %q is too long for a preview host under it", d)
-	}
-	for _, l := range strings.Split(strings.ToLower(d), ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return fmt.Errorf("preview domain %q: %q is not a DNS label", d, l)
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-				return fmt.Errorf("preview domain %q: %q is not a DNS label", d, l)
-			}
-		}
-	}
-	return nil
 }

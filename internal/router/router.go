@@ -30,6 +30,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -114,7 +115,7 @@ type Router struct {
 
 // New checks cfg and builds the router.
 func New(cfg Config) (*Router, error) {
-	if err := ValidDomain(cfg.Domain); err != nil {
+	if err := previewhost.ValidDomain(cfg.Domain); err != nil {
 		return nil, err
 	}
 	switch {
@@ -134,7 +135,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	rt := &Router{cfg: cfg, log: cfg.Log, domain: strings.ToLower(cfg.Domain), sign: signer{key: cfg.Key}}
 	if cfg.PublicURL != "" {
-		u, err := ParsePublicURL(cfg.PublicURL, cfg.Domain)
+		u, err := previewhost.ParsePublicURL(cfg.PublicURL, cfg.Domain)
 		if err != nil {
 			return nil, err
 		}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 )
 
@@ -37,21 +35,6 @@ func (rt *Router) scheme(r *http.Request) string {
 		return "https"
 	}
 	return "http"
-}
-
-// ParsePublicURL checks a public URL for previews: http or https, the
-// preview domain as its host (any port), nothing else.
-func ParsePublicURL(raw, domain string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https"):
-		return nil, fmt.Errorf("preview URL %q must be an http or https URL", raw)
-	case !strings.EqualFold(u.Hostname(), domain):
-		return nil, fmt.Errorf("preview URL %q must have the preview domain %q as its host", raw, domain)
-	case u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("preview URL %q must be a scheme, the preview domain and a port at most", raw)
-	}
-	return u, nil
 }
 
 // SignedURL is URL with a token that lets its holder in until the expiry

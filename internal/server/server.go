@@ -25,7 +25,6 @@ import (
 	"github.com/hutchdev/hutch/internal/router"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/secrets"
-	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
@@ -72,9 +71,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	st, err := sqlite.Open(filepath.Join(cfg.DataDir, "hutch.db"))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, err
 	}
 	s.onClose("store", func(context.Context) error { return st.Close() })
 	// The secrets master key, early: a bad one stops the start at once.
@@ -160,6 +159,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Auth:         authn,
 		Log:          log,
 		Version:      version,
+		StoreName:    cfg.Store,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 	})
