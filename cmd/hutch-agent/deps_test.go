@@ -21,6 +21,7 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/internal/nsinit":   true,
 		"github.com/hutchdev/hutch/internal/cgroups":  true,
 		"github.com/hutchdev/hutch/internal/errdefs":  true,
+		"github.com/hutchdev/hutch/internal/logattr":  true,
 	}
 	allowedPrefixes := []string{
 		"golang.org/x/sys/",

@@ -31,6 +31,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/nsinit"
 )
 
@@ -69,7 +70,7 @@ func run() int {
 		ready(agentproto.Ready{Error: err.Error()})
 		return 1
 	}
-	log = log.With("sandbox.id", env.SandboxID)
+	log = log.With(logattr.Sandbox(env.SandboxID))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -128,7 +129,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		ln, err = listen(env.Socket)
 		return err
 	}
-	cfg := agent.ConfigFromEnvelope(env, log.With("sandbox.id", env.SandboxID))
+	cfg := agent.ConfigFromEnvelope(env, log.With(logattr.Sandbox(env.SandboxID)))
 	if env.Namespace != nil {
 		box, err := nsinit.Setup(env.Namespace, listenOnce, agent.OnForkThread)
 		if ln != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -108,7 +109,7 @@ func (a *Authenticator) touch(ctx context.Context, id string) {
 	a.mu.Unlock()
 
 	if err := a.Store.TouchKey(ctx, id, now); err != nil && a.Log != nil {
-		a.Log.WarnContext(ctx, "record key use", "key.id", id, "err", err)
+		a.Log.WarnContext(ctx, "record key use", logattr.Key(id), "err", err)
 	}
 }
 

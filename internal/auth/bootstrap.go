@@ -12,6 +12,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -70,7 +71,7 @@ func Bootstrap(ctx context.Context, st store.Store, dataDir string, log *slog.Lo
 		return keyPath, false, fmt.Errorf("bootstrap: create admin tenant: %w", err)
 	}
 	log.InfoContext(ctx, "created the admin tenant and key; the key is in the file, readable only by this user",
-		"path", keyPath, "tenant.id", tenant.ID, "key.id", key.ID)
+		"path", keyPath, logattr.Tenant(tenant.ID), logattr.Key(key.ID))
 	return keyPath, true, nil
 }
 

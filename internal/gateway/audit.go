@@ -8,6 +8,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -54,7 +55,7 @@ func (g *Gateway) audit(c *call, refused string) {
 	} else {
 		data["ttfb_ms"] = time.Duration(c.ttfb.Load()).Milliseconds()
 	}
-	g.log.Info("provider call", "sandbox.id", c.sandbox.ID, "tenant.id", c.sandbox.TenantID, "provider", c.provider,
+	g.log.Info("provider call", logattr.Sandbox(c.sandbox.ID), logattr.Tenant(c.sandbox.TenantID), "provider", c.provider,
 		"method", c.method, "path", c.path, "status", status, "bytes_out", c.out.Load(), "bytes_in", c.in.Load(),
 		"latency_ms", latency.Milliseconds(), "refused", refused)
 	store.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,

@@ -36,6 +36,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -140,7 +141,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 	c := &call{method: r.Method, start: time.Now()}
 	id, ok := g.tokens.verify(presented(r))
 	if !ok || id != channel {
-		g.log.Warn("provider call refused", "sandbox.id", channel, "reason", "token")
+		g.log.Warn("provider call refused", logattr.Sandbox(channel), "reason", "token")
 		g.fail(w, c, errdefs.New(errdefs.ErrUnauthorized, "provider_token_invalid",
 			"send this sandbox's $%s as the API key (Authorization: Bearer, x-api-key or api-key)", api.EnvProviderToken))
 		return
@@ -256,7 +257,7 @@ func (g *Gateway) proxy(p *provider, target *url.URL, cred string, c *call) *htt
 			default:
 				// The cause may hold the upstream URL, and with it a key
 				// in the query: only its class is logged.
-				g.log.Warn("provider upstream failed", "sandbox.id", c.sandbox.ID, "provider", p.Name, "err", upstreamError(err))
+				g.log.Warn("provider upstream failed", logattr.Sandbox(c.sandbox.ID), "provider", p.Name, "err", upstreamError(err))
 				err = errdefs.Unavailable("provider_unreachable", "provider %s did not answer", p.Name)
 			}
 			status, _, _ := errdefs.HTTPStatus(err)

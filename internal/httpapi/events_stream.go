@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
@@ -105,7 +106,7 @@ func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *store.EventQuer
 		if err != nil {
 			if ctx.Err() == nil {
 				p, _ := tenancy.From(ctx)
-				a.cfg.Log.Warn("event stream: read events", "tenant.id", p.TenantID, "after", q.After, "err", err)
+				a.cfg.Log.Warn("event stream: read events", logattr.Tenant(p.TenantID), "after", q.After, "err", err)
 			}
 			return sent, err
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 func (a *API) exec(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +53,7 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 		ev, err := st.Next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				a.cfg.Log.Warn("exec stream ended", "sandbox.id", r.PathValue("id"), "err", err)
+				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", err)
 			}
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 // answer writes v as JSON with status, or err.
@@ -28,7 +29,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, contentType string,
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if _, err := io.Copy(w, body); err != nil {
-		a.cfg.Log.Debug("file stream ended early", "sandbox.id", r.PathValue("id"), "err", err)
+		a.cfg.Log.Debug("file stream ended early", logattr.Sandbox(r.PathValue("id")), "err", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
@@ -82,7 +83,7 @@ func (a *API) outputSSE(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		case ev, ok := <-p.events:
 			if !ok {
 				if p.err != nil {
-					a.cfg.Log.Warn("process output stream ended", "sandbox.id", r.PathValue("id"), "err", p.err)
+					a.cfg.Log.Warn("process output stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.err)
 				}
 				return
 			}

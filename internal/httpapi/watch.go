@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
@@ -42,7 +43,7 @@ func (a *API) watchFiles(w http.ResponseWriter, r *http.Request) {
 	// The agent's stream broke (the sandbox stopped): abort the answer, so
 	// the client sees a broken stream rather than the clean end that means
 	// the directory was removed.
-	a.cfg.Log.Debug("watch stream broke", "sandbox.id", r.PathValue("id"), "err", err)
+	a.cfg.Log.Debug("watch stream broke", logattr.Sandbox(r.PathValue("id")), "err", err)
 	panic(http.ErrAbortHandler)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
@@ -115,7 +116,7 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	default:
 		rt.fail(w, r, ex, pageBadGateway, "backend_error")
 	}
-	rt.log.Debug("preview: proxy failed", "sandbox.id", ex.target.SandboxID, "port", ex.target.Port, "reason", ex.reason, "err", err)
+	rt.log.Debug("preview: proxy failed", logattr.Sandbox(ex.target.SandboxID), "port", ex.target.Port, "reason", ex.reason, "err", err)
 }
 
 // stripQuery removes the parameters named from a raw query and leaves the

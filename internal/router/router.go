@@ -30,6 +30,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
@@ -193,7 +194,7 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "sandbox.id", t.SandboxID, "port", t.Port,
+	attrs := []any{"method", r.Method, "path", r.URL.Path, logattr.Sandbox(t.SandboxID), "port", t.Port,
 		"status", status, "duration_ms", float64(time.Since(start).Microseconds()) / 1000}
 	if ex.access != "" {
 		attrs = append(attrs, "access", string(ex.access))
@@ -216,7 +217,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	t := ex.target
 	sb, public, err := rt.find(tenancy.System(r.Context()), t)
 	if err != nil {
-		rt.log.Error("preview: read sandbox", "sandbox.id", t.SandboxID, "err", err)
+		rt.log.Error("preview: read sandbox", logattr.Sandbox(t.SandboxID), "err", err)
 		rt.fail(w, r, ex, pageInternal, "internal")
 		return
 	}
@@ -254,7 +255,7 @@ func (rt *Router) isPublic(sys context.Context, t Target) bool {
 	p, err := rt.ports.GetPort(sys, t.SandboxID, t.Port)
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrNotFound) {
-			rt.log.Warn("preview: read port setting", "sandbox.id", t.SandboxID, "port", t.Port, "err", err)
+			rt.log.Warn("preview: read port setting", logattr.Sandbox(t.SandboxID), "port", t.Port, "err", err)
 		}
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -67,7 +68,7 @@ func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
 	if !report {
 		return
 	}
-	rt.log.Warn("preview: reconnect storm", "sandbox.id", sb.ID, "port", port, "upgrades", n, "window_s", stormWindow.Seconds())
+	rt.log.Warn("preview: reconnect storm", logattr.Sandbox(sb.ID), "port", port, "upgrades", n, "window_s", stormWindow.Seconds())
 	if rt.cfg.Events != nil {
 		store.Record(rt.cfg.Events, rt.log, &store.Event{TenantID: sb.TenantID, SandboxID: sb.ID, Type: api.EventPreviewReconnectStorm,
 			Message: fmt.Sprintf("%d WebSocket connections to port %d within %s: a client is reconnecting in a loop", n, port, stormWindow),

@@ -8,6 +8,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -77,7 +78,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 			tctx, cancel := s.teardownContext(ctx)
 			defer cancel()
 			if err := d.Destroy(tctx, h); err != nil {
-				s.log.Error("roll back sandbox", "sandbox.id", rec.ID, "err", err)
+				s.log.Error("roll back sandbox", logattr.Sandbox(rec.ID), "err", err)
 			}
 			s.fail(tctx, rec.ID, retErr)
 		}
@@ -94,7 +95,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	}
 	s.attach(ctx, rec, d, h)
 	s.seedOOM(rec.ID)
-	s.log.Info("sandbox created", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "driver", d.Name())
+	s.log.Info("sandbox created", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "driver", d.Name())
 	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -86,7 +87,7 @@ func (c *call) end(err error) error {
 		c.s.active[c.rec.ID] = time.Now()
 		c.s.mu.Unlock()
 		p, _ := tenancy.From(c.ctx)
-		c.s.log.Debug("sandbox call", "sandbox.id", c.rec.ID, "tenant.id", c.rec.TenantID, "key.id", p.KeyID, "op", c.op,
+		c.s.log.Debug("sandbox call", logattr.Sandbox(c.rec.ID), logattr.Tenant(c.rec.TenantID), logattr.Key(p.KeyID), "op", c.op,
 			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
 	})
 	return c.explain(err)

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 		Data:      data,
 	}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
-		s.log.Error("record event", "sandbox.id", rec.ID, "tenant.id", rec.TenantID, "event.type", typ, "err", err)
+		s.log.Error("record event", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "event.type", typ, "err", err)
 	}
 }
 

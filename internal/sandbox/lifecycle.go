@@ -6,6 +6,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -62,7 +63,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	if err != nil {
 		return err
 	}
-	s.log.Info("sandbox destroyed", "sandbox.id", rec.ID, "tenant.id", rec.TenantID)
+	s.log.Info("sandbox destroyed", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID))
 	s.emit(ctx, rec, api.EventSandboxDestroyed, "sandbox destroyed", nil)
 	return nil
 }
@@ -137,7 +138,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		defer cancel()
 		if _, terr := store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateStopped,
 			func(sb *store.Sandbox) { sb.Error = msg }); terr != nil {
-			s.log.Error("mark sandbox stopped after a failed start", "sandbox.id", id, "err", terr)
+			s.log.Error("mark sandbox stopped after a failed start", logattr.Sandbox(id), "err", terr)
 		}
 		return api.Sandbox{}, err
 	}
@@ -177,11 +178,11 @@ func (s *Service) fail(ctx context.Context, id string, cause error) {
 		sb.Error = msg
 	})
 	if err != nil {
-		s.log.Error("mark sandbox failed", "sandbox.id", id, "err", err)
+		s.log.Error("mark sandbox failed", logattr.Sandbox(id), "err", err)
 	} else {
 		s.emitFailed(ctx, rec, msg)
 	}
-	s.log.Warn("sandbox failed", "sandbox.id", id, "err", cause)
+	s.log.Warn("sandbox failed", logattr.Sandbox(id), "err", cause)
 }
 
 // failable are the states a sandbox can fail from.

@@ -12,6 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/gateway"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -36,12 +37,12 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	}
 	pol, err := egress.Parse(rec.Network)
 	if err != nil {
-		s.log.Error("stored network policy", "sandbox.id", rec.ID, "err", err)
+		s.log.Error("stored network policy", logattr.Sandbox(rec.ID), "err", err)
 		pol, _ = egress.Parse(api.NetworkPolicy{Egress: api.EgressNone})
 	}
 	ln, err := eg.ListenEgress(ctx, h)
 	if err != nil {
-		s.log.Error("egress listener", "sandbox.id", rec.ID, "err", err)
+		s.log.Error("egress listener", logattr.Sandbox(rec.ID), "err", err)
 		return
 	}
 	report := func(host string, port uint16, d egress.Decision, out, in int64) {
@@ -68,7 +69,7 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	s.egress.mu.Unlock()
 	go func() {
 		if err := egress.Serve(ln, c.sb); err != nil {
-			s.log.Warn("egress proxy", "sandbox.id", rec.ID, "err", err)
+			s.log.Warn("egress proxy", logattr.Sandbox(rec.ID), "err", err)
 		}
 	}()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, b
 	}
 	n, err := oc.OOMKills(ctx, h)
 	if err != nil {
-		s.log.Warn("read oom kills", "sandbox.id", rec.ID, "err", err)
+		s.log.Warn("read oom kills", logattr.Sandbox(rec.ID), "err", err)
 		return 0, false
 	}
 	s.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -199,12 +200,12 @@ func (s *Service) emitExited(ctx context.Context, rec *store.Sandbox, p api.Proc
 func (s *Service) reattachProcesses(ctx context.Context, rec *store.Sandbox, a *agentclient.Client) {
 	list, err := a.ListProcesses(ctx)
 	if err != nil {
-		s.log.Warn("list processes after recovery", "sandbox.id", rec.ID, "err", err)
+		s.log.Warn("list processes after recovery", logattr.Sandbox(rec.ID), "err", err)
 		return
 	}
 	recorded, err := s.recordedExits(ctx, rec)
 	if err != nil {
-		s.log.Warn("read process events after recovery", "sandbox.id", rec.ID, "err", err)
+		s.log.Warn("read process events after recovery", logattr.Sandbox(rec.ID), "err", err)
 		return
 	}
 	for _, p := range list.Processes {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -36,7 +37,7 @@ func (s *Service) Recover(ctx context.Context) error {
 	for _, rec := range recs {
 		if !s.owns(rec) {
 			if _, ok := s.drivers.Get(rec.Driver); !ok {
-				s.log.Warn("sandbox unavailable: its driver is not loaded", "sandbox.id", rec.ID, "driver", rec.Driver)
+				s.log.Warn("sandbox unavailable: its driver is not loaded", logattr.Sandbox(rec.ID), "driver", rec.Driver)
 			}
 			continue
 		}
@@ -47,7 +48,7 @@ func (s *Service) Recover(ctx context.Context) error {
 		case api.StateDestroying:
 			tctx, cancel := s.teardownContext(ctx)
 			if err := s.destroyAfterCrash(tctx, rec); err != nil {
-				s.log.Warn("finish an interrupted destroy", "sandbox.id", rec.ID, "err", err)
+				s.log.Warn("finish an interrupted destroy", logattr.Sandbox(rec.ID), "err", err)
 			}
 			cancel()
 		default: // starting, running, stopping: whatever the agent is doing now decides
@@ -87,7 +88,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 		if err == nil {
 			a := s.attach(ctx, rec, d, h)
 			if _, err = a.Health(ctx); err == nil {
-				s.log.Info("sandbox recovered", "sandbox.id", rec.ID)
+				s.log.Info("sandbox recovered", logattr.Sandbox(rec.ID))
 				s.reattachProcesses(ctx, rec, a)
 				return
 			}
@@ -101,13 +102,13 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	_, uerr := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, api.StateStopped,
 		func(sb *store.Sandbox) { sb.Error, sb.Node = reason, s.cfg.Node })
 	if uerr != nil {
-		s.log.Error("mark sandbox stopped", "sandbox.id", rec.ID, "err", uerr)
+		s.log.Error("mark sandbox stopped", logattr.Sandbox(rec.ID), "err", uerr)
 	} else {
 		s.emit(ctx, rec, api.EventSandboxStopped, "sandbox stopped: "+reason, map[string]any{"reason": reason})
 	}
 	// Whatever is left of its processes goes; its files stay for Start.
 	_ = d.Stop(ctx, h)
-	s.log.Warn("sandbox not recovered", "sandbox.id", rec.ID, "reason", reason)
+	s.log.Warn("sandbox not recovered", logattr.Sandbox(rec.ID), "reason", reason)
 }
 
 func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason string) {
@@ -122,7 +123,7 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 		sb.Error, sb.Handle = reason, nil
 	})
 	if err != nil {
-		s.log.Error("mark sandbox failed", "sandbox.id", rec.ID, "err", err)
+		s.log.Error("mark sandbox failed", logattr.Sandbox(rec.ID), "err", err)
 	} else {
 		s.emitFailed(ctx, rec, reason)
 	}
@@ -146,7 +147,7 @@ func (s *Service) sweep(ctx context.Context) error {
 		}
 		removed, err := sw.Sweep(ctx, func(id string) bool { return known[id] })
 		for _, id := range removed {
-			s.log.Info("swept orphaned sandbox", "sandbox.id", id, "driver", d.Name())
+			s.log.Info("swept orphaned sandbox", logattr.Sandbox(id), "driver", d.Name())
 		}
 		if err != nil {
 			return fmt.Errorf("sweep %s: %w", d.Name(), err)
@@ -206,8 +207,8 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	if err := s.destroy(tctx, rec); err != nil {
-		s.log.Warn("destroy expired sandbox", "sandbox.id", rec.ID, "err", err)
+		s.log.Warn("destroy expired sandbox", logattr.Sandbox(rec.ID), "err", err)
 		return
 	}
-	s.log.Info("sandbox expired", "sandbox.id", rec.ID, "timeout_s", rec.TimeoutS)
+	s.log.Info("sandbox expired", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
 }

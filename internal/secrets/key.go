@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -263,16 +264,16 @@ func Load(ctx context.Context, st store.Store, env, dataDir string, log *slog.Lo
 	if n > 0 {
 		slices.Sort(others)
 		log.Warn("some stored secrets were sealed with another master key and cannot be read until it is back; replace or delete them",
-			"count", n, "other_key.ids", others, "key.id", s.KeyID())
+			"count", n, "other_key.ids", others, logattr.Key(s.KeyID()))
 	}
 	switch src {
 	case KeyCreated:
 		log.Info("created the secrets master key; back the file up: without it no stored secret can be read",
-			"path", path, "key.id", s.KeyID())
+			"path", path, logattr.Key(s.KeyID()))
 	case KeyFromFile:
-		log.Info("secrets master key read from its file", "path", path, "key.id", s.KeyID())
+		log.Info("secrets master key read from its file", "path", path, logattr.Key(s.KeyID()))
 	default:
-		log.Info("secrets master key read from $"+KeyEnv, "key.id", s.KeyID())
+		log.Info("secrets master key read from $"+KeyEnv, logattr.Key(s.KeyID()))
 	}
 	return s, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -227,6 +228,6 @@ func (s *Service) emit(ctx context.Context, sec *store.Secret, typ, verb string)
 		Data:     map[string]any{"name": sec.Name},
 	}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
-		s.log.Error("record event", "tenant.id", sec.TenantID, "secret.name", sec.Name, "event.type", typ, "err", err)
+		s.log.Error("record event", logattr.Tenant(sec.TenantID), "secret.name", sec.Name, "event.type", typ, "err", err)
 	}
 }

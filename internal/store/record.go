@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
@@ -24,6 +25,6 @@ func Record(a EventAppender, log *slog.Logger, e *Event) {
 	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: e.TenantID}), recordTimeout)
 	defer cancel()
 	if err := a.AppendEvent(ctx, e); err != nil {
-		log.Error("record event", "sandbox.id", e.SandboxID, "tenant.id", e.TenantID, "event.type", e.Type, "err", err)
+		log.Error("record event", logattr.Sandbox(e.SandboxID), logattr.Tenant(e.TenantID), "event.type", e.Type, "err", err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 // Name is the driver's name unless Config gives another.
@@ -245,7 +246,7 @@ func (d *Driver) run(id string, h driver.Handle, boot bootstrap) error {
 	if _, ok := d.agents[id]; ok {
 		return errdefs.Conflict("sandbox_running", "the sandbox's agent is already running")
 	}
-	a, err := startAgent(h, boot, d.cfg.Log.With("sandbox.id", id))
+	a, err := startAgent(h, boot, d.cfg.Log.With(logattr.Sandbox(id)))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 // cloneFlags are the namespaces every agent starts in. The cgroup
@@ -54,7 +55,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	var st state
 	if sp, ok := d.pool.Take(); ok {
 		if st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
-			d.log.Warn("warm sandbox failed; starting a cold one", "sandbox.id", spec.SandboxID, "err", err)
+			d.log.Warn("warm sandbox failed; starting a cold one", logattr.Sandbox(spec.SandboxID), "err", err)
 		}
 	}
 	if st.Pid == 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 // Create makes the sandbox's directory and starts its agent, taking a warm
@@ -44,7 +45,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	var st state
 	if sp, ok := d.pool.Take(); ok {
 		if ev, st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
-			d.log.Warn("warm agent failed; starting a cold one", "sandbox.id", spec.SandboxID, "err", err)
+			d.log.Warn("warm agent failed; starting a cold one", logattr.Sandbox(spec.SandboxID), "err", err)
 			ev = nil
 		}
 	}
