@@ -1,10 +1,11 @@
 package driver
 
 import (
-	"fmt"
+	"cmp"
 	"log/slog"
 	"slices"
-	"sync"
+
+	reg "github.com/hutchdev/hutch/internal/registry"
 )
 
 // Options is what the server hands every driver's factory.
@@ -38,56 +39,26 @@ type Registration struct {
 	Factory Factory
 }
 
-var registry struct {
-	mu sync.Mutex
-	m  map[string]Registration
-}
+var registry = reg.New[Registration]("driver")
 
 // Register adds a driver; a driver package calls it from init, so adding a
 // driver is one package and one Register call. A second registration of a
 // name panics.
 func Register(r Registration) {
-	if r.Name == "" || r.Factory == nil {
-		panic("driver: Register needs a name and a factory")
+	if r.Factory == nil {
+		panic("driver: Register needs a factory")
 	}
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if _, dup := registry.m[r.Name]; dup {
-		panic(fmt.Sprintf("driver: %q registered twice", r.Name))
-	}
-	if registry.m == nil {
-		registry.m = map[string]Registration{}
-	}
-	registry.m[r.Name] = r
+	registry.Add(r.Name, r)
 }
 
 // Lookup returns the registration of name.
-func Lookup(name string) (Registration, bool) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	r, ok := registry.m[name]
-	return r, ok
-}
+func Lookup(name string) (Registration, bool) { return registry.Lookup(name) }
 
 // Registered returns every registration, in auto's order of preference
 // (drivers auto never chooses last), then by name.
 func Registered() []Registration {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	out := make([]Registration, 0, len(registry.m))
-	for _, r := range registry.m {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Registration) int {
-		ka, kb := autoKey(a.Auto), autoKey(b.Auto)
-		if ka != kb {
-			return ka - kb
-		}
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
-	})
+	out := registry.All()
+	slices.SortStableFunc(out, func(a, b Registration) int { return cmp.Compare(autoKey(a.Auto), autoKey(b.Auto)) })
 	return out
 }
 

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,76 +20,30 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/auth"
-	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/driver/fake"
-	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// streamFixture is the API with a sandbox service (over the fake driver)
-// and a real SQLite store, and two tenants.
+// streamFixture is the API fixture with sandboxes recorded straight in
+// the store: two of tenant a's, one of b's.
 type streamFixture struct {
-	srv        *httptest.Server
-	st         store.Store
-	svc        *sandbox.Service
-	events     *sandbox.EventLog
-	drain      context.CancelFunc // begins a shutdown: ends every stream
-	a, b       string             // tenant ids
-	keyA, keyB string
-	sbA, sbA2  string // A's sandboxes
-	sbB        string
+	*apiFixture
+	sbA, sbA2 string // A's sandboxes
+	sbB       string
 }
 
 func newStreamFixture(t *testing.T) *streamFixture {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	events := sandbox.NewEventLog(st)
-	drv := fake.New(fake.Config{Dir: t.TempDir()})
-	if err := drv.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fake.Shutdown(drv) })
-	svc, err := sandbox.New(sandbox.Config{Store: st, Drivers: driver.Single(drv), Events: events, Log: log,
-		DefaultTemplate: "host", MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &streamFixture{apiFixture: newAPIFixture(t)}
 	sys := tenancy.System(context.Background())
-	f := &streamFixture{st: st, svc: svc, events: events}
-	tenant := func(name string) (string, string) {
-		tn, _, secret, err := auth.CreateTenant(sys, st, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tn.ID, secret
-	}
-	f.a, f.keyA = tenant("a")
-	f.b, f.keyB = tenant("b")
 	sb := func(tenantID string) string {
 		sb := &store.Sandbox{TenantID: tenantID, State: api.StateRunning, Template: "host", Driver: "fake"}
-		if err := st.CreateSandbox(sys, sb); err != nil {
+		if err := f.st.CreateSandbox(sys, sb); err != nil {
 			t.Fatal(err)
 		}
 		return sb.ID
 	}
 	f.sbA, f.sbA2, f.sbB = sb(f.a), sb(f.a), sb(f.b)
-	h := New(Config{Sandboxes: svc, Events: events.Notifier(), Store: st, Auth: &auth.Authenticator{Store: st}, Log: log, MaxBodyBytes: 1 << 20})
-	// As hutch serve does: every request's context comes from one drain
-	// context, cancelled when shutdown begins.
-	f.srv = httptest.NewUnstartedServer(h)
-	drain, cancel := context.WithCancel(context.Background())
-	f.drain = cancel
-	f.srv.Config.BaseContext = func(net.Listener) context.Context { return drain }
-	f.srv.Start()
-	t.Cleanup(f.srv.Close)
-	t.Cleanup(cancel)
 	return f
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
@@ -37,23 +35,11 @@ type eventsFixture struct {
 
 func newEventsFixture(t *testing.T) *eventsFixture {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	tn := newTenants(t)
+	st := tn.st
 	sys := tenancy.System(context.Background())
-	f := &eventsFixture{}
-	tenant := func(name string) (store.Tenant, string) {
-		tn, _, secret, err := auth.CreateTenant(sys, st, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tn, secret
-	}
-	a, keyA := tenant("a")
-	b, keyB := tenant("b")
-	f.keyA, f.keyB = keyA, keyB
+	f := &eventsFixture{keyA: tn.keyA, keyB: tn.keyB}
+	a, b := store.Tenant{ID: tn.a}, store.Tenant{ID: tn.b}
 	sandbox := func(tenantID string, state api.SandboxState) string {
 		sb := &store.Sandbox{TenantID: tenantID, State: state, Template: "host", Driver: "fake"}
 		if err := st.CreateSandbox(sys, sb); err != nil {

@@ -18,41 +18,69 @@ import (
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/fake"
 	"github.com/hutchdev/hutch/internal/sandbox"
+	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// apiFixture is the whole API as hutch serve wires it, over the fake
-// driver (a real agent per sandbox in the test process) and a real SQLite
-// store: two tenants, a client for each, and the drain that begins a
-// shutdown.
-type apiFixture struct {
-	srv    *httptest.Server
-	drv    *fake.Driver
-	svc    *sandbox.Service
-	drain  context.CancelFunc
-	a, b   *client.Client
-	keyA   string
-	ctx    context.Context
-	logDir string
+// tenants is a real SQLite store holding two tenants, a and b, with an
+// API key each.
+type tenants struct {
+	st         store.Store
+	a, b       string // tenant ids
+	keyA, keyB string
 }
 
-func newAPIFixture(t *testing.T) *apiFixture {
+func newTenants(t *testing.T) tenants {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	drv := fake.New(fake.Config{Dir: t.TempDir()})
-	if err := drv.Open(context.Background()); err != nil {
+	tn := tenants{st: st}
+	sys := tenancy.System(context.Background())
+	for _, x := range []struct {
+		name    string
+		id, key *string
+	}{{"a", &tn.a, &tn.keyA}, {"b", &tn.b, &tn.keyB}} {
+		rec, _, key, err := auth.CreateTenant(sys, st, x.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*x.id, *x.key = rec.ID, key
+	}
+	return tn
+}
+
+// apiFixture is the whole API as hutch serve wires it, over the fake
+// driver (a real agent per sandbox in the test process) and a real SQLite
+// store with two tenants: a client for each, and the drain that begins a
+// shutdown.
+type apiFixture struct {
+	tenants
+	srv    *httptest.Server
+	drv    *fake.Driver
+	svc    *sandbox.Service
+	events *sandbox.EventLog
+	drain  context.CancelFunc
+	ca, cb *client.Client // tenant a's and b's
+	ctx    context.Context
+}
+
+func newAPIFixture(t *testing.T) *apiFixture {
+	t.Helper()
+	f := &apiFixture{tenants: newTenants(t), ctx: context.Background()}
+	f.drv = fake.New(fake.Config{Dir: t.TempDir()})
+	if err := f.drv.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fake.Shutdown(drv) })
+	t.Cleanup(func() { fake.Shutdown(f.drv) })
 	log := slog.New(slog.DiscardHandler)
-	events := sandbox.NewEventLog(st)
-	svc, err := sandbox.New(sandbox.Config{
-		Store: st, Drivers: driver.Single(drv), Events: events, Log: log, Node: "node-a",
+	f.events = sandbox.NewEventLog(f.st)
+	var err error
+	f.svc, err = sandbox.New(sandbox.Config{
+		Store: f.st, Drivers: driver.Single(f.drv), Events: f.events, Log: log, Node: "node-a",
 		DefaultTemplate: "host",
 		DefaultLimits:   api.Limits{MemoryMB: 256, CPU: 1, Pids: 64},
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
@@ -62,19 +90,9 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(svc.Close)
-	sys := tenancy.System(context.Background())
-	_, _, keyA, err := auth.CreateTenant(sys, st, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, keyB, err := auth.CreateTenant(sys, st, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Config{Sandboxes: svc, Events: events.Notifier(), Store: st, Auth: &auth.Authenticator{Store: st},
-		Log: log, Version: "test", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
-	f := &apiFixture{drv: drv, svc: svc, keyA: keyA, ctx: context.Background()}
+	t.Cleanup(f.svc.Close)
+	h := New(Config{Sandboxes: f.svc, Events: f.events.Notifier(), Store: f.st, Auth: &auth.Authenticator{Store: f.st},
+		Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
 	// As hutch serve does: every request's context comes from one drain
 	// context, cancelled when shutdown begins.
 	f.srv = httptest.NewUnstartedServer(h)
@@ -84,14 +102,14 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	t.Cleanup(cancel)
-	f.a, f.b = client.New(f.srv.URL, keyA), client.New(f.srv.URL, keyB)
+	f.ca, f.cb = client.New(f.srv.URL, f.keyA), client.New(f.srv.URL, f.keyB)
 	return f
 }
 
 // sandbox creates a sandbox of tenant a.
 func (f *apiFixture) sandbox(t *testing.T) *api.Sandbox {
 	t.Helper()
-	sb, err := f.a.CreateSandbox(f.ctx, api.CreateSandboxRequest{})
+	sb, err := f.ca.CreateSandbox(f.ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

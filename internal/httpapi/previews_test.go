@@ -33,23 +33,11 @@ type previewFixture struct {
 
 func newPreviewFixture(t *testing.T) *previewFixture {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	tn := newTenants(t)
+	st := tn.st
 	sys := tenancy.System(context.Background())
-	f := &previewFixture{}
-	a, _, keyA, err := auth.CreateTenant(sys, st, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, keyB, err := auth.CreateTenant(sys, st, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.keyA, f.keyB = keyA, keyB
-	sb := &store.Sandbox{TenantID: a.ID, State: api.StateRunning, Template: "host", Driver: "fake"}
+	f := &previewFixture{keyA: tn.keyA, keyB: tn.keyB}
+	sb := &store.Sandbox{TenantID: tn.a, State: api.StateRunning, Template: "host", Driver: "fake"}
 	if err := st.CreateSandbox(sys, sb); err != nil {
 		t.Fatal(err)
 	}

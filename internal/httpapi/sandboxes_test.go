@@ -63,7 +63,7 @@ func TestErrorShape(t *testing.T) {
 		})
 	}
 	// The refused write made nothing.
-	if _, err := f.a.StatFile(f.ctx, sb.ID, "m.txt"); !client.IsNotFound(err) {
+	if _, err := f.ca.StatFile(f.ctx, sb.ID, "m.txt"); !client.IsNotFound(err) {
 		t.Errorf("a write refused for its parameters left a file: %v", err)
 	}
 }
@@ -72,7 +72,7 @@ func TestErrorShape(t *testing.T) {
 // and hidden from another.
 func TestSandboxRoutes(t *testing.T) {
 	f := newAPIFixture(t)
-	sb, err := f.a.CreateSandbox(f.ctx, api.CreateSandboxRequest{Env: map[string]string{"GREETING": "hi"}, Labels: map[string]string{"team": "x"}})
+	sb, err := f.ca.CreateSandbox(f.ctx, api.CreateSandboxRequest{Env: map[string]string{"GREETING": "hi"}, Labels: map[string]string{"team": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,22 +80,22 @@ func TestSandboxRoutes(t *testing.T) {
 		t.Fatalf("created %+v", sb)
 	}
 	other := f.sandbox(t)
-	page, err := f.a.ListSandboxes(f.ctx, client.ListOptions{Labels: map[string]string{"team": "x"}})
+	page, err := f.ca.ListSandboxes(f.ctx, client.ListOptions{Labels: map[string]string{"team": "x"}})
 	if err != nil || len(page.Sandboxes) != 1 || page.Sandboxes[0].ID != sb.ID {
 		t.Fatalf("list by label = %+v, %v", page, err)
 	}
-	if _, err := f.b.GetSandbox(f.ctx, sb.ID); client.Code(err) != "sandbox_not_found" {
+	if _, err := f.cb.GetSandbox(f.ctx, sb.ID); client.Code(err) != "sandbox_not_found" {
 		t.Fatalf("another tenant's get = %v; want sandbox_not_found", err)
 	}
-	if err := f.b.DeleteSandbox(f.ctx, sb.ID); client.Code(err) != "sandbox_not_found" {
+	if err := f.cb.DeleteSandbox(f.ctx, sb.ID); client.Code(err) != "sandbox_not_found" {
 		t.Fatalf("another tenant's delete = %v; want sandbox_not_found", err)
 	}
 
-	res, err := f.a.Exec(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo $GREETING; echo err >&2; exit 3"}})
+	res, err := f.ca.Exec(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo $GREETING; echo err >&2; exit 3"}})
 	if err != nil || res.Stdout != "hi\n" || res.Stderr != "err\n" || res.ExitCode != 3 {
 		t.Fatalf("exec = %+v, %v", res, err)
 	}
-	st, err := f.a.ExecStream(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo one; echo two"}})
+	st, err := f.ca.ExecStream(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo one; echo two"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,28 +104,28 @@ func TestSandboxRoutes(t *testing.T) {
 		t.Fatalf("exec stream = %q, %+v, %v", out.String(), res, err)
 	}
 
-	if got, err := f.a.StopSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateStopped {
+	if got, err := f.ca.StopSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateStopped {
 		t.Fatalf("stop = %+v, %v", got, err)
 	}
-	if _, err := f.a.Exec(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}}); client.Code(err) != "sandbox_not_running" {
+	if _, err := f.ca.Exec(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}}); client.Code(err) != "sandbox_not_running" {
 		t.Fatalf("exec on a stopped sandbox = %v", err)
 	}
-	if got, err := f.a.StartSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateRunning {
+	if got, err := f.ca.StartSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateRunning {
 		t.Fatalf("start = %+v, %v", got, err)
 	}
-	if err := f.a.DeleteSandbox(f.ctx, sb.ID); err != nil {
+	if err := f.ca.DeleteSandbox(f.ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.a.GetSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateDestroyed {
+	if got, err := f.ca.GetSandbox(f.ctx, sb.ID); err != nil || got.State != api.StateDestroyed {
 		t.Fatalf("after delete: %+v, %v", got, err)
 	}
-	if _, err := f.a.StartSandbox(f.ctx, sb.ID); !client.IsConflict(err) {
+	if _, err := f.ca.StartSandbox(f.ctx, sb.ID); !client.IsConflict(err) {
 		t.Fatalf("start of a destroyed sandbox = %v; want a conflict", err)
 	}
 	if live := f.drv.Live(); !slices.Equal(live, []string{other.ID}) {
 		t.Fatalf("agents running: %v; want only %s", live, other.ID)
 	}
-	info, err := f.a.Info(f.ctx)
+	info, err := f.ca.Info(f.ctx)
 	if err != nil || info.Driver != "fake" || info.Version != "test" {
 		t.Fatalf("info = %+v, %v", info, err)
 	}
@@ -137,10 +137,10 @@ func TestFileRoutes(t *testing.T) {
 	f := newAPIFixture(t)
 	sb := f.sandbox(t)
 	id := sb.ID
-	if _, err := f.a.WriteFile(f.ctx, id, "deep/er/notes.txt", 0o600, strings.NewReader("hello")); err != nil {
+	if _, err := f.ca.WriteFile(f.ctx, id, "deep/er/notes.txt", 0o600, strings.NewReader("hello")); err != nil {
 		t.Fatalf("write with its parents made: %v", err)
 	}
-	rc, err := f.a.ReadFile(f.ctx, id, "deep/er/notes.txt")
+	rc, err := f.ca.ReadFile(f.ctx, id, "deep/er/notes.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +149,17 @@ func TestFileRoutes(t *testing.T) {
 	if string(b) != "hello" {
 		t.Fatalf("read %q", b)
 	}
-	fi, err := f.a.StatFile(f.ctx, id, "deep/er/notes.txt")
+	fi, err := f.ca.StatFile(f.ctx, id, "deep/er/notes.txt")
 	if err != nil || fi.Size != 5 || fi.Mode != "0600" {
 		t.Fatalf("stat = %+v, %v", fi, err)
 	}
-	if _, err := f.a.Mkdir(f.ctx, id, api.MkdirRequest{Path: "other"}); err != nil {
+	if _, err := f.ca.Mkdir(f.ctx, id, api.MkdirRequest{Path: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.a.Move(f.ctx, id, api.MoveRequest{From: "deep/er/notes.txt", To: "other/moved.txt"}); err != nil {
+	if _, err := f.ca.Move(f.ctx, id, api.MoveRequest{From: "deep/er/notes.txt", To: "other/moved.txt"}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := f.a.ListFiles(f.ctx, id, "other")
+	list, err := f.ca.ListFiles(f.ctx, id, "other")
 	if err != nil || len(list.Entries) != 1 || list.Entries[0].Name != "moved.txt" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
@@ -169,10 +169,10 @@ func TestFileRoutes(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
 	tw.Write([]byte("a"))
 	tw.Close()
-	if res, err := f.a.UploadTar(f.ctx, id, "up", &tb); err != nil || res.Files != 1 {
+	if res, err := f.ca.UploadTar(f.ctx, id, "up", &tb); err != nil || res.Files != 1 {
 		t.Fatalf("tar upload = %+v, %v", res, err)
 	}
-	rc, err = f.a.DownloadTar(f.ctx, id, "up")
+	rc, err = f.ca.DownloadTar(f.ctx, id, "up")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,16 +189,16 @@ func TestFileRoutes(t *testing.T) {
 	if !slices.Contains(names, "a.txt") {
 		t.Fatalf("tar download holds %v", names)
 	}
-	if err := f.a.RemoveFile(f.ctx, id, "other", false); client.Code(err) == "" {
+	if err := f.ca.RemoveFile(f.ctx, id, "other", false); client.Code(err) == "" {
 		t.Fatal("removed a full directory without recursive")
 	}
-	if err := f.a.RemoveFile(f.ctx, id, "other", true); err != nil {
+	if err := f.ca.RemoveFile(f.ctx, id, "other", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.a.StatFile(f.ctx, id, "other"); !client.IsNotFound(err) {
+	if _, err := f.ca.StatFile(f.ctx, id, "other"); !client.IsNotFound(err) {
 		t.Fatalf("stat after remove = %v", err)
 	}
-	if _, err := f.b.StatFile(f.ctx, id, "up/a.txt"); client.Code(err) != "sandbox_not_found" {
+	if _, err := f.cb.StatFile(f.ctx, id, "up/a.txt"); client.Code(err) != "sandbox_not_found" {
 		t.Fatalf("another tenant's stat = %v", err)
 	}
 }
@@ -208,40 +208,40 @@ func TestFileRoutes(t *testing.T) {
 func TestProcessRoutes(t *testing.T) {
 	f := newAPIFixture(t)
 	id := f.sandbox(t).ID
-	p, err := f.a.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sh", "-c", "read x; echo got $x"}, Tag: "reader"})
+	p, err := f.ca.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sh", "-c", "read x; echo got $x"}, Tag: "reader"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.a.WriteStdin(f.ctx, id, p.PID, strings.NewReader("it\n"), true); err != nil {
+	if _, err := f.ca.WriteStdin(f.ctx, id, p.PID, strings.NewReader("it\n"), true); err != nil {
 		t.Fatal(err)
 	}
-	done, err := f.a.WaitProcess(f.ctx, id, p.PID, 10*time.Second)
+	done, err := f.ca.WaitProcess(f.ctx, id, p.PID, 10*time.Second)
 	if err != nil || done.Running || done.ExitCode == nil || *done.ExitCode != 0 {
 		t.Fatalf("wait = %+v, %v", done, err)
 	}
 	var out bytes.Buffer
-	if _, err := f.a.CopyOutput(f.ctx, id, p.PID, 0, &out, io.Discard); err != nil || out.String() != "got it\n" {
+	if _, err := f.ca.CopyOutput(f.ctx, id, p.PID, 0, &out, io.Discard); err != nil || out.String() != "got it\n" {
 		t.Fatalf("output = %q, %v", out.String(), err)
 	}
-	sleeper, err := f.a.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sleep", "60"}})
+	sleeper, err := f.ca.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sleep", "60"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := f.a.ListProcesses(f.ctx, id)
+	list, err := f.ca.ListProcesses(f.ctx, id)
 	if err != nil || len(list.Processes) != 2 {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
-	if _, err := f.a.SignalProcess(f.ctx, id, sleeper.PID, "KILL", false); err != nil {
+	if _, err := f.ca.SignalProcess(f.ctx, id, sleeper.PID, "KILL", false); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.a.WaitProcess(f.ctx, id, sleeper.PID, 10*time.Second); err != nil || got.Signal != "SIGKILL" {
+	if got, err := f.ca.WaitProcess(f.ctx, id, sleeper.PID, 10*time.Second); err != nil || got.Signal != "SIGKILL" {
 		t.Fatalf("killed process = %+v, %v", got, err)
 	}
-	if _, err := f.a.GetProcess(f.ctx, id, 999999); !client.IsNotFound(err) {
+	if _, err := f.ca.GetProcess(f.ctx, id, 999999); !client.IsNotFound(err) {
 		t.Fatalf("unknown process = %v", err)
 	}
 
-	term, err := f.a.OpenTerminal(f.ctx, id, client.TerminalOptions{Cmd: []string{"sh"}})
+	term, err := f.ca.OpenTerminal(f.ctx, id, client.TerminalOptions{Cmd: []string{"sh"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +275,12 @@ func TestProcessRoutes(t *testing.T) {
 func TestWatchRoute(t *testing.T) {
 	f := newAPIFixture(t)
 	id := f.sandbox(t).ID
-	w, err := f.a.WatchFiles(f.ctx, id, ".", true)
+	w, err := f.ca.WatchFiles(f.ctx, id, ".", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := f.a.WriteFile(f.ctx, id, "seen.txt", 0, strings.NewReader("x")); err != nil {
+	if _, err := f.ca.WriteFile(f.ctx, id, "seen.txt", 0, strings.NewReader("x")); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -300,7 +300,7 @@ func TestWatchRoute(t *testing.T) {
 func TestStreamsEndWithTheirClient(t *testing.T) {
 	f := newAPIFixture(t)
 	id := f.sandbox(t).ID
-	p, err := f.a.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sh", "-c", "while :; do echo tick; sleep 0.01; done"}})
+	p, err := f.ca.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sh", "-c", "while :; do echo tick; sleep 0.01; done"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestStreamsEndWithTheirClient(t *testing.T) {
 	before := settle()
 	const n = 40
 	for range n {
-		st, err := f.a.ProcessOutput(f.ctx, id, p.PID, 0, true)
+		st, err := f.ca.ProcessOutput(f.ctx, id, p.PID, 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,27 +341,27 @@ func TestStreamsEndWithTheirClient(t *testing.T) {
 func TestShutdownEndsStreams(t *testing.T) {
 	f := newAPIFixture(t)
 	id := f.sandbox(t).ID
-	p, err := f.a.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sleep", "60"}})
+	p, err := f.ca.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sleep", "60"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var nexts []func() error
-	exec, err := f.a.ExecStream(f.ctx, id, api.ExecRequest{Cmd: []string{"sleep", "60"}})
+	exec, err := f.ca.ExecStream(f.ctx, id, api.ExecRequest{Cmd: []string{"sleep", "60"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nexts = append(nexts, func() error { _, err := exec.Next(); return err })
-	out, err := f.a.ProcessOutput(f.ctx, id, p.PID, 0, true)
+	out, err := f.ca.ProcessOutput(f.ctx, id, p.PID, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nexts = append(nexts, func() error { _, err := out.Next(); return err })
-	w, err := f.a.WatchFiles(f.ctx, id, ".", true)
+	w, err := f.ca.WatchFiles(f.ctx, id, ".", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nexts = append(nexts, func() error { _, err := w.Next(); return err })
-	events, err := f.a.StreamEvents(f.ctx, client.EventQuery{})
+	events, err := f.ca.StreamEvents(f.ctx, client.EventQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 			}
 		}
 	})
-	term, err := f.a.AttachTerminal(f.ctx, id, p.PID, 0)
+	term, err := f.ca.AttachTerminal(f.ctx, id, p.PID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,20 +37,8 @@ type secretsFixture struct {
 
 func newSecretsFixture(t *testing.T, maxValue int64) *secretsFixture {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	sys := tenancy.System(context.Background())
-	_, _, keyA, err := auth.CreateTenant(sys, st, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, keyB, err := auth.CreateTenant(sys, st, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn := newTenants(t)
+	st, keyA, keyB := tn.st, tn.keyA, tn.keyB
 	key := make([]byte, secrets.KeySize)
 	rand.Read(key)
 	sealer, err := secrets.NewSealer(key)

@@ -35,6 +35,21 @@ func (f *liveFixture) waitEvent(t *testing.T, id, typ string, ok func(store.Even
 	}
 }
 
+// restart is a new control plane over the same store and driver, as
+// after a restart: it has recovered when restart returns.
+func (f *liveFixture) restart(t *testing.T) *Service {
+	t.Helper()
+	again, err := New(f.svc.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+	if err := again.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return again
+}
+
 func pidOf(e store.Event) int {
 	pid, _ := e.Data["pid"].(float64)
 	return int(pid)
@@ -97,14 +112,7 @@ func TestProcessesThroughTheDoor(t *testing.T) {
 	if p, err := f.svc.WaitProcess(f.ctx, sb.ID, short.PID, 5*time.Second); err != nil || p.Running {
 		t.Fatalf("the signalled process: %+v, %v", p, err)
 	}
-	again, err := New(f.svc.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(again.Close)
-	if err := again.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	again := f.restart(t)
 	if got := f.state(t, sb.ID); got != api.StateRunning {
 		t.Fatalf("after recovery the sandbox is %s; want running (its agent still runs)", got)
 	}
@@ -166,14 +174,7 @@ func TestInterruptedDestroy(t *testing.T) {
 	if _, err := store.Transition(f.ctx, f.st, sb.ID, []api.SandboxState{api.StateRunning}, api.StateDestroying, nil); err != nil {
 		t.Fatal(err)
 	}
-	again, err := New(f.svc.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(again.Close)
-	if err := again.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	f.restart(t)
 	if got := f.state(t, sb.ID); got != api.StateDestroyed {
 		t.Fatalf("state %s; want destroyed", got)
 	}

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
-	"sync"
+
+	reg "github.com/hutchdev/hutch/internal/registry"
 )
 
 // Options is what the server hands every store's factory.
@@ -31,48 +29,23 @@ type Registration struct {
 	Factory Factory
 }
 
-var registry struct {
-	mu sync.Mutex
-	m  map[string]Registration
-}
+var registry = reg.New[Registration]("store")
 
 // Register adds a store; a store package calls it from init, so adding a
 // store is one package and one Register call. A second registration of a
 // name panics.
 func Register(r Registration) {
-	if r.Name == "" || r.Factory == nil {
-		panic("store: Register needs a name and a factory")
+	if r.Factory == nil {
+		panic("store: Register needs a factory")
 	}
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if _, dup := registry.m[r.Name]; dup {
-		panic(fmt.Sprintf("store: %q registered twice", r.Name))
-	}
-	if registry.m == nil {
-		registry.m = map[string]Registration{}
-	}
-	registry.m[r.Name] = r
+	registry.Add(r.Name, r)
 }
 
 // Lookup returns the registration of name.
-func Lookup(name string) (Registration, bool) {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	r, ok := registry.m[name]
-	return r, ok
-}
+func Lookup(name string) (Registration, bool) { return registry.Lookup(name) }
 
 // Registered returns every registration, by name.
-func Registered() []Registration {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	out := make([]Registration, 0, len(registry.m))
-	for _, r := range registry.m {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b Registration) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
+func Registered() []Registration { return registry.All() }
 
 // Names returns the registered names in Registered's order.
 func Names() []string {
