@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,4 +274,24 @@ func dirInfo(t *testing.T, p string) fs.FileInfo {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestPortInUse: a port already taken is reported, naming --listen,
+// before anything is made: no data directory appears.
+func TestPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(binDir, "hutch"), "serve", "--listen", ln.Addr().String(), "--data", data).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--listen") || !strings.Contains(string(out), ln.Addr().String()) {
+		t.Fatalf("hutch serve on a port in use: %v\n%s\nwant a failure naming --listen and the address", err, out)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data directory was made before the port was checked: %v", err)
+	}
 }
