@@ -158,8 +158,14 @@ func (p Policy) allowName(host string, port uint16) Decision {
 	return Decision{Reason: fmt.Sprintf("%s:%d is not on the sandbox's allowlist", host, port)}
 }
 
+// canonical is the host address ip names, as every check must see it: no
+// zone (the kernel ignores one it does not need, so "::1%lo" is ::1, and
+// netip.Prefix.Contains is false for any zoned address) and no IPv4
+// mapping (::ffff:127.0.0.1 is 127.0.0.1).
+func canonical(ip netip.Addr) netip.Addr { return ip.WithZone("").Unmap() }
+
 func (p Policy) inCIDRs(ip netip.Addr) bool {
-	ip = ip.Unmap()
+	ip = canonical(ip)
 	for _, c := range p.cidrs {
 		if c.Contains(ip) {
 			return true
@@ -172,7 +178,7 @@ func (p Policy) inCIDRs(ip netip.Addr) bool {
 // deniedPrefixes or the host's own, unless the operator allows its range
 // and the sandbox's allowlist names it.
 func (p Policy) allowAddr(ip netip.Addr, named bool, operator []netip.Prefix, own map[netip.Addr]bool) Decision {
-	ip = ip.Unmap()
+	ip = canonical(ip)
 	private := own[ip]
 	for _, d := range deniedPrefixes {
 		if d.Contains(ip) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -120,6 +121,8 @@ func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn,
 	explicit := p.Mode == "allowlist"
 	d := Decision{}
 	for _, ip := range addrs {
+		// What is checked is what is dialled: the canonical address.
+		ip = canonical(ip)
 		if d = p.allowAddr(ip, explicit, s.cfg.AllowPrivate, s.own); !d.Allowed {
 			continue
 		}
@@ -127,10 +130,27 @@ func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn,
 		if timeout == 0 {
 			timeout = 10 * time.Second
 		}
-		c, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", netip.AddrPortFrom(ip, port).String())
+		dialer := &net.Dialer{Timeout: timeout, ControlContext: s.checkDialled(p, explicit)}
+		c, err := dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(ip, port).String())
 		return c, d, err
 	}
 	return nil, d, nil
+}
+
+// checkDialled checks once more, as the socket connects, the address the
+// kernel is given: whatever a resolver or a parser did, no connection
+// reaches an address the policy refuses.
+func (s *Sandbox) checkDialled(p Policy, named bool) func(context.Context, string, string, syscall.RawConn) error {
+	return func(_ context.Context, _, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("egress: dialling %q, not an address", address)
+		}
+		if d := p.allowAddr(ap.Addr(), named, s.cfg.AllowPrivate, s.own); !d.Allowed || ap.Addr().Zone() != "" {
+			return fmt.Errorf("egress: refused at connect: %s", d.Reason)
+		}
+		return nil
+	}
 }
 
 // decide records a verdict that ends the request here.
