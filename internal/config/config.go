@@ -59,6 +59,14 @@ type Config struct {
 	// MaxCallsPerSandbox bounds the calls in flight to one sandbox
 	// (streams, terminals and watches included).
 	MaxCallsPerSandbox int
+	// MaxConnsPerClient bounds the connections one client address may
+	// hold open on the API's listener.
+	MaxConnsPerClient int
+	// RequestTimeout bounds reading and answering an ordinary request;
+	// streams, transfers and commands are exempt. IdleTimeout closes a
+	// kept-alive connection that carries no request.
+	RequestTimeout time.Duration
+	IdleTimeout    time.Duration
 	// ShutdownTimeout bounds each step of shutdown.
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
@@ -85,6 +93,9 @@ func Default() Config {
 		MaxBodyBytes:       1 << 20,
 		MaxSecretBytes:     64 << 10,
 		MaxCallsPerSandbox: 1024,
+		MaxConnsPerClient:  256,
+		RequestTimeout:     time.Minute,
+		IdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
 		TeardownTimeout:    30 * time.Second,
 	}
@@ -128,6 +139,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
 	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxCallsPerSandbox, "max-calls-per-sandbox", "HUTCH_MAX_CALLS_PER_SANDBOX", "calls in flight to one sandbox (streams, terminals, watches included); one more is 429 too_many_calls")
+	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; more are closed at once")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
 		ps, err := parsePrefixes(v)
@@ -151,6 +163,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	dur(&c.DefaultTimeout, "default-timeout", "HUTCH_DEFAULT_TIMEOUT", "lifetime of a sandbox that names none")
 	dur(&c.MaxTimeout, "max-timeout", "HUTCH_MAX_TIMEOUT", "longest lifetime a sandbox may ask for")
+	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
+	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -223,6 +237,7 @@ func (c Config) Validate() error {
 		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
 		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
 		"max secret bytes": c.MaxSecretBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
+		"max conns per client": int64(c.MaxConnsPerClient), "request timeout": int64(c.RequestTimeout), "idle timeout": int64(c.IdleTimeout),
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))

@@ -200,3 +200,47 @@ func TestAllowlistPrivate(t *testing.T) {
 		t.Errorf("reports %v", f.reports)
 	}
 }
+
+// TestConnectionCap: a sandbox holds at most MaxConns connections to its
+// proxy at once; those over are closed as they come, and a place frees
+// when one closes.
+func TestConnectionCap(t *testing.T) {
+	f := newFixture(t, &Config{MaxConns: 4}, api.NetworkPolicy{Egress: "public"})
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	closed := 0
+	for range 12 {
+		c, err := net.Dial("tcp", f.proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed != 8 {
+		t.Fatalf("%d of 12 idle connections were closed; want the 8 over the cap of 4", closed)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	// The places are free again: a request goes through.
+	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	f.sb.SetPolicy(pol)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code == http.StatusForbidden {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no request was answered after the connections closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

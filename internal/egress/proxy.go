@@ -15,6 +15,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/connlimit"
+	"github.com/hutchdev/hutch/internal/logattr"
 )
 
 // Config is the operator's side of every sandbox's egress.
@@ -26,8 +29,14 @@ type Config struct {
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	// DialTimeout bounds one connection attempt; zero means 10 s.
 	DialTimeout time.Duration
-	Log         *slog.Logger
+	// MaxConns bounds the connections one sandbox holds open to its proxy
+	// (idle ones and tunnels alike); zero means DefaultMaxConns.
+	MaxConns int
+	Log      *slog.Logger
 }
+
+// DefaultMaxConns is Config.MaxConns when it is zero.
+const DefaultMaxConns = 512
 
 // Report is told of every decision: the destination, the verdict, and for
 // an allowed connection, once it ends, the bytes it carried each way.
@@ -350,10 +359,20 @@ func (f flushWriter) Write(p []byte) (int, error) {
 // Serve answers the proxy protocol for sandbox s on l (its own listener,
 // which is how the proxy knows the sandbox) until l is closed.
 func Serve(l net.Listener, s *Sandbox) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
-	if s.cfg.Log != nil {
-		srv.ErrorLog = slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelDebug)
+	log := s.cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	max := s.cfg.MaxConns
+	if max == 0 {
+		max = DefaultMaxConns
+	}
+	// Every connection of the listener is the sandbox's: the cap is its
+	// whole budget. A connection that sends no request, or sits idle
+	// between requests, is closed; a tunnel lives as long as it is used.
+	l = connlimit.New(l, max, log.With(logattr.Sandbox(s.ID)))
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	err := srv.Serve(l)
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -53,6 +54,9 @@ func New(cfg Config) *API {
 		if !r.public {
 			h = a.authenticate(h)
 		}
+		if r.long {
+			h = untimed(h)
+		}
 		a.mux.Handle(r.method+" "+r.pattern, h)
 		methods[r.pattern] = append(methods[r.pattern], r.method)
 	}
@@ -67,6 +71,18 @@ func New(cfg Config) *API {
 		a.writeError(w, r, errdefs.NotFound("unknown_route", "no such route: %s %s", r.Method, r.URL.Path))
 	})
 	return a
+}
+
+// untimed lifts the server's read and write deadlines for one request: a
+// stream, a transfer or a command that may run longer than an ordinary
+// request may take.
+func untimed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		next(w, r)
+	}
 }
 
 // onlyQuery refuses a request with a query parameter its route does not

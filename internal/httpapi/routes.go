@@ -10,6 +10,10 @@ type route struct {
 	handler         http.HandlerFunc
 	public          bool     // no API key needed
 	query           []string // the query parameters it takes; any other is refused
+	// long marks a stream, a transfer or a command that may outlast the
+	// server's request timeout: its read and write deadlines are lifted
+	// (idle connections and headers are still bounded).
+	long bool
 }
 
 func (a *API) routes() []route {
@@ -35,36 +39,36 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true},
 
-		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}},
+		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}, long: true},
 
-		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec},
-		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec, long: true},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream, long: true},
 
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes", handler: a.startProcess},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes", handler: a.listProcesses},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}", handler: a.getProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput, query: []string{"cursor", "follow"}},
-		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin, query: []string{"close"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput, query: []string{"cursor", "follow"}, long: true},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin, query: []string{"close"}, long: true},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/signal", handler: a.signalProcess},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/resize", handler: a.resizeProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess, query: []string{"timeout_ms"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal, query: []string{"cursor"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal, query: []string{"cmd", "cwd", "rows", "cols"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess, query: []string{"timeout_ms"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal, query: []string{"cursor"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal, query: []string{"cmd", "cwd", "rows", "cols"}, long: true},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/ports", handler: a.listPorts},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/ports/{port}", handler: a.setPort},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/ports/{port}/url", handler: a.previewURL},
 
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile, query: []string{"path"}},
-		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile, query: []string{"path", "mode", "parents"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile, query: []string{"path"}, long: true},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile, query: []string{"path", "mode", "parents"}, long: true},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile, query: []string{"path", "recursive"}},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles, query: []string{"path"}},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile, query: []string{"path"}},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/mkdir", handler: a.mkdir},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/move", handler: a.move},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar, query: []string{"path"}},
-		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar, query: []string{"path"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles, query: []string{"path", "recursive"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar, query: []string{"path"}, long: true},
+		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar, query: []string{"path"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles, query: []string{"path", "recursive"}, long: true},
 	}
 }

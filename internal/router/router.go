@@ -187,6 +187,11 @@ type exchangeKey struct{}
 // serve answers one preview request and logs it.
 func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 	start := time.Now()
+	// An app's responses stream and its WebSockets last: the server's
+	// request timeout is for the API's own requests.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
 	ex := &exchange{target: t}
 	rec := &recorder{ResponseWriter: w}
 	rt.handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/connlimit"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/httpapi"
@@ -184,12 +185,17 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 // waits for the handlers to return.
 func (s *Server) serve(ln net.Listener, h http.Handler) {
 	drain, cancel := context.WithCancel(context.Background())
+	ln = connlimit.New(ln, s.cfg.MaxConnsPerClient, s.log)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       5 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return drain },
+		// Lifted by the routes that stream or transfer (httpapi's long
+		// routes, previews).
+		ReadTimeout:  s.cfg.RequestTimeout,
+		WriteTimeout: s.cfg.RequestTimeout,
+		IdleTimeout:  s.cfg.IdleTimeout,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:  func(net.Listener) context.Context { return drain },
 	}
 	done := make(chan struct{})
 	go func() {
