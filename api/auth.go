@@ -2,10 +2,12 @@ package api
 
 import "time"
 
-// Key roles.
+// Key roles, each holding every right of the ones below it. A key can
+// create and revoke only keys of its own role or below.
 const (
-	RoleAdmin  = "admin"  // may create tenants
-	RoleMember = "member" // may use its tenant's resources
+	RoleAdmin  = "admin"  // a member's rights, and tenants and admin keys
+	RoleMember = "member" // uses and changes its tenant's resources; makes member and reader keys
+	RoleReader = "reader" // reads its tenant's resources (GET routes but the terminals); changes nothing
 )
 
 // CreateKeyRequest is the body of POST /v1/keys.
@@ -23,6 +25,7 @@ type Key struct {
 	Role       string     `json:"role"`
 	Prefix     string     `json:"prefix"`
 	Secret     string     `json:"secret,omitempty"`
+	CreatedBy  string     `json:"created_by,omitempty"` // the key that created it; empty for the first admin key and keys from before hutch recorded it
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }

@@ -30,6 +30,16 @@ const (
 	EventProcessExited  = "process.exited"
 )
 
+// EventEventsDropped says that events of one sandbox were not recorded:
+// each sandbox may cause only so many events a second, beyond a burst,
+// in its tenant's log; the lifecycle events (created, started, stopped,
+// destroyed, failed, expired) are always recorded. It comes once the
+// sandbox has been quiet for a few seconds (at least once a minute while
+// it is not), and carries "dropped" (how many), "types" (how many of each
+// type) and "first_at" and "last_at" (RFC 3339 times of the first and
+// last one dropped).
+const EventEventsDropped = "events.dropped"
+
 // Event is one entry of a tenant's append-only event log. IDs are ULIDs
 // that increase in the order events were recorded, so the last ID a
 // reader saw is where it resumes (the after parameter). SandboxID is empty

@@ -38,7 +38,12 @@ type Network struct {
 	BytesIn  int64 `json:"bytes_in"`
 }
 
-// Egress event types: one per decision of the egress proxy.
+// Egress event types, of the egress proxy's decisions about one
+// destination: the first at once, the rest counted into one event per
+// window. Data has "host", "port" and "count" (decisions), "bytes_out"
+// and "bytes_in" when allowed, "reason" when denied, and for a count of
+// a window "first_at", "last_at" and "window_s"; "other": true (no host)
+// counts the destinations beyond those named.
 const (
 	EventEgressAllowed = "egress.allowed"
 	EventEgressDenied  = "egress.denied"

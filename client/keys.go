@@ -27,11 +27,25 @@ func (c *Client) ListKeys(ctx context.Context) (*api.KeyList, error) {
 	return &out, nil
 }
 
-// DeleteKey revokes an API key. An unknown id is an *Error with code
-// key_not_found.
+// DeleteKey revokes an API key: it stops working, and every request,
+// stream and WebSocket it opened ends. An unknown id is an *Error with
+// code key_not_found; a key more powerful than the caller's, 403
+// admin_required; the last admin key, 409 last_admin_key.
 func (c *Client) DeleteKey(ctx context.Context, id string) error {
+	return c.deleteKey(ctx, id, nil)
+}
+
+// DeleteKeyCascade revokes an API key as DeleteKey does, and with it every
+// key it created, and every key those created, transitively: what to do
+// with a leaked key, whose holder may have made keys of its own. If any of
+// them is beyond the caller's role, none is revoked.
+func (c *Client) DeleteKeyCascade(ctx context.Context, id string) error {
+	return c.deleteKey(ctx, id, url.Values{"cascade": {"true"}})
+}
+
+func (c *Client) deleteKey(ctx context.Context, id string, q url.Values) error {
 	if id == "" {
 		return errNoID
 	}
-	return c.do(ctx, http.MethodDelete, "/v1/keys/"+url.PathEscape(id), nil, nil, nil)
+	return c.do(ctx, http.MethodDelete, "/v1/keys/"+url.PathEscape(id), q, nil, nil)
 }

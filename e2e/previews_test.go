@@ -55,10 +55,11 @@ func previewApp(t *testing.T) []byte {
 // preview talks to the previews of one server: every request goes to the
 // server's address whatever its host, as a browser resolves *.localhost.
 type preview struct {
-	t    *testing.T
-	s    *server
-	port string // the server's listen port
-	hc   *http.Client
+	t      *testing.T
+	s      *server
+	port   string // the server's listen port
+	domain string // the preview domain, "localhost" unless set
+	hc     *http.Client
 }
 
 func newPreview(t *testing.T, s *server) *preview {
@@ -74,12 +75,12 @@ func newPreview(t *testing.T, s *server) *preview {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	t.Cleanup(hc.CloseIdleConnections)
-	return &preview{t: t, s: s, port: u.Port(), hc: hc}
+	return &preview{t: t, s: s, port: u.Port(), domain: "localhost", hc: hc}
 }
 
 // base is the preview's origin.
 func (p *preview) base(id string, port int) string {
-	return "http://" + strconv.Itoa(port) + "-" + id + ".localhost:" + p.port
+	return "http://" + strconv.Itoa(port) + "-" + id + "." + p.domain + ":" + p.port
 }
 
 // get sends GET u with the headers given ("Authorization": key…).
@@ -252,7 +253,11 @@ func TestPreview(t *testing.T) {
 		if cookie == "" {
 			t.Fatalf("no preview cookie in %v", resp.Header["Set-Cookie"])
 		}
+		// The cookie counts on requests the preview's own pages make
+		// (a browser shows it with Fetch Metadata, or an Origin or Referer).
 		resp, body = p.get(base+"/headers", map[string]string{"Cookie": cookie})
+		p.want("the cookie, from nowhere in particular", resp, body, 403, "preview_cookie_refused")
+		resp, body = p.get(base+"/headers", map[string]string{"Cookie": cookie, "Referer": base + "/"})
 		p.want("the cookie", resp, body, 200, "")
 		if strings.Contains(body, "hutch_preview") || strings.Contains(body, "hutch_token") {
 			t.Fatalf("credentials reached the app: %s", body)
@@ -261,7 +266,7 @@ func TestPreview(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		ws, _, err := websocket.Dial(wctx, strings.Replace(base, "http:", "ws:", 1)+"/ws", &websocket.DialOptions{
-			HTTPClient: p.hc, HTTPHeader: http.Header{"Cookie": {cookie}},
+			HTTPClient: p.hc, HTTPHeader: http.Header{"Cookie": {cookie}, "Origin": {base}},
 		})
 		if err != nil {
 			t.Fatalf("WebSocket with the cookie: %v", err)
@@ -363,15 +368,15 @@ func TestPreviewProcessDriver(t *testing.T) {
 	p.want("process driver", resp, body, 501, "previews_unsupported")
 }
 
-// TestPreviewBrowser: headless Chromium opens a signed preview URL; the
-// page's WebSocket echoes and its event stream counts, on the cookie the
-// URL left.
-func TestPreviewBrowser(t *testing.T) {
+// needBrowser returns node and the system's Chromium, or skips t saying
+// what is missing.
+func needBrowser(t *testing.T) (node, chromium string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
 	}
-	chromium := os.Getenv("CHROMIUM")
+	chromium = os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
@@ -381,6 +386,14 @@ func TestPreviewBrowser(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("browser", "node_modules", "playwright-core")); err != nil {
 		t.Skip("playwright-core is not installed: run npm ci in e2e/browser")
 	}
+	return node, chromium
+}
+
+// TestPreviewBrowser: headless Chromium opens a signed preview URL; the
+// page's WebSocket echoes and its event stream counts, on the cookie the
+// URL left.
+func TestPreviewBrowser(t *testing.T) {
+	node, chromium := needBrowser(t)
 	s := startServer(t, "", "--driver", "namespace")
 	c := s.client()
 	ctx := context.Background()

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -79,5 +81,81 @@ func TestTenancy(t *testing.T) {
 	}
 	if _, err := client.New(s.url, k.Secret).ListSandboxes(ctx, client.ListOptions{}); !client.IsUnauthorized(err) {
 		t.Fatalf("deleted key still works: %v", err)
+	}
+}
+
+// TestTenancyKeyRoles: against the real binary, a member cannot revoke the
+// admin key, the last admin key stays, a reader only reads, `hutch key rm
+// --cascade` revokes what a leaked key made, and a revoked key's open
+// stream ends.
+func TestTenancyKeyRoles(t *testing.T) {
+	s := startServer(t, "")
+	ctx := context.Background()
+	admin := s.client()
+	adminID := strings.Split(s.key, "_")[1]
+
+	m, err := admin.CreateKey(ctx, api.CreateKeyRequest{Name: "member"})
+	if err != nil || m.CreatedBy != adminID {
+		t.Fatalf("member key = %+v, %v; want it made by %s", m, err, adminID)
+	}
+	member := client.New(s.url, m.Secret)
+	if err := member.DeleteKey(ctx, adminID); client.Code(err) != "admin_required" {
+		t.Fatalf("member revokes the admin key: %v, want admin_required", err)
+	}
+	if err := admin.DeleteKey(ctx, adminID); client.Code(err) != "last_admin_key" {
+		t.Fatalf("admin revokes the last admin key: %v, want last_admin_key", err)
+	}
+
+	r, err := member.CreateKey(ctx, api.CreateKeyRequest{Name: "ro", Role: api.RoleReader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := client.New(s.url, r.Secret)
+	if _, err := reader.ListSandboxes(ctx, client.ListOptions{}); err != nil {
+		t.Fatalf("reader lists sandboxes: %v", err)
+	}
+	if _, err := reader.CreateSandbox(ctx, api.CreateSandboxRequest{}); client.Code(err) != "member_required" {
+		t.Fatalf("reader creates a sandbox: %v, want member_required", err)
+	}
+
+	// The member key leaks: its holder makes a key of its own and follows
+	// the event stream. The CLI revokes both; the stream ends.
+	made, err := member.CreateKey(ctx, api.CreateKeyRequest{Name: "hideout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := s.cli("", "key", "ls")
+	if code != 0 || !strings.Contains(out, "CREATED BY") || !strings.Contains(out, made.ID) {
+		t.Fatalf("key ls: %d %s %s", code, out, errOut)
+	}
+	es, err := client.New(s.url, made.Secret).StreamEvents(ctx, client.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := es.Next(); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	if _, errOut, code := s.cli("", "key", "rm", "--cascade", m.ID); code != 0 {
+		t.Fatalf("key rm --cascade: %d %s", code, errOut)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second): // a hang detector
+		t.Fatal("the event stream of a revoked key goes on")
+	}
+	for name, key := range map[string]string{"member": m.Secret, "its key": made.Secret, "its reader": r.Secret} {
+		if _, err := client.New(s.url, key).ListSandboxes(ctx, client.ListOptions{}); !client.IsUnauthorized(err) {
+			t.Errorf("%s after the cascade: %v, want unauthorized", name, err)
+		}
+	}
+	if _, err := admin.ListKeys(ctx); err != nil {
+		t.Errorf("the admin key after the cascade: %v", err)
 	}
 }

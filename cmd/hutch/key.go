@@ -29,9 +29,10 @@ func runKey(ctx context.Context, e *env, args []string) error {
 }
 
 func keyCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "key create", "hutch key create [--name N] [--role member|admin] [--json]")
+	fs := newFlags(e, "key create", "hutch key create [--name N] [--role member|reader|admin] [--json]")
 	name := fs.String("name", "", "a `name` for the key")
-	role := fs.String("role", api.RoleMember, "`role`: member or admin")
+	role := fs.String("role", api.RoleMember,
+		"`role`: member (uses and changes the tenant's resources), reader (only reads them) or admin (also makes tenants); at most the role of the key in use")
 	asJSON := fs.Bool("json", false, "print the key as JSON")
 	pos, err := parseArgs(fs, args, -1)
 	if err != nil {
@@ -79,19 +80,20 @@ func keyList(ctx context.Context, e *env, args []string) error {
 	}
 	now := time.Now()
 	tw := newTable(e.stdout)
-	row(tw, "ID", "PREFIX", "NAME", "ROLE", "AGE", "LAST USED")
+	row(tw, "ID", "PREFIX", "NAME", "ROLE", "CREATED BY", "AGE", "LAST USED")
 	for _, k := range keys.Keys {
 		last := "-"
 		if k.LastUsedAt != nil {
 			last = formatAge(now, *k.LastUsedAt) + " ago"
 		}
-		row(tw, k.ID, k.Prefix, orDash(k.Name), k.Role, formatAge(now, k.CreatedAt), last)
+		row(tw, k.ID, k.Prefix, orDash(k.Name), k.Role, orDash(k.CreatedBy), formatAge(now, k.CreatedAt), last)
 	}
 	return tw.Flush()
 }
 
 func keyRemove(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "key rm", "hutch key rm ID…")
+	fs := newFlags(e, "key rm", "hutch key rm [--cascade] ID…")
+	cascade := fs.Bool("cascade", false, "also revoke every key each key created, transitively (for a leaked key)")
 	pos, err := parseArgs(fs, args, -1)
 	if err != nil {
 		return err
@@ -103,8 +105,12 @@ func keyRemove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	rm := c.DeleteKey
+	if *cascade {
+		rm = c.DeleteKeyCascade
+	}
 	for _, id := range pos {
-		if err := c.DeleteKey(ctx, id); err != nil {
+		if err := rm(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, id)

@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -166,4 +170,94 @@ func TestDirectorySwappedForLink(t *testing.T) {
 	}
 	_, err = f.c.ReadFile(ctx, "d/etc/passwd")
 	wantErr(t, "read d/etc/passwd", err, errdefs.ErrNotFound, "file_not_found")
+}
+
+// TestProcRefused: where the agent's root holds a /proc (the namespace
+// driver's root is the sandbox's /), /proc/self there is the agent: its
+// descriptors' links, its exe and its mounts describe a process the host
+// started. No file call may open anything on a proc file system, whatever
+// name or symlink leads there, nor may a tar download enter one.
+func TestProcRefused(t *testing.T) {
+	f := newFixtureWith(t, func(c *agent.Config) { c.Root = "/" })
+	ctx := context.Background()
+	symlink(t, "/proc/self/fd", filepath.Join(f.work, "fds"))
+	pid := strconv.Itoa(os.Getpid())
+	tids, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := tids[len(tids)-1].Name() // a thread, maybe not the leader
+	for _, p := range []string{"/proc/self/fd", "/proc/thread-self/fd", "/proc/" + pid + "/fd", "/proc/" + tid,
+		"/proc/" + pid + "/task/" + tid + "/fd", "/proc/net", "/dev/fd", "fds", "/proc", "/proc/1"} {
+		_, err := f.c.List(ctx, p)
+		wantErr(t, "list "+p, err, errdefs.ErrForbidden, "path_in_proc")
+	}
+	for _, p := range []string{"/proc/self/exe", "/proc/self/fd/0", "fds/0", "/proc/self"} {
+		_, err := f.c.Stat(ctx, p)
+		wantErr(t, "stat "+p, err, errdefs.ErrForbidden, "path_in_proc")
+	}
+	for _, p := range []string{"/proc/net/unix", "/proc/self/mountinfo", "/proc/cpuinfo"} {
+		_, err := f.c.ReadFile(ctx, p)
+		wantErr(t, "read "+p, err, errdefs.ErrForbidden, "path_in_proc")
+	}
+	for _, p := range []string{"/proc/self", "/proc"} {
+		_, err := f.c.TarDownload(ctx, p)
+		wantErr(t, "tar "+p, err, errdefs.ErrForbidden, "path_in_proc")
+		_, err = f.c.Watch(ctx, p, false)
+		wantErr(t, "watch "+p, err, errdefs.ErrForbidden, "path_in_proc")
+	}
+	_, err = f.c.WriteFile(ctx, "/proc/self/comm", "", false, strings.NewReader("x"))
+	wantErr(t, "write /proc/self/comm", err, errdefs.ErrForbidden, "path_in_proc")
+	_, err = f.c.Exec(ctx, api.ExecRequest{Cmd: []string{"pwd"}, Cwd: "/proc/self/fd"})
+	wantErr(t, "exec in /proc/self/fd", err, errdefs.ErrForbidden, "path_in_proc")
+	// The rest of the root is served: a listing of / names proc.
+	if _, err := f.c.Stat(ctx, "/proc"); err != nil {
+		t.Errorf("stat /proc (the mount point, in /): %v", err)
+	}
+
+	t.Run("tar download skips a proc below", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("mounting a proc file system needs root; CI runs this as root")
+		}
+		p := filepath.Join(f.work, "src", "p")
+		writeHost(t, filepath.Join(f.work, "src", "kept"), "kept")
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("proc", p, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			t.Skipf("cannot mount a proc here: %v", err)
+		}
+		t.Cleanup(func() { unix.Unmount(p, unix.MNT_DETACH) })
+		rc, err := f.c.TarDownload(ctx, filepath.Join(f.work, "src"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		var names []string
+		tr := tar.NewReader(rc)
+		for {
+			hdr, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("after %d entries: %v", len(names), err)
+			}
+			names = append(names, hdr.Name)
+		}
+		if got := strings.Join(names, ","); got != "kept" {
+			t.Errorf("download of a directory holding a proc: %.300s; want only kept", got)
+		}
+	})
+}
+
+// TestTarUploadRefusesProc: an upload into / (the namespace driver's
+// root) resolves its entries beneath the target, where /proc is too.
+func TestTarUploadRefusesProc(t *testing.T) {
+	f := newFixtureWith(t, func(c *agent.Config) { c.Root = "/" })
+	pid := strconv.Itoa(os.Getpid())
+	for _, name := range []string{"proc/" + pid + "/x", "proc/" + pid + "/new/x", "proc/sys/x"} {
+		_, err := f.c.TarUpload(context.Background(), "/", makeTar(t, tar.Header{Name: name, Typeflag: tar.TypeReg, Linkname: "x"}))
+		wantErr(t, "upload "+name, err, errdefs.ErrForbidden, "path_in_proc")
+	}
 }

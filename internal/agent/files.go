@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -143,7 +144,8 @@ func (b bodyReader) Read(p []byte) (int, error) {
 }
 
 // writeAtomic writes body to name in dirfd through a temporary file renamed
-// over name. errTooLarge means body held more than limit bytes.
+// over name, its whole blocks of zeros left as holes (see copySparse).
+// errTooLarge means body held more than limit bytes.
 func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int64) (retErr error) {
 	tmp := tempName(name)
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -157,7 +159,7 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	n, err := io.Copy(f, io.LimitReader(bodyReader{body}, limit+1))
+	n, err := copySparse(f, io.LimitReader(bodyReader{body}, limit+1))
 	switch {
 	case err != nil:
 		var re readError
@@ -178,6 +180,56 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 		return err
 	}
 	return nil
+}
+
+// copySparse copies r into f, an empty file, and returns the bytes read.
+// A block of zeros (the file system's block size, at a multiple of it) is
+// skipped, not written, and the final size set with ftruncate, so it stays
+// a hole: a sparse file of a tar upload (whose reader gives its holes as
+// zeros) takes on disk about its data, not its size. Any file gets this,
+// as cp --sparse=auto does: the content read back is the same, and runs of
+// zeros of a whole block, the only ones skipped, are where the disk saves.
+func copySparse(f *os.File, r io.Reader) (int64, error) {
+	bs := 4096
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err == nil && st.Blksize >= 512 && st.Blksize <= 64<<10 {
+		bs = int(st.Blksize)
+	}
+	buf := make([]byte, (256<<10)/bs*bs)
+	zero := make([]byte, bs)
+	var off int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		// Write each run of blocks that are not all zeros, at its offset.
+		start := -1
+		for i := 0; i < n; i += bs {
+			end := min(i+bs, n)
+			if !bytes.Equal(buf[i:end], zero[:end-i]) {
+				if start < 0 {
+					start = i
+				}
+				continue
+			}
+			if start >= 0 {
+				if _, err := f.WriteAt(buf[start:i], off+int64(start)); err != nil {
+					return off, err
+				}
+				start = -1
+			}
+		}
+		if start >= 0 {
+			if _, err := f.WriteAt(buf[start:n], off+int64(start)); err != nil {
+				return off, err
+			}
+		}
+		off += int64(n)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return off, f.Truncate(off)
+		}
+		if err != nil {
+			return off, err
+		}
+	}
 }
 
 // tempName is ".<name>.hutch-<random>", short enough for NAME_MAX.

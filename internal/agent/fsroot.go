@@ -45,14 +45,43 @@ func openRoot(p string) (*fsRoot, error) {
 
 func (r *fsRoot) close() error { return unix.Close(r.fd) }
 
-// open opens rel (relative to root) with openat2 and RESOLVE_IN_ROOT.
+// open opens rel (relative to root) with openat2 and RESOLVE_IN_ROOT,
+// and refuses what that leads onto a proc file system (see onProc).
 // mode is used only with O_CREAT.
 func (r *fsRoot) open(rel string, flags int, mode uint32) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
 	if flags&unix.O_CREAT != 0 {
 		how.Mode = uint64(mode)
 	}
-	return openat2(r.fd, rel, &how)
+	fd, err := openat2(r.fd, rel, &how)
+	if err == nil && onProc(fd) {
+		unix.Close(fd)
+		return -1, procRefused(sandboxPathOf(r.path, rel))
+	}
+	return fd, err
+}
+
+// onProc reports whether fd is on a proc file system, or that it cannot
+// tell. The file API serves nothing there. In the namespace driver's root
+// (the sandbox's /), /proc/self, /proc/thread-self, /proc/<the agent's
+// pid> and /proc/<tid> of each of its threads (listed nowhere, found by
+// name), and what leads there (/dev/fd, /proc/net, /proc/mounts, any
+// symlink the sandbox makes) are the agent, a process the host started:
+// its descriptors' links, exe and map_files name host paths. The rest of
+// /proc goes too: the other processes are the sandbox's own commands,
+// which read /proc themselves, while the agent would open their entries
+// with its capabilities, not theirs; and nothing there was ever served:
+// files are read up to their stat size, 0 on proc, and none is writable.
+// Magic links (/proc/self/root/…) the resolution refuses already, so no
+// path passes through /proc to land elsewhere.
+func onProc(fd int) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC
+}
+
+// procRefused is the answer for a path onProc refuses.
+func procRefused(abs string) error {
+	return errdefs.New(errdefs.ErrForbidden, "path_in_proc", "%s leads into /proc, which the file API does not serve: there it would show the agent, not the sandbox; read /proc with a command", abs)
 }
 
 // openat2 retries the EAGAIN the kernel answers when a concurrent rename

@@ -36,6 +36,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with the server's configuration changed
+// by configure (nil changes nothing) before the server starts.
+func newFixtureWith(t *testing.T, configure func(*agent.Config)) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -52,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		SandboxID:    "sb-test",
 		Token:        testToken,
 		Root:         root,
@@ -60,7 +67,11 @@ func newFixture(t *testing.T) *fixture {
 		Env:          map[string]string{"FROM_ENVELOPE": "envelope", "SHARED": "envelope"},
 		MaxFileBytes: testMaxBytes,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,20 @@ import (
 // its stdin, mkdir, move) when Config.MaxRequestBytes is zero.
 const DefaultMaxRequestBytes = 16 << 20
 
+// DefaultMaxTarBytes bounds what one tar upload unpacks (the sum of its
+// files' sizes, holes of sparse files included) when Config.MaxTarBytes is
+// zero and MaxFileBytes is smaller: the control plane's default bound on a
+// tar upload's body, so an upload of plain files it lets through at its
+// defaults is never refused here, while a sparse one, which costs its data
+// in the body but its whole size on disk, unpacks no further.
+const DefaultMaxTarBytes = 1 << 30
+
+// DefaultMaxTarEntries bounds what one tar upload makes (files, symlinks,
+// directories) when Config.MaxTarEntries is zero: about a million, several
+// times a large node_modules tree; each costs an inode and a directory a
+// block, whatever its size in the archive.
+const DefaultMaxTarEntries = 1 << 20
+
 // Config is what the server needs; ConfigFromEnvelope fills it from the
 // bootstrap envelope.
 type Config struct {
@@ -55,6 +69,15 @@ type Config struct {
 	// MaxFileBytes bounds one file read or written, and each file of a tar
 	// upload.
 	MaxFileBytes int64
+	// MaxTarBytes bounds the sum of the sizes of a tar upload's files, as
+	// the archive declares them (a sparse file's holes count), and the
+	// holes of a tar download's sparse files, which go as zeros; zero
+	// means the larger of DefaultMaxTarBytes and MaxFileBytes.
+	MaxTarBytes int64
+	// MaxTarEntries bounds what one tar upload makes: each file and
+	// symlink it writes and each directory it creates, those its entries'
+	// names imply included; zero means DefaultMaxTarEntries.
+	MaxTarEntries int
 	// CommandRlimits are set on each command: through Prlimit (see
 	// confine.PrlimitArgs) before it runs, or, without it, right after it
 	// starts.
@@ -90,6 +113,8 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		Workdir:            e.Workdir,
 		Env:                e.Env,
 		MaxFileBytes:       e.MaxFileBytes,
+		MaxTarBytes:        e.MaxTarBytes,
+		MaxTarEntries:      e.MaxTarEntries,
 		ProcessOutputBytes: e.ProcessOutputBytes,
 		CommandRlimits:     e.CommandRlimits,
 		Prlimit:            e.Prlimit,
@@ -118,6 +143,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("agent: workdir %q is not a clean path inside root %q", c.Workdir, c.Root)
 	case c.MaxFileBytes <= 0:
 		return errors.New("agent: MaxFileBytes must be positive")
+	case c.MaxTarBytes < 0 || c.MaxTarEntries < 0:
+		return errors.New("agent: MaxTarBytes and MaxTarEntries must not be negative")
 	case c.MaxRequestBytes < 0:
 		return errors.New("agent: MaxRequestBytes must not be negative")
 	case c.ProcessOutputBytes < 0:
@@ -168,6 +195,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ProcessOutputBytes == 0 {
 		cfg.ProcessOutputBytes = DefaultProcessOutputBytes
+	}
+	if cfg.MaxTarBytes == 0 {
+		cfg.MaxTarBytes = max(DefaultMaxTarBytes, cfg.MaxFileBytes)
+	}
+	if cfg.MaxTarEntries == 0 {
+		cfg.MaxTarEntries = DefaultMaxTarEntries
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

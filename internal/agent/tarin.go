@@ -19,8 +19,11 @@ const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_N
 
 // handleTarUpload answers PUT /files/tar?path=: the body, a tar, is
 // extracted under the directory (created if missing). Regular files,
-// directories and symlinks only; each file is bounded by MaxFileBytes. A
-// refused upload removes, best effort, what it had created.
+// directories and symlinks only; each file is bounded by MaxFileBytes, the
+// files together by MaxTarBytes (by the sizes the archive declares, so a
+// sparse file counts its holes), and what the upload makes by
+// MaxTarEntries. A refused upload removes, best effort, what it had
+// created.
 func (s *Server) handleTarUpload(w http.ResponseWriter, r *http.Request) {
 	res, err := s.untar(r.URL.Query().Get("path"), r.Body)
 	if err != nil {
@@ -51,7 +54,7 @@ func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr 
 		return api.TarResult{}, fsError(err, p.Abs)
 	}
 	defer unix.Close(base)
-	x := &extractor{base: base, abs: p.Abs, limit: s.cfg.MaxFileBytes}
+	x := &extractor{base: base, abs: p.Abs, limit: s.cfg.MaxFileBytes, maxBytes: s.cfg.MaxTarBytes, maxMade: s.cfg.MaxTarEntries}
 	defer func() {
 		if retErr != nil {
 			x.rollback()
@@ -78,9 +81,14 @@ func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr 
 type extractor struct {
 	base  int
 	abs   string
-	limit int64
-	files int
-	bytes int64
+	limit int64 // per file
+	// maxBytes bounds bytes, the sum of the files' sizes; maxMade bounds
+	// made, the files and symlinks written and directories created.
+	maxBytes int64
+	maxMade  int
+	made     int
+	files    int
+	bytes    int64
 	// created lists, in order, the entries that did not exist before, for
 	// rollback; dirModes the modes to give directories at the end.
 	created  []createdEntry
@@ -126,6 +134,9 @@ func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
 		if hdr.Size > x.limit {
 			return tooLarge(abs, x.limit)
 		}
+		if hdr.Size > x.maxBytes-x.bytes {
+			return errdefs.New(errdefs.ErrTooLarge, "tar_too_large", "the upload's files add up to more than %d bytes (a sparse file counts its holes), the most one upload may unpack", x.maxBytes)
+		}
 		return x.file(rel, abs, mode, body, hdr.Size)
 	case tar.TypeSymlink:
 		if rel == "." {
@@ -155,11 +166,26 @@ func entryPath(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
+// make counts one more thing the upload makes, refusing it past maxMade.
+func (x *extractor) make() error {
+	if x.made >= x.maxMade {
+		return errdefs.New(errdefs.ErrTooLarge, "tar_too_many_entries", "the upload makes more than %d files, directories and symlinks, the most one upload may", x.maxMade)
+	}
+	x.made++
+	return nil
+}
+
 // dir opens rel below base, creating the missing directories on the way,
 // never through a symlink. The caller closes the O_PATH fd.
 func (x *extractor) dir(rel, abs string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath}
 	fd, err := openat2(x.base, rel, &how)
+	if err == nil && onProc(fd) {
+		// A proc mounted below the target, as the sandbox's /proc is
+		// below /: nothing is written there (see onProc).
+		unix.Close(fd)
+		return -1, procRefused(abs)
+	}
 	if err == nil {
 		return fd, nil
 	}
@@ -170,11 +196,17 @@ func (x *extractor) dir(rel, abs string) (int, error) {
 	if err != nil {
 		return -1, fsError(err, x.abs)
 	}
-	done := ""
+	end := 0
 	for _, c := range strings.Split(rel, "/") {
-		done = path.Join(done, c)
+		end += len(c)
+		done := rel[:end] // shares rel's bytes: no copy per level in created
+		end++
 		next, err := openat2(fd, c, &how)
 		if err == unix.ENOENT {
+			if err = x.make(); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
 			if err = unix.Mkdirat(fd, c, 0o755); err == nil {
 				x.created = append(x.created, createdEntry{done, true})
 			}
@@ -185,6 +217,10 @@ func (x *extractor) dir(rel, abs string) (int, error) {
 		unix.Close(fd)
 		if err != nil {
 			return -1, x.pathError(err, path.Join(x.abs, done))
+		}
+		if onProc(next) {
+			unix.Close(next)
+			return -1, procRefused(path.Join(x.abs, done))
 		}
 		fd = next
 	}
@@ -215,6 +251,9 @@ func (x *extractor) file(rel, abs string, mode uint32, body io.Reader, size int6
 		return err
 	}
 	defer unix.Close(dirfd)
+	if err := x.make(); err != nil {
+		return err
+	}
 	existed := exists(dirfd, name)
 	if err := writeAtomic(dirfd, name, mode, body, x.limit); err != nil {
 		return writeError(err, abs, x.limit)
@@ -236,6 +275,9 @@ func (x *extractor) symlink(rel, abs, target string) error {
 		return err
 	}
 	defer unix.Close(dirfd)
+	if err := x.make(); err != nil {
+		return err
+	}
 	existed := false
 	err = unix.Symlinkat(target, dirfd, name)
 	if err == unix.EEXIST {

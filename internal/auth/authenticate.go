@@ -24,34 +24,94 @@ const TouchInterval = time.Minute
 // TouchInterval are dropped.
 const maxTouched = 10_000
 
-// Authenticator checks API keys. The zero value with Store set is ready;
-// it is safe for concurrent use.
+// Authenticator checks API keys and revokes them. The zero value with
+// Store set is ready; it is safe for concurrent use. One Authenticator
+// serves every door that takes API keys (the API and the preview router),
+// so that a key it revokes ends the requests of each.
 type Authenticator struct {
 	Store store.Store
-	Log   *slog.Logger // optional: where failed LastUsedAt writes are reported
+	Log   *slog.Logger // optional: failed LastUsedAt writes and revocations
 
-	mu      sync.Mutex
-	touched map[string]time.Time // key id → when LastUsedAt was last written
-	now     func() time.Time     // tests stub the clock
+	mu       sync.Mutex
+	touched  map[string]time.Time // key id → when LastUsedAt was last written
+	now      func() time.Time     // tests stub the clock
+	sessions sessions             // the requests in flight, by key (sessions.go)
 }
 
 // dummyHash is compared against when a key id is unknown, so that an
 // unknown id and a wrong secret take the same work and get the same answer.
 var dummyHash = HashSecret("hutch-unknown-key")
 
-// Authenticate returns the principal of an Authorization header of the form
-// "Bearer <key>". Every failure is an ErrUnauthorized error: code
-// missing_api_key when there is no key, invalid_api_key otherwise, the same
-// for a malformed key, an unknown key id and a wrong secret.
-func (a *Authenticator) Authenticate(ctx context.Context, header string) (tenancy.Principal, error) {
+// Begin authenticates a request by its Authorization header, of the form
+// "Bearer <key>", and returns the context to serve it with: it carries the
+// principal, and it ends, with cause ErrKeyRevoked, as soon as Revoke
+// revokes the key, so a stream or WebSocket that selects on it ends with
+// its key. Call end once the request is done; it releases what Begin
+// holds. It is the only way in: there is no check that a request could
+// outlive.
+//
+// Every failure is an ErrUnauthorized error: code missing_api_key when
+// there is no key, invalid_api_key otherwise, the same for a malformed
+// key, an unknown key id and a wrong secret.
+//
+// The request is held under its key id before the key is looked up: a
+// revocation that commits before the lookup makes the lookup fail, and one
+// that commits after finds the request held. Either way no request
+// outlives its key.
+func (a *Authenticator) Begin(ctx context.Context, header string) (_ context.Context, end func(), _ error) {
+	id, secret, err := parseHeader(header)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	remove := a.sessions.add(id, cancel)
+	end = func() {
+		remove()
+		cancel(context.Canceled)
+	}
+	p, err := a.check(ctx, id, secret)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return tenancy.With(ctx, p), end, nil
+}
+
+// Revoke deletes key id of the caller's tenant and, with cascade, every
+// key it created, transitively (store.Store.DeleteKey, which says who may
+// delete what), then ends every request in flight that those keys
+// authenticated through Begin. It returns the ids revoked.
+//
+// It ends the requests this process serves: another control plane on the
+// same store finds the key gone only on its next request.
+func (a *Authenticator) Revoke(ctx context.Context, id string, cascade bool) ([]string, error) {
+	ids, err := a.Store.DeleteKey(ctx, id, cascade)
+	if err != nil {
+		return nil, err
+	}
+	ended := a.sessions.end(ids, ErrKeyRevoked)
+	a.mu.Lock()
+	for _, k := range ids {
+		delete(a.touched, k)
+	}
+	a.mu.Unlock()
+	if a.Log != nil {
+		a.Log.InfoContext(ctx, "revoked API keys", logattr.Key(id), "keys", ids, "requests_ended", ended)
+	}
+	return ids, nil
+}
+
+// parseHeader returns the key id and secret of an Authorization header.
+func parseHeader(header string) (id, secret string, err error) {
 	key, err := bearer(header)
 	if err != nil {
-		return tenancy.Principal{}, err
+		return "", "", err
 	}
-	id, secret, err := ParseKey(key)
-	if err != nil {
-		return tenancy.Principal{}, err
-	}
+	return ParseKey(key)
+}
+
+// check looks key id up and compares its secret.
+func (a *Authenticator) check(ctx context.Context, id, secret string) (tenancy.Principal, error) {
 	k, err := a.Store.LookupKey(ctx, id)
 	want := k.Hash
 	switch {

@@ -48,7 +48,7 @@ func TestBootstrap(t *testing.T) {
 	}
 	key := strings.TrimSpace(string(raw))
 
-	p, err := (&Authenticator{Store: st}).Authenticate(ctx, "Bearer "+key)
+	p, err := authenticate(&Authenticator{Store: st}, ctx, "Bearer "+key)
 	if err != nil {
 		t.Fatalf("the bootstrap key does not authenticate: %v", err)
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
+	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // openStore opens a real SQLite store in a temporary directory.
@@ -32,4 +34,15 @@ func wantErr(t *testing.T, what string, err, class error, code string) {
 	if !errors.Is(err, class) || got != code {
 		t.Errorf("%s: error %v (code %q), want class %v code %q", what, err, got, class, code)
 	}
+}
+
+// authenticate is Begin for a request that ends at once.
+func authenticate(a *Authenticator, ctx context.Context, header string) (tenancy.Principal, error) {
+	ctx, end, err := a.Begin(ctx, header)
+	if err != nil {
+		return tenancy.Principal{}, err
+	}
+	defer end()
+	p, _ := tenancy.From(ctx)
+	return p, nil
 }

@@ -10,14 +10,16 @@ import (
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // MaxTenantName is the longest tenant name, in characters.
 const MaxTenantName = 128
 
 // CreateTenant creates a tenant named name with its first key, a member key
-// named "default", in one transaction. It returns the key's secret, to be
-// shown once. ctx must be an admin's or the system's (the store checks).
+// named "default" and made by the caller's key, in one transaction. It
+// returns the key's secret, to be shown once. ctx must be an admin's or
+// the system's (the store checks).
 func CreateTenant(ctx context.Context, st store.Store, name string) (store.Tenant, store.Key, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > MaxTenantName || strings.ContainsFunc(name, isControl) {
@@ -26,6 +28,9 @@ func CreateTenant(ctx context.Context, st store.Store, name string) (store.Tenan
 	}
 	t := store.Tenant{ID: ids.New(), Name: name, CreatedAt: store.Time(time.Now())}
 	k, secret := NewKey(t.ID, "default", api.RoleMember)
+	if p, ok := tenancy.From(ctx); ok {
+		k.CreatedBy = p.KeyID
+	}
 	if err := st.CreateTenant(ctx, t, k); err != nil {
 		return store.Tenant{}, store.Key{}, "", err
 	}

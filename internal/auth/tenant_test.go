@@ -22,7 +22,7 @@ func TestCreateTenant(t *testing.T) {
 	if tn.Name != "acme" || k.TenantID != tn.ID || k.Role != api.RoleMember || tn.CreatedAt.IsZero() {
 		t.Errorf("tenant %+v, key %+v", tn, k)
 	}
-	p, err := (&Authenticator{Store: st}).Authenticate(context.Background(), "Bearer "+secret)
+	p, err := authenticate(&Authenticator{Store: st}, context.Background(), "Bearer "+secret)
 	if err != nil {
 		t.Fatalf("the new tenant's key does not authenticate: %v", err)
 	}

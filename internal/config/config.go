@@ -70,6 +70,11 @@ type Config struct {
 	// ShutdownTimeout bounds each step of shutdown.
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
+	// EventRetention is how long events are kept, and EventMaxPerTenant
+	// how many of each tenant's (the newest); the server trims the rest.
+	// Zero keeps them.
+	EventRetention    time.Duration
+	EventMaxPerTenant int
 }
 
 // Default returns the embedded defaults: `hutch serve` with no flags.
@@ -98,6 +103,8 @@ func Default() Config {
 		IdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
 		TeardownTimeout:    30 * time.Second,
+		EventRetention:     30 * 24 * time.Hour,
+		EventMaxPerTenant:  100000,
 	}
 }
 
@@ -140,6 +147,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxCallsPerSandbox, "max-calls-per-sandbox", "HUTCH_MAX_CALLS_PER_SANDBOX", "calls in flight to one sandbox (streams, terminals, watches included); one more is 429 too_many_calls")
 	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; more are closed at once")
+	num(&c.EventMaxPerTenant, "event-max-per-tenant", "HUTCH_EVENT_MAX_PER_TENANT", "events kept per tenant, the newest; older ones are trimmed (0: no limit)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
 		ps, err := parsePrefixes(v)
@@ -164,6 +172,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	dur(&c.DefaultTimeout, "default-timeout", "HUTCH_DEFAULT_TIMEOUT", "lifetime of a sandbox that names none")
 	dur(&c.MaxTimeout, "max-timeout", "HUTCH_MAX_TIMEOUT", "longest lifetime a sandbox may ask for")
 	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
+	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -229,6 +238,12 @@ func (c Config) Validate() error {
 	d, m := c.DefaultLimits, c.MaxLimits
 	if d.MemoryMB <= 0 || d.Pids <= 0 || d.CPU <= 0 || d.MemoryMB > m.MemoryMB || d.Pids > m.Pids || d.CPU > m.CPU {
 		errs = append(errs, fmt.Errorf("default limits %+v must be positive and within the maximum %+v", d, m))
+	}
+	if c.EventRetention != 0 && c.EventRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("event retention %s must be 0 (for ever) or at least 1h", c.EventRetention))
+	}
+	if c.EventMaxPerTenant < 0 {
+		errs = append(errs, fmt.Errorf("event max per tenant %d must be 0 (no limit) or positive", c.EventMaxPerTenant))
 	}
 	if c.DefaultTimeout <= 0 || c.DefaultTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("default timeout %s must be positive and at most the maximum %s", c.DefaultTimeout, c.MaxTimeout))

@@ -53,6 +53,8 @@ func TestLoadRejects(t *testing.T) {
 		"preview URL of another host": {args: []string{"--preview-url", "https://example.com"}, want: "preview domain"},
 		"preview URL with a path":     {args: []string{"--preview-url", "https://localhost/p"}, want: "a port at most"},
 		"preview URL not http":        {args: []string{"--preview-url", "ftp://localhost"}, want: "http or https"},
+		"event retention too short":   {args: []string{"--event-retention", "10m"}, want: "event retention"},
+		"negative event max":          {env: map[string]string{"HUTCH_EVENT_MAX_PER_TENANT": "-1"}, want: "event max per tenant"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(tc.args, env(tc.env))
@@ -75,5 +77,22 @@ func TestStore(t *testing.T) {
 	}
 	if u := storeUsage(); !strings.Contains(u, "sqlite (one SQLite file") {
 		t.Errorf("--store help %q does not list sqlite", u)
+	}
+}
+
+// TestEventRetention: the event log is trimmed by default, the
+// environment and flags change how, and 0 keeps everything.
+func TestEventRetention(t *testing.T) {
+	d := Default()
+	if d.EventRetention != 720*time.Hour || d.EventMaxPerTenant != 100000 {
+		t.Errorf("defaults: retention %s, max per tenant %d; want 720h and 100000", d.EventRetention, d.EventMaxPerTenant)
+	}
+	c, err := Load([]string{"--event-max-per-tenant", "500"}, env(map[string]string{"HUTCH_EVENT_RETENTION": "48h", "HUTCH_EVENT_MAX_PER_TENANT": "7"}))
+	if err != nil || c.EventRetention != 48*time.Hour || c.EventMaxPerTenant != 500 {
+		t.Fatalf("Load = %s, %d, %v; want 48h from the environment and 500 from the flag", c.EventRetention, c.EventMaxPerTenant, err)
+	}
+	c, err = Load([]string{"--event-retention", "0", "--event-max-per-tenant", "0"}, env(nil))
+	if err != nil || c.EventRetention != 0 || c.EventMaxPerTenant != 0 {
+		t.Fatalf("Load of 0 and 0 = %s, %d, %v; want both kept for ever", c.EventRetention, c.EventMaxPerTenant, err)
 	}
 }

@@ -41,6 +41,11 @@ type Envelope struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// MaxFileBytes bounds one file read or written through the file API.
 	MaxFileBytes int64 `json:"max_file_bytes"`
+	// MaxTarBytes bounds what one tar upload unpacks (its files' sizes,
+	// sparse holes included) and MaxTarEntries what it makes (files,
+	// symlinks, directories); zero means the agent's defaults.
+	MaxTarBytes   int64 `json:"max_tar_bytes,omitempty"`
+	MaxTarEntries int   `json:"max_tar_entries,omitempty"`
 	// ProcessOutputBytes bounds each background process's output buffer;
 	// zero means the agent's default.
 	ProcessOutputBytes int64 `json:"process_output_bytes,omitempty"`
@@ -103,6 +108,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope max_file_bytes must be positive")
 	case e.ProcessOutputBytes < 0:
 		return errors.New("envelope process_output_bytes must not be negative")
+	case e.MaxTarBytes < 0 || e.MaxTarEntries < 0:
+		return errors.New("envelope max_tar_bytes and max_tar_entries must not be negative")
 	case e.ExecFD < 0 || (e.ExecFD > 0 && e.ExecFD < 3):
 		return errors.New("envelope exec_fd must be above 2")
 	}

@@ -16,14 +16,16 @@ import (
 
 func validEnvelope() *envelope.Envelope {
 	return &envelope.Envelope{
-		Version:      envelope.Version,
-		SandboxID:    "sb-1",
-		Token:        strings.Repeat("t", 32),
-		Socket:       "/run/hutch/agent.sock",
-		Root:         "/sandbox",
-		Workdir:      "/sandbox/work",
-		Env:          map[string]string{"A": "1", "EMPTY": ""},
-		MaxFileBytes: 1 << 20,
+		Version:       envelope.Version,
+		SandboxID:     "sb-1",
+		Token:         strings.Repeat("t", 32),
+		Socket:        "/run/hutch/agent.sock",
+		Root:          "/sandbox",
+		Workdir:       "/sandbox/work",
+		Env:           map[string]string{"A": "1", "EMPTY": ""},
+		MaxFileBytes:  1 << 20,
+		MaxTarBytes:   1 << 30,
+		MaxTarEntries: 1000,
 		Confine: &confine.Config{
 			NoNewPrivs: true,
 			Landlock:   &confine.Landlock{ReadOnly: []string{"/usr"}, ReadWrite: []string{"/sandbox"}, ConnectPorts: []uint16{3128}},
@@ -116,6 +118,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"relative workdir", edit(func(e *envelope.Envelope) { e.Workdir = "work" }), "workdir"},
 		{"zero max_file_bytes", edit(func(e *envelope.Envelope) { e.MaxFileBytes = 0 }), "max_file_bytes"},
 		{"negative max_file_bytes", edit(func(e *envelope.Envelope) { e.MaxFileBytes = -1 }), "max_file_bytes"},
+		{"negative max_tar_bytes", edit(func(e *envelope.Envelope) { e.MaxTarBytes = -1 }), "max_tar_bytes"},
+		{"negative max_tar_entries", edit(func(e *envelope.Envelope) { e.MaxTarEntries = -1 }), "max_tar_entries"},
 		{"empty env name", edit(func(e *envelope.Envelope) { e.Env[""] = "x" }), "env name"},
 		{"= in env name", edit(func(e *envelope.Envelope) { e.Env["A=B"] = "x" }), "env name"},
 		{"NUL in env name", edit(func(e *envelope.Envelope) { e.Env["A\x00"] = "x" }), "env name"},

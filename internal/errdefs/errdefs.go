@@ -24,6 +24,8 @@ var (
 	ErrRateLimited  = errors.New("rate limited")
 	// ErrMethodNotAllowed: the resource exists, not under that method.
 	ErrMethodNotAllowed = errors.New("method not allowed")
+	// ErrInsufficientStorage: a filesystem the server writes to is full.
+	ErrInsufficientStorage = errors.New("insufficient storage")
 )
 
 // Error is a classified error with a stable code and a user-safe message.
@@ -88,7 +90,7 @@ func Classify(err error) (class error, code, message string) {
 		}
 		return e.Class, e.Code, e.Message
 	}
-	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported, ErrRateLimited, ErrMethodNotAllowed} {
+	for _, c := range []error{ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden, ErrUnauthorized, ErrTooLarge, ErrUnavailable, ErrUnsupported, ErrRateLimited, ErrMethodNotAllowed, ErrInsufficientStorage} {
 		if errors.Is(err, c) {
 			return c, codeOf(c), c.Error()
 		}
@@ -118,6 +120,8 @@ func codeOf(class error) string {
 		return "rate_limited"
 	case ErrMethodNotAllowed:
 		return "method_not_allowed"
+	case ErrInsufficientStorage:
+		return "insufficient_storage"
 	}
 	return "internal"
 }

@@ -19,6 +19,7 @@ var statuses = []struct {
 	{ErrUnsupported, http.StatusNotImplemented},
 	{ErrUnavailable, http.StatusServiceUnavailable},
 	{ErrRateLimited, http.StatusTooManyRequests},
+	{ErrInsufficientStorage, http.StatusInsufficientStorage},
 }
 
 // HTTPStatus returns the status, code and user-safe message for err.

@@ -3,12 +3,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/sandbox"
@@ -52,7 +54,7 @@ func New(cfg Config) *API {
 	for _, r := range a.routes() {
 		h := onlyQuery(r, a.writeError)
 		if !r.public {
-			h = a.authenticate(h)
+			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)
 		}
 		if r.long {
 			h = untimed(h)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/hutchdev/hutch/api"
@@ -10,31 +11,27 @@ import (
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
+// createKey makes a key in the caller's tenant, recorded as made by the
+// caller's key. The store refuses a key more powerful than the caller's
+// (403 <role>_required); the route refuses readers.
 func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateKeyRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	p, _ := tenancy.From(r.Context())
-	switch req.Role {
-	case "":
-		req.Role = api.RoleMember
-	case api.RoleMember:
-	case api.RoleAdmin:
-		if p.Role != api.RoleAdmin {
-			a.writeError(w, r, errdefs.Forbidden("forbidden", "only an admin key can create admin keys"))
-			return
-		}
-	default:
-		a.writeError(w, r, errdefs.Invalid("invalid_request", "role must be %q or %q", api.RoleMember, api.RoleAdmin))
+	req.Role = cmp.Or(req.Role, api.RoleMember)
+	if !tenancy.ValidRole(req.Role) {
+		a.writeError(w, r, errdefs.Invalid("invalid_request", "role must be %q, %q or %q", api.RoleReader, api.RoleMember, api.RoleAdmin))
 		return
 	}
 	if len(req.Name) > 128 {
 		a.writeError(w, r, errdefs.Invalid("invalid_request", "name must be at most 128 characters"))
 		return
 	}
+	p, _ := tenancy.From(r.Context())
 	k, secret := auth.NewKey(p.TenantID, req.Name, req.Role)
+	k.CreatedBy = p.KeyID
 	if err := a.cfg.Store.CreateKey(r.Context(), k); err != nil {
 		a.writeError(w, r, err)
 		return
@@ -57,8 +54,15 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// deleteKey revokes a key and, with ?cascade=true, every key it made,
+// transitively; their requests in flight end (auth.Authenticator.Revoke).
 func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
-	if err := a.cfg.Store.DeleteKey(r.Context(), r.PathValue("id")); err != nil {
+	cascade, err := queryBool(r.URL.Query().Get("cascade"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if _, err := a.cfg.Auth.Revoke(r.Context(), r.PathValue("id"), cascade); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -72,6 +76,7 @@ func keyToAPI(k store.Key) api.Key {
 		Name:       k.Name,
 		Role:       k.Role,
 		Prefix:     k.Prefix,
+		CreatedBy:  k.CreatedBy,
 		CreatedAt:  k.CreatedAt,
 		LastUsedAt: k.LastUsedAt,
 	}

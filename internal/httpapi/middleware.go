@@ -9,17 +9,25 @@ import (
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// authenticate puts the caller's principal in the request context, or
-// answers 401.
-func (a *API) authenticate(next http.Handler) http.HandlerFunc {
+// authenticate serves the request as its key: the context carries the
+// principal and ends when the key is revoked (auth.Authenticator.Begin),
+// so a stream or WebSocket ends with its key. A request without a valid
+// key is answered 401; one whose key's role is below least, 403
+// <least>_required.
+func (a *API) authenticate(least string, next http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.cfg.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		ctx, end, err := a.cfg.Auth.Begin(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 			a.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(tenancy.With(r.Context(), p)))
+		defer end()
+		if p, _ := tenancy.From(ctx); !p.Holds(least) {
+			a.writeError(w, r, tenancy.RoleRequired(least))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	}
 }
 

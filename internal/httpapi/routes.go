@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/hutchdev/hutch/api"
+)
 
 // route is one API operation. The table below is the server's whole
 // surface; openapi_test.go holds it, query parameters included, to
@@ -10,6 +14,11 @@ type route struct {
 	handler         http.HandlerFunc
 	public          bool     // no API key needed
 	query           []string // the query parameters it takes; any other is refused
+	// role is the least role whose keys may call it: api.RoleReader for
+	// what only reads (GETs; not the terminals, which run commands),
+	// api.RoleAdmin for what only admins may do; "" is api.RoleMember, so
+	// a new route is closed to readers until it says otherwise.
+	role string
 	// long marks a stream, a transfer or a command that may outlast the
 	// server's request timeout: its read and write deadlines are lifted
 	// (idle connections and headers are still bounded).
@@ -19,56 +28,56 @@ type route struct {
 func (a *API) routes() []route {
 	return []route{
 		{method: "GET", pattern: "/healthz", handler: a.healthz, public: true},
-		{method: "GET", pattern: "/v1/info", handler: a.info},
+		{method: "GET", pattern: "/v1/info", handler: a.info, role: api.RoleReader},
 
-		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant},
+		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant, role: api.RoleAdmin},
 		{method: "POST", pattern: "/v1/keys", handler: a.createKey},
-		{method: "GET", pattern: "/v1/keys", handler: a.listKeys},
-		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey},
+		{method: "GET", pattern: "/v1/keys", handler: a.listKeys, role: api.RoleReader},
+		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey, query: []string{"cascade"}},
 		{method: "POST", pattern: "/v1/secrets", handler: a.createSecret},
-		{method: "GET", pattern: "/v1/secrets", handler: a.listSecrets},
-		{method: "GET", pattern: "/v1/secrets/{name}", handler: a.getSecret},
+		{method: "GET", pattern: "/v1/secrets", handler: a.listSecrets, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/secrets/{name}", handler: a.getSecret, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/secrets/{name}", handler: a.replaceSecret},
 		{method: "DELETE", pattern: "/v1/secrets/{name}", handler: a.deleteSecret},
 
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
-		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes, query: []string{"state", "label", "limit", "cursor"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox},
+		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes, query: []string{"state", "label", "limit", "cursor"}, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox, role: api.RoleReader},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true, role: api.RoleReader},
 
-		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}, long: true},
+		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}, long: true, role: api.RoleReader},
 
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec", handler: a.exec, long: true},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/exec/stream", handler: a.execStream, long: true},
 
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes", handler: a.startProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes", handler: a.listProcesses},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}", handler: a.getProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput, query: []string{"cursor", "follow"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes", handler: a.listProcesses, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}", handler: a.getProcess, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/output", handler: a.processOutput, query: []string{"cursor", "follow"}, long: true, role: api.RoleReader},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/stdin", handler: a.processStdin, query: []string{"close"}, long: true},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/signal", handler: a.signalProcess},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/processes/{pid}/resize", handler: a.resizeProcess},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess, query: []string{"timeout_ms"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/wait", handler: a.waitProcess, query: []string{"timeout_ms"}, long: true, role: api.RoleReader},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/processes/{pid}/terminal", handler: a.attachTerminal, query: []string{"cursor"}, long: true},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/terminal", handler: a.terminal, query: []string{"cmd", "cwd", "rows", "cols"}, long: true},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/ports", handler: a.listPorts},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/ports", handler: a.listPorts, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/ports/{port}", handler: a.setPort},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/ports/{port}/url", handler: a.previewURL},
 
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile, query: []string{"path"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files", handler: a.readFile, query: []string{"path"}, long: true, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/files", handler: a.writeFile, query: []string{"path", "mode", "parents"}, long: true},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}/files", handler: a.removeFile, query: []string{"path", "recursive"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles, query: []string{"path"}},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile, query: []string{"path"}},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/list", handler: a.listFiles, query: []string{"path"}, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/stat", handler: a.statFile, query: []string{"path"}, role: api.RoleReader},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/mkdir", handler: a.mkdir},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/files/move", handler: a.move},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar, query: []string{"path"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.downloadTar, query: []string{"path"}, long: true, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/files/tar", handler: a.uploadTar, query: []string{"path"}, long: true},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles, query: []string{"path", "recursive"}, long: true},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/files/watch", handler: a.watchFiles, query: []string{"path", "recursive"}, long: true, role: api.RoleReader},
 	}
 }

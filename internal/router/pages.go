@@ -30,6 +30,12 @@ var (
 	pagePrivate = page{http.StatusUnauthorized, "preview_private", "This preview is private",
 		"Port %[1]d of sandbox %[2]s is private. Open it with a signed link (POST /v1/sandboxes/%[2]s/ports/%[1]d/url), " +
 			"send an API key of the sandbox's tenant, or make the port public (PUT /v1/sandboxes/%[2]s/ports/%[1]d).", false}
+	pageCookieRefused = page{http.StatusForbidden, "preview_cookie_refused", "This request cannot use your preview sign-in",
+		"Port %[1]d of sandbox %[2]s is private. Your browser holds its sign-in cookie, but the cookie only counts on requests " +
+			"this preview's own pages make and on pages opened in their own tab; this one came from a page of another preview or site " +
+			"(a frame, a script, an embed), or the browser did not say where it came from, as browsers do not over plain HTTP on a custom domain. " +
+			"Open the preview in its own tab with a new signed link (POST /v1/sandboxes/%[2]s/ports/%[1]d/url), or send an API key " +
+			"of the sandbox's tenant. Operators: serve previews over HTTPS (--preview-url https://…), where browsers say where requests come from.", false}
 	pageBadKey = page{http.StatusUnauthorized, "invalid_api_key", "The API key is not valid",
 		"The API key sent with this request is not valid.", false}
 	pageBadToken = page{http.StatusUnauthorized, "invalid_preview_token", "This link has expired",

@@ -84,6 +84,23 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 	stripKeys(pr.Out.Header)
 	stripCookie(pr.Out.Header, CookieName)
+	stripRefererToken(pr.Out.Header)
+}
+
+// stripRefererToken takes a signed URL's token out of the Referer: a page
+// opened with one keeps it in its address where the browser sends no
+// Fetch Metadata (nothing tells the router it may redirect), and the
+// page's own requests name that address.
+func stripRefererToken(h http.Header) {
+	ref := h.Get("Referer")
+	u, err := url.Parse(ref)
+	if ref == "" || err != nil || u.RawQuery == "" {
+		return
+	}
+	if q := stripQuery(u.RawQuery, TokenParam); q != u.RawQuery {
+		u.RawQuery = q
+		h.Set("Referer", u.String())
+	}
 }
 
 func exchangeOf(r *http.Request) *exchange {

@@ -8,7 +8,9 @@
 // request is authorized: a public port lets everyone in; a private one (the
 // default) wants an API key of the sandbox's tenant, a signed URL
 // (?hutch_token=, made by POST /v1/sandboxes/{id}/ports/{port}/url) or the
-// cookie such a URL leaves, scoped to the preview's host. Another tenant's
+// cookie such a URL leaves, scoped to the preview's host and accepted only
+// on requests from the preview's own pages and on top-level navigations
+// (cookie.go: sibling previews share a site). Another tenant's
 // key sees 404, as for a sandbox that does not exist. None of these
 // credentials reaches the sandbox's program.
 //
@@ -51,9 +53,11 @@ type Sandboxes interface {
 }
 
 // KeyAuthenticator resolves an Authorization header to a principal
-// (internal/auth.Authenticator).
+// (internal/auth.Authenticator, the one the API uses).
 type KeyAuthenticator interface {
-	Authenticate(ctx context.Context, header string) (tenancy.Principal, error)
+	// Begin returns ctx carrying the principal, ended as soon as the key
+	// is revoked, and end, which releases it once the request is done.
+	Begin(ctx context.Context, header string) (_ context.Context, end func(), _ error)
 }
 
 // Dialer opens a connection to a port of a running sandbox. ctx bounds
@@ -142,6 +146,9 @@ func New(cfg Config) (*Router, error) {
 		}
 		rt.public = u
 	}
+	if msg := plainHTTPWarning(rt.domain, rt.public); msg != "" {
+		rt.log.Warn(msg, "preview_domain", rt.domain)
+	}
 	rt.ports, _ = cfg.Sandboxes.(store.Ports)
 	rt.tr, rt.proxy = rt.newProxy()
 	return rt, nil
@@ -226,7 +233,8 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 		rt.fail(w, r, ex, pageInternal, "internal")
 		return
 	}
-	if !rt.authorize(w, r, ex, sb, public) {
+	r, ok := rt.authorize(w, r, ex, sb, public)
+	if !ok {
 		return
 	}
 	switch {
@@ -237,7 +245,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	case sb.State != api.StateRunning:
 		rt.fail(w, r, ex, pageNotRunning, "not_running")
 	default:
-		if ex.access == accessToken && isNavigation(r) {
+		if ex.access == accessToken && isTopLevelNavigation(r) {
 			// Take the token out of the address bar and history; the
 			// cookie set with this answer lets the browser back in.
 			u := *r.URL
@@ -267,40 +275,47 @@ func (rt *Router) isPublic(sys context.Context, t Target) bool {
 	return p.Public
 }
 
-// authorize lets the request in or answers it. sb is nil when the sandbox
-// does not exist; without credentials that answers 401 like a private
-// port, so an anonymous caller cannot tell the two apart.
-func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, sb *store.Sandbox, public bool) bool {
+// authorize lets the request in, returning the request to proxy, or
+// answers it. sb is nil when the sandbox does not exist; without
+// credentials that answers 401 like a private port, so an anonymous caller
+// cannot tell the two apart. A request an API key let in is proxied with
+// a context that ends when the key is revoked (KeyAuthenticator.Begin), so
+// its stream or WebSocket ends with the key.
+func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, sb *store.Sandbox, public bool) (*http.Request, bool) {
 	t := ex.target
 	if public {
 		ex.access = accessPublic
-		return true
+		return r, true
 	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
-		p, err := rt.cfg.Auth.Authenticate(r.Context(), "Bearer "+key)
-		switch {
-		case err != nil:
+		ctx, end, err := rt.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		if err != nil {
 			rt.fail(w, r, ex, pageBadKey, "unauthorized")
-			return false
-		case sb == nil || p.TenantID != sb.TenantID:
+			return nil, false
+		}
+		// The request's own context ends when its handler returns.
+		context.AfterFunc(ctx, end)
+		if p, _ := tenancy.From(ctx); sb == nil || p.TenantID != sb.TenantID {
 			rt.fail(w, r, ex, pageNotFound, "not_found")
-			return false
+			return nil, false
 		}
 		ex.access = accessKey
-		return true
+		return r.WithContext(ctx), true
 	}
 	now := rt.cfg.Now()
-	if c, err := r.Cookie(CookieName); err == nil && rt.cookieAllowed(r) {
-		if _, err := rt.sign.verify(purposeSession, c.Value, t, now); err == nil {
+	cookieRefused := false
+	if rt.hasSession(r, t, now) {
+		if rt.cookieAllowed(r) {
 			ex.access = accessCookie
-			return true
+			return r, true
 		}
+		cookieRefused = true // unless the URL carries a token
 	}
 	if tok := r.URL.Query().Get(TokenParam); tok != "" {
 		exp, err := rt.sign.verify(purposeURL, tok, t, now)
 		if err != nil {
 			rt.fail(w, r, ex, pageBadToken, "unauthorized")
-			return false
+			return nil, false
 		}
 		http.SetCookie(w, &http.Cookie{
 			Name:     CookieName,
@@ -313,36 +328,14 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 			SameSite: http.SameSiteLaxMode,
 		})
 		ex.access = accessToken
-		return true
+		return r, true
+	}
+	if cookieRefused {
+		rt.fail(w, r, ex, pageCookieRefused, "cookie_refused")
+		return nil, false
 	}
 	rt.fail(w, r, ex, pagePrivate, "unauthorized")
-	return false
-}
-
-// cookieAllowed refuses the preview cookie on requests another site's page
-// made: every preview shares the preview domain's site, so SameSite alone
-// would let one sandbox's page call, or open a WebSocket to, another's
-// private preview with the visitor's cookie. Top-level navigations are
-// fine (a link to the preview), and so are clients that send no fetch
-// metadata (not a browser).
-func (rt *Router) cookieAllowed(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, rt.origin(r)) {
-		if upgradeType(r.Header) != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return false
-		}
-	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-		return true
-	}
-	return isNavigation(r)
-}
-
-// isNavigation reports whether a browser is loading a page (not a script's
-// fetch, nor a WebSocket).
-func isNavigation(r *http.Request) bool {
-	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
-		upgradeType(r.Header) == ""
+	return nil, false
 }
 
 // origin is the request's own origin: the preview's scheme and host.

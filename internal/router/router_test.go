@@ -81,22 +81,58 @@ func (f *fakeStore) setState(id string, s api.SandboxState) {
 	f.sbs[id].State = s
 }
 
-// fakeAuth knows two keys.
-type fakeAuth struct{}
+// fakeAuth knows three keys, two of tenant a; with sessions set, a key's
+// requests can be ended as a revocation ends them.
+type fakeAuth struct{ sessions *fakeSessions }
 
 const (
-	keyA = "hk_aaaa_secret"
-	keyB = "hk_bbbb_secret"
+	keyA  = "hk_aaaa_secret"
+	keyA2 = "hk_aaa2_secret"
+	keyB  = "hk_bbbb_secret"
 )
 
-func (fakeAuth) Authenticate(ctx context.Context, header string) (tenancy.Principal, error) {
+func (f fakeAuth) Begin(ctx context.Context, header string) (context.Context, func(), error) {
+	var p tenancy.Principal
 	switch header {
 	case "Bearer " + keyA:
-		return tenancy.Principal{TenantID: "tenant-a", KeyID: "aaaa", Role: api.RoleMember}, nil
+		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "aaaa", Role: api.RoleMember}
+	case "Bearer " + keyA2:
+		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "aaa2", Role: api.RoleMember}
 	case "Bearer " + keyB:
-		return tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}, nil
+		p = tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}
+	default:
+		return nil, nil, errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
 	}
-	return tenancy.Principal{}, errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
+	ctx, cancel := context.WithCancel(tenancy.With(ctx, p))
+	if f.sessions != nil {
+		f.sessions.add(p.KeyID, cancel)
+	}
+	return ctx, cancel, nil
+}
+
+// fakeSessions are the requests fakeAuth let in, by key id.
+type fakeSessions struct {
+	mu   sync.Mutex
+	open map[string][]context.CancelFunc
+}
+
+func (s *fakeSessions) add(keyID string, cancel context.CancelFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == nil {
+		s.open = map[string][]context.CancelFunc{}
+	}
+	s.open[keyID] = append(s.open[keyID], cancel)
+}
+
+// revoke ends every request of keyID.
+func (s *fakeSessions) revoke(keyID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cancel := range s.open[keyID] {
+		cancel()
+	}
+	delete(s.open, keyID)
 }
 
 const (
@@ -118,13 +154,15 @@ type env struct {
 	now   time.Time
 	dials int
 	mu    sync.Mutex
+	// sessions are the requests API keys let in (fakeAuth).
+	sessions *fakeSessions
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	app := httptest.NewServer(testApp())
 	t.Cleanup(app.Close)
-	e := &env{t: t, logs: &testutil.Buffer{}, now: time.Now()}
+	e := &env{t: t, logs: &testutil.Buffer{}, now: time.Now(), sessions: &fakeSessions{}}
 	e.st = &fakeStore{
 		sbs: map[string]*store.Sandbox{
 			idRunning: {ID: idRunning, TenantID: "tenant-a", State: api.StateRunning},
@@ -149,7 +187,7 @@ func newEnv(t *testing.T) *env {
 		Domain:     "localhost",
 		Key:        bytes.Repeat([]byte{1}, KeyBytes),
 		Sandboxes:  e.st,
-		Auth:       fakeAuth{},
+		Auth:       fakeAuth{sessions: e.sessions},
 		Tunnels:    dial,
 		Log:        slog.New(slog.NewJSONHandler(e.logs, nil)),
 		MaxRetries: 3,
@@ -375,8 +413,10 @@ func TestRouterSignedURL(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Domain != "" || cookie.Path != "/" || cookie.Secure {
 		t.Fatalf("cookie %+v", cookie)
 	}
-	// The cookie lets the same host in, but not another port.
-	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value})
+	// The cookie lets the same host in, on its own pages' requests
+	// (cookie_test.go), but not another port.
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value,
+		"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"})
 	wantStatus(t, "cookie", resp, body, 200, "")
 	resp, body = e.get(idRunning, 4000, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value})
 	wantStatus(t, "cookie on another port", resp, body, 401, "preview_private")
@@ -386,10 +426,10 @@ func TestRouterSignedURL(t *testing.T) {
 	// Another page's script cannot use it, nor open a WebSocket with it.
 	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value,
 		"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "cors", "Origin": "http://" + host(idMissing, 80)})
-	wantStatus(t, "cookie from another preview's script", resp, body, 401, "preview_private")
+	wantStatus(t, "cookie from another preview's script", resp, body, 403, "preview_cookie_refused")
 	// A link from elsewhere is fine.
 	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Cookie": CookieName + "=" + cookie.Value,
-		"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+		"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"})
 	wantStatus(t, "navigation from elsewhere", resp, body, 200, "")
 
 	// Tampered, for another port, expired.
@@ -406,7 +446,7 @@ func TestRouterSignedURL(t *testing.T) {
 	e.rt.cfg.Now = time.Now
 
 	// A browser's navigation is sent on without the token in its address.
-	resp, _ = e.get(idRunning, appPort, "/page?x=1&hutch_token="+tok, map[string]string{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none"})
+	resp, _ = e.get(idRunning, appPort, "/page?x=1&hutch_token="+tok, map[string]string{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-Dest": "document"})
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/page?x=1" || len(resp.Cookies()) != 1 {
 		t.Fatalf("navigation with a token: %d, Location %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
 	}
@@ -479,7 +519,7 @@ func TestRouterPublicURL(t *testing.T) {
 		t.Errorf("an upgrade from the preview's own https origin was refused: %s", body)
 	}
 	resp, body = e.get(idRunning, appPort, "/headers", upgrade("http://"+hostHeader))
-	wantStatus(t, "an upgrade from the plain-http origin", resp, body, 401, "preview_private")
+	wantStatus(t, "an upgrade from the plain-http origin", resp, body, 403, "preview_cookie_refused")
 }
 
 // eventLog keeps the events the router records.

@@ -2,9 +2,7 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"strconv"
 	"sync"
 
 	"github.com/hutchdev/hutch/api"
@@ -24,8 +22,9 @@ type egressConns struct {
 }
 
 type egressConn struct {
-	ln net.Listener
-	sb *egress.Sandbox
+	ln    net.Listener
+	sb    *egress.Sandbox
+	tally *egressTally // counts its decisions into events
 }
 
 // startEgress starts a running sandbox's egress proxy (drivers whose
@@ -45,16 +44,9 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 		s.log.Error("egress listener", logattr.Sandbox(rec.ID), "err", err)
 		return
 	}
-	report := func(host string, port uint16, d egress.Decision, out, in int64) {
-		typ, msg := api.EventEgressAllowed, fmt.Sprintf("egress to %s allowed", net.JoinHostPort(host, strconv.Itoa(int(port))))
-		data := map[string]any{"host": host, "port": port, "bytes_out": out, "bytes_in": in}
-		if !d.Allowed {
-			typ, msg = api.EventEgressDenied, fmt.Sprintf("egress to %s denied: %s", net.JoinHostPort(host, strconv.Itoa(int(port))), d.Reason)
-			data = map[string]any{"host": host, "port": port, "reason": d.Reason}
-		}
-		s.emit(tenancy.System(context.Background()), rec, typ, msg, data)
-	}
-	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, report)}
+	// Decisions are counted into events, not recorded one by one.
+	tally := s.newEgressTally(rec)
+	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, tally.add), tally: tally}
 	if s.gateway != nil {
 		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
 	}
@@ -62,11 +54,12 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	if s.egress.m == nil {
 		s.egress.m = map[string]*egressConn{}
 	}
-	if old := s.egress.m[rec.ID]; old != nil {
-		old.ln.Close()
-	}
+	old := s.egress.m[rec.ID]
 	s.egress.m[rec.ID] = c
 	s.egress.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
 	go func() {
 		if err := egress.Serve(ln, c.sb); err != nil {
 			s.log.Warn("egress proxy", logattr.Sandbox(rec.ID), "err", err)
@@ -74,14 +67,24 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	}()
 }
 
-// detachEgress stops a sandbox's egress proxy.
+// detachEgress stops a sandbox's egress proxy and records what it
+// counted, and what the sandbox's event budget dropped: the sandbox is
+// stopping or going.
 func (s *Service) detachEgress(id string) {
 	s.egress.mu.Lock()
-	defer s.egress.mu.Unlock()
-	if c := s.egress.m[id]; c != nil {
-		c.ln.Close()
-		delete(s.egress.m, id)
+	c := s.egress.m[id]
+	delete(s.egress.m, id)
+	s.egress.mu.Unlock()
+	if c != nil {
+		c.close()
 	}
+	s.events.FlushDrops(id)
+}
+
+// close stops accepting connections and records what was counted.
+func (c *egressConn) close() {
+	c.ln.Close()
+	c.tally.close()
 }
 
 // Network returns a sandbox's egress policy and its counters since it
@@ -158,9 +161,10 @@ func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn
 // sandboxes' forwarders reconnect to the next server's).
 func (s *Service) closeEgress() {
 	s.egress.mu.Lock()
-	defer s.egress.mu.Unlock()
-	for id, c := range s.egress.m {
-		c.ln.Close()
-		delete(s.egress.m, id)
+	m := s.egress.m
+	s.egress.m = nil
+	s.egress.mu.Unlock()
+	for _, c := range m {
+		c.close()
 	}
 }

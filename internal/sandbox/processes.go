@@ -239,10 +239,12 @@ func (s *Service) recordedExits(ctx context.Context, rec *store.Sandbox) (map[pr
 	}
 }
 
-// Close stops following processes and the egress proxies. The sandboxes
-// go on.
+// Close stops following processes and the egress proxies, and records
+// the egress decisions counted and the events dropped so far. The
+// sandboxes go on.
 func (s *Service) Close() {
 	s.closeEgress()
+	s.events.FlushDrops("")
 	s.procs.start()
 	s.procs.cancel()
 	s.procs.wg.Wait()

@@ -65,6 +65,15 @@ type Config struct {
 	// TeardownTimeout bounds a destroy or a rollback, which run on a
 	// context that outlives the request.
 	TeardownTimeout time.Duration
+	// EgressEventWindow is how long a sandbox's egress decisions about
+	// one destination are counted into one event (egress_events.go);
+	// zero means DefaultEgressWindow.
+	EgressEventWindow time.Duration
+	// EventRetention and EventMaxPerTenant bound each tenant's event log:
+	// Run trims the events older than EventRetention and, of each
+	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
+	EventRetention    time.Duration
+	EventMaxPerTenant int
 }
 
 // Service manages sandboxes.

@@ -100,7 +100,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
-	events := sandbox.NewEventLog(st)
+	events := sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, log)
 	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, events, log)
 	gw, err := newGateway(cfg, st, sec, events, log)
 	if err != nil {
@@ -124,6 +124,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
 		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
+		EventRetention:     cfg.EventRetention,
+		EventMaxPerTenant:  cfg.EventMaxPerTenant,
 	})
 	if err != nil {
 		return nil, err
@@ -144,7 +146,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, fmt.Errorf("preview key: %w", err)
 	}
-	authn := &auth.Authenticator{Store: st}
+	// One authenticator for both doors that take API keys, so that
+	// revoking a key through the API ends its previews' requests too.
+	authn := &auth.Authenticator{Store: st, Log: log}
 	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
 		Auth: authn, Tunnels: svc, Events: events, Log: log})
 	if err != nil {

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // The checks and normalisation every implementation applies before a write.
@@ -28,8 +30,8 @@ func CheckKey(k *Key) error {
 	if k.ID == "" || k.TenantID == "" {
 		return errdefs.Invalid("invalid_key", "a key needs an id and a tenant")
 	}
-	if k.Role != api.RoleAdmin && k.Role != api.RoleMember {
-		return errdefs.Invalid("invalid_role", "role must be %q or %q", api.RoleAdmin, api.RoleMember)
+	if !tenancy.ValidRole(k.Role) {
+		return errdefs.Invalid("invalid_role", "role must be %q, %q or %q", api.RoleAdmin, api.RoleMember, api.RoleReader)
 	}
 	if len(k.Hash) == 0 {
 		return errdefs.Invalid("invalid_key", "a key needs a hash")
@@ -37,6 +39,62 @@ func CheckKey(k *Key) error {
 	k.CreatedAt = orNow(k.CreatedAt)
 	k.LastUsedAt = TimePtr(k.LastUsedAt)
 	return nil
+}
+
+// CheckKeyCreator checks that the caller of ctx may create k, and records
+// the caller's key as its creator (set when empty; another is refused).
+// The system may create any key, with any creator; a key only keys of its
+// own role or below, and a reader none.
+func CheckKeyCreator(ctx context.Context, k *Key) error {
+	if tenancy.IsSystem(ctx) {
+		return nil
+	}
+	p, ok := tenancy.From(ctx)
+	switch {
+	case !ok:
+		return errdefs.Forbidden("no_tenant", "no tenant in the request")
+	case !p.Holds(api.RoleMember):
+		return tenancy.RoleRequired(api.RoleMember)
+	case !p.Holds(k.Role):
+		return tenancy.RoleRequired(k.Role)
+	case k.CreatedBy == "":
+		k.CreatedBy = p.KeyID
+	case k.CreatedBy != p.KeyID:
+		return errdefs.Forbidden("wrong_creator", "a key is recorded as created by the key that creates it")
+	}
+	return nil
+}
+
+// CheckKeyDelete checks that the caller of ctx may delete a key of role:
+// the system any, a key only keys of its own role or below, a reader none.
+func CheckKeyDelete(ctx context.Context, role string) error {
+	if tenancy.IsSystem(ctx) {
+		return nil
+	}
+	p, ok := tenancy.From(ctx)
+	switch {
+	case !ok:
+		return errdefs.Forbidden("no_tenant", "no tenant in the request")
+	case !p.Holds(api.RoleMember):
+		return tenancy.RoleRequired(api.RoleMember)
+	case !p.Holds(role):
+		return tenancy.RoleRequired(role)
+	}
+	return nil
+}
+
+// CreatorRevoked is the answer when the key creating a key is no longer
+// in the store: it was revoked while its request ran.
+func CreatorRevoked() error {
+	return errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key: it was revoked")
+}
+
+// LastAdminKey is the answer to a delete that would leave no admin key:
+// no one could then create tenants, and hutch mints no new admin key
+// after its first start.
+func LastAdminKey() error {
+	return errdefs.Conflict("last_admin_key",
+		"this would revoke the last admin key: create another admin key first")
 }
 
 // CheckSandbox validates sb and normalises it in place so that it equals

@@ -39,14 +39,23 @@ type Store interface {
 	ListTenants(ctx context.Context) ([]Tenant, error)
 
 	// CreateKey stores a key in the caller's tenant (k.TenantID must be it,
-	// unless ctx is the system's). Only admins and the system may create
-	// admin keys.
+	// unless ctx is the system's), made by the caller's key (k.CreatedBy:
+	// set to it when empty, refused when another). A key creates only keys
+	// of its own role or below, and a reader none (tenancy.RoleRequired);
+	// the system any. A key revoked before the write commits creates
+	// nothing (key_not_found). CreateTenant's keys follow the same rules.
 	CreateKey(ctx context.Context, k Key) error
 	// ListKeys returns the caller's tenant's keys, oldest first.
 	ListKeys(ctx context.Context) ([]Key, error)
-	// DeleteKey deletes one of the caller's tenant's keys, including the
-	// key the caller is using.
-	DeleteKey(ctx context.Context, id string) error
+	// DeleteKey deletes one of the caller's tenant's keys, the key the
+	// caller is using included, and, with cascade, every key it created,
+	// transitively, even through keys deleted before (an admin's reaches
+	// the first keys of the tenants it created, and theirs). It returns
+	// the ids deleted, id first. A key deletes only keys of its own role or
+	// below, and a reader none (tenancy.RoleRequired); the system any. A
+	// delete that would leave no admin key anywhere is refused
+	// (LastAdminKey), and so is all of it when any part is refused.
+	DeleteKey(ctx context.Context, id string, cascade bool) ([]string, error)
 	// LookupKey returns any tenant's key by id. It is not scoped: auth calls
 	// it to learn the tenant. Nothing else should.
 	LookupKey(ctx context.Context, id string) (Key, error)
@@ -87,6 +96,13 @@ type Store interface {
 	// oldest first, and the cursor of the next page: the ID of the page's
 	// last event, or "" when the page held every match recorded so far.
 	ListEvents(ctx context.Context, q EventQuery) ([]Event, string, error)
+	// TrimEvents deletes every tenant's events older than tr.Before (none
+	// when zero) and, of each tenant's, all but the newest
+	// tr.MaxPerTenant (none when zero), and returns how many it deleted.
+	// It deletes in batches of at most TrimBatch events, each its own
+	// short write, so appends go on between them. System only: the
+	// retention loop.
+	TrimEvents(ctx context.Context, tr EventTrim) (int, error)
 
 	// Secrets are addressed by name within the principal's tenant, always:
 	// even the system needs a principal for them (code "no_tenant"), and an
@@ -133,9 +149,10 @@ type Key struct {
 	ID         string
 	TenantID   string
 	Name       string
-	Role       string // api.RoleAdmin or api.RoleMember
+	Role       string // api.RoleAdmin, api.RoleMember or api.RoleReader
 	Prefix     string // the public part of the key, safe to show
 	Hash       []byte
+	CreatedBy  string // the ID of the key that created it; "" when the system did
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 }
@@ -209,6 +226,15 @@ type EventQuery struct {
 	After     string   // only events after this event ID (a cursor)
 	Limit     int      // page size: DefaultLimit if <= 0, at most MaxLimit
 }
+
+// EventTrim is what TrimEvents deletes.
+type EventTrim struct {
+	Before       time.Time // events created before it; none if zero
+	MaxPerTenant int       // keep each tenant's newest this many; all if <= 0
+}
+
+// TrimBatch bounds the events one write of TrimEvents deletes.
+const TrimBatch = 1000
 
 // Page sizes of ListSandboxes and ListEvents.
 const (

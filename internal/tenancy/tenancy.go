@@ -1,6 +1,7 @@
 // Package tenancy carries who is asking through a context. The auth
 // middleware puts a Principal in; the store reads it and scopes every query
-// to its tenant, so no handler can forget to.
+// to its tenant, so no handler can forget to. roles.go orders the key
+// roles and says what a role lacks.
 package tenancy
 
 import "context"
@@ -9,7 +10,7 @@ import "context"
 type Principal struct {
 	TenantID string
 	KeyID    string
-	Role     string // api.RoleAdmin or api.RoleMember
+	Role     string // api.RoleAdmin, api.RoleMember or api.RoleReader (roles.go)
 }
 
 type principalKey struct{}

@@ -28,6 +28,7 @@ func testEscape(t *testing.T, s Suite) {
 	t.Run("Syscalls", func(t *testing.T) { escapeSyscalls(t, s, d) })
 	t.Run("WriteOutside", func(t *testing.T) { escapeWrite(t, s, d) })
 	t.Run("NoHostPaths", func(t *testing.T) { escapeHostPaths(t, s, d) })
+	t.Run("AgentProc", func(t *testing.T) { escapeAgentProc(t, s, d) })
 	t.Run("Identity", func(t *testing.T) { escapeIdentity(t, s, d) })
 	t.Run("HostBudgets", func(t *testing.T) { escapeHostBudgets(t, s, d) })
 	if d.Capabilities().Limits.Pids {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -135,4 +136,112 @@ func scanEvent(row scanner) (store.Event, error) {
 		return store.Event{}, err
 	}
 	return e, nil
+}
+
+// TrimEvents implements store.Store. Each batch is one short write that
+// finds its rows through an index (events_created by age, events_tenant
+// by count) and deletes them by rowid; the per-tenant cut-offs are read
+// on the read pool, so the writer is held for one batch at a time.
+func (s *Store) TrimEvents(ctx context.Context, tr store.EventTrim) (int, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !sc.All {
+		return 0, store.SystemOnly()
+	}
+	total := 0
+	if !tr.Before.IsZero() {
+		n, err := s.trimBatches(ctx, `DELETE FROM events WHERE rowid IN
+			(SELECT rowid FROM events WHERE created_at < ? ORDER BY created_at LIMIT ?)`, formatTime(tr.Before))
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("trim events by age: %w", err)
+		}
+	}
+	if tr.MaxPerTenant > 0 {
+		n, err := s.trimPerTenant(ctx, tr.MaxPerTenant)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("trim events by count: %w", err)
+		}
+	}
+	return total, nil
+}
+
+// trimPerTenant deletes, of each tenant's events, all but the newest
+// keep.
+func (s *Store) trimPerTenant(ctx context.Context, keep int) (int, error) {
+	tenants, err := s.tenantIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, t := range tenants {
+		// The newest of the tenant's events that goes: the keep+1-th
+		// newest, found along events_tenant.
+		var cut string
+		err := s.r.QueryRowContext(ctx, `SELECT id FROM events WHERE tenant_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
+			t, keep).Scan(&cut)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := s.trimBatches(ctx, `DELETE FROM events WHERE rowid IN
+			(SELECT rowid FROM events WHERE tenant_id = ? AND id <= ? ORDER BY id LIMIT ?)`, t, cut)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// tenantIDs returns every tenant's id.
+func (s *Store) tenantIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// trimBatches runs del, a DELETE whose last parameter is the batch's
+// size, one write at a time until a batch deletes fewer than
+// store.TrimBatch rows or ctx ends.
+func (s *Store) trimBatches(ctx context.Context, del string, args ...any) (int, error) {
+	args = append(args, store.TrimBatch)
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, del, args...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+		if n < store.TrimBatch {
+			return total, nil
+		}
+	}
 }

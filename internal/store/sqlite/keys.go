@@ -12,7 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const keyCols = `id, tenant_id, name, role, prefix, hash, created_at, last_used_at`
+const keyCols = `id, tenant_id, name, role, prefix, hash, created_by, created_at, last_used_at`
 
 // CreateKey implements store.Store.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
@@ -26,18 +26,33 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if !sc.Sees(k.TenantID) {
 		return errdefs.Forbidden("wrong_tenant", "a key can only be created in the caller's tenant")
 	}
-	if k.Role == api.RoleAdmin && !sc.All && !sc.Admin {
-		return store.AdminRequired()
-	}
 	if err := store.CheckKey(&k); err != nil {
+		return err
+	}
+	if err := store.CheckKeyCreator(ctx, &k); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error { return insertKey(ctx, tx, k) })
 }
 
+// insertKey stores k below its creator's lineage. A creator that is not
+// in the store was revoked while its request ran: the key is refused, so
+// a revocation that has committed leaves no key made by what it revoked.
 func insertKey(ctx context.Context, tx *sql.Tx, k store.Key) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.TenantID, k.Name, k.Role, k.Prefix, k.Hash, formatTime(k.CreatedAt), formatTimePtr(k.LastUsedAt))
+	lineage := "/"
+	if k.CreatedBy != "" {
+		var above string
+		err := tx.QueryRowContext(ctx, `SELECT lineage FROM api_keys WHERE id = ?`, k.CreatedBy).Scan(&above)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("create key %s: %w", k.ID, store.CreatorRevoked())
+		case err != nil:
+			return fmt.Errorf("create key %s: read its creator: %w", k.ID, err)
+		}
+		lineage = above + k.CreatedBy + "/"
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (`+keyCols+`, lineage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.TenantID, k.Name, k.Role, k.Prefix, k.Hash, k.CreatedBy, formatTime(k.CreatedAt), formatTimePtr(k.LastUsedAt), lineage)
 	switch {
 	case isUnique(err):
 		return fmt.Errorf("create key %s: %w", k.ID, store.KeyExists(k.ID))
@@ -75,17 +90,89 @@ func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
 	return ks, nil
 }
 
-// DeleteKey implements store.Store.
-func (s *Store) DeleteKey(ctx context.Context, id string) error {
+// DeleteKey implements store.Store. The key's descendants are the keys
+// whose lineage names it; an admin's (or the system's) reach other tenants,
+// anyone else's stay in the caller's tenant.
+func (s *Store) DeleteKey(ctx context.Context, id string, cascade bool) ([]string, error) {
 	sc, err := store.ScopeOf(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cond, args := scoped(sc, "tenant_id")
-	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ?`+cond, append([]any{id}, args...)...)
-		return oneRow(res, err, "delete key "+id, store.KeyNotFound(id))
+	var deleted []string
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var role string
+		err := tx.QueryRowContext(ctx, `SELECT role FROM api_keys WHERE id = ?`+cond, append([]any{id}, args...)...).Scan(&role)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.KeyNotFound(id)
+		case err != nil:
+			return fmt.Errorf("delete key %s: %w", id, err)
+		}
+		doomed := []store.Key{{ID: id, Role: role}}
+		if cascade {
+			below := `instr(lineage, ?) > 0`
+			belowArgs := []any{"/" + id + "/"}
+			if !sc.Admin {
+				below += cond
+				belowArgs = append(belowArgs, args...)
+			}
+			more, err := keyRoles(ctx, tx, below, belowArgs)
+			if err != nil {
+				return fmt.Errorf("delete key %s: %w", id, err)
+			}
+			doomed = append(doomed, more...)
+		}
+		deleted = make([]string, 0, len(doomed))
+		admins := 0
+		for _, k := range doomed {
+			if err := store.CheckKeyDelete(ctx, k.Role); err != nil {
+				return err
+			}
+			if k.Role == api.RoleAdmin {
+				admins++
+			}
+			deleted = append(deleted, k.ID)
+		}
+		for _, k := range deleted {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ?`, k); err != nil {
+				return fmt.Errorf("delete key %s: %w", k, err)
+			}
+		}
+		if admins == 0 {
+			return nil
+		}
+		var left int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE role = ?`, api.RoleAdmin).Scan(&left); err != nil {
+			return fmt.Errorf("delete key %s: count admin keys: %w", id, err)
+		}
+		if left == 0 {
+			return store.LastAdminKey()
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
+// keyRoles returns the id and role of the keys that match where.
+func keyRoles(ctx context.Context, tx *sql.Tx, where string, args []any) ([]store.Key, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, role FROM api_keys WHERE `+where+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ks []store.Key
+	for rows.Next() {
+		var k store.Key
+		if err := rows.Scan(&k.ID, &k.Role); err != nil {
+			return nil, err
+		}
+		ks = append(ks, k)
+	}
+	return ks, rows.Err()
 }
 
 // LookupKey implements store.Store.
@@ -135,7 +222,7 @@ func scanKey(row scanner) (store.Key, error) {
 		created  string
 		lastUsed sql.NullString
 	)
-	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Role, &k.Prefix, &k.Hash, &created, &lastUsed); err != nil {
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Role, &k.Prefix, &k.Hash, &k.CreatedBy, &created, &lastUsed); err != nil {
 		return store.Key{}, err
 	}
 	var err error

@@ -29,6 +29,9 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 		if err := store.CheckKey(&keys[i]); err != nil {
 			return err
 		}
+		if err := store.CheckKeyCreator(ctx, &keys[i]); err != nil {
+			return err
+		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`,

@@ -392,3 +392,79 @@ func testEventsOfDeletedSandbox(t *testing.T, s store.Store) {
 		t.Errorf("events after deleting a sandbox's row: %v, want %v", got, keep)
 	}
 }
+
+// testEventTrim: retention deletes by age and by count per tenant, in
+// batches, and a tenant's count never costs another tenant a row.
+func testEventTrim(t *testing.T, s store.Store) {
+	a, ctxA := newTenant(t, s, "a")
+	_, ctxB := newTenant(t, s, "b")
+	sbA := newSandbox(t, s, ctxA, nil)
+	now := time.Now()
+	at := func(ctx context.Context, sandboxID string, created time.Time) string {
+		t.Helper()
+		e := store.Event{SandboxID: sandboxID, Type: api.EventProcessStarted, Message: "m", CreatedAt: created}
+		if err := s.AppendEvent(ctx, &e); err != nil {
+			t.Fatalf("AppendEvent: %v", err)
+		}
+		return e.ID
+	}
+	trim := func(what string, tr store.EventTrim, want int) {
+		t.Helper()
+		n, err := s.TrimEvents(system(), tr)
+		if err != nil || n != want {
+			t.Fatalf("%s: TrimEvents(%+v) = %d, %v; want %d", what, tr, n, err, want)
+		}
+	}
+
+	// Only the system trims.
+	for name, ctx := range map[string]context.Context{"member": ctxA, "admin": as(a.ID, api.RoleAdmin)} {
+		_, err := s.TrimEvents(ctx, store.EventTrim{MaxPerTenant: 1})
+		wantErr(t, name+" trims", err, errdefs.ErrForbidden, "system_only")
+	}
+
+	// By age: each tenant's old events go, the recent stay.
+	old := now.Add(-48 * time.Hour)
+	at(ctxA, sbA.ID, old)
+	at(ctxA, "", old.Add(time.Minute))
+	at(ctxB, "", old)
+	keepA := []string{at(ctxA, sbA.ID, now), at(ctxA, "", now)}
+	keepB := []string{at(ctxB, "", now)}
+	trim("nothing to trim", store.EventTrim{}, 0)
+	trim("by age", store.EventTrim{Before: now.Add(-24 * time.Hour)}, 3)
+	if got, _ := listEvents(t, s, ctxA, store.EventQuery{}); !cmp.Equal(keepA, got) {
+		t.Errorf("A after trimming by age: %v, want %v", got, keepA)
+	}
+	if got, _ := listEvents(t, s, ctxB, store.EventQuery{}); !cmp.Equal(keepB, got) {
+		t.Errorf("B after trimming by age: %v, want %v", got, keepB)
+	}
+
+	// By count: A floods past the limit, over more than one batch; only
+	// A's oldest go, and B, under the limit, keeps everything.
+	flood := store.TrimBatch + 200
+	var all []string
+	all = append(all, keepA...)
+	for range flood {
+		all = append(all, at(ctxA, sbA.ID, time.Time{}))
+	}
+	for range 5 {
+		keepB = append(keepB, at(ctxB, "", time.Time{}))
+	}
+	const max = 100
+	trim("by count", store.EventTrim{MaxPerTenant: max}, len(all)-max)
+	var got []string
+	for q := (store.EventQuery{Limit: store.MaxLimit}); ; {
+		page, next := listEvents(t, s, ctxA, q)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		q.After = next
+	}
+	if want := all[len(all)-max:]; !cmp.Equal(want, got) {
+		t.Errorf("A after trimming by count: %d events from %v, want its newest %d", len(got), got[:min(len(got), 1)], max)
+	}
+	if got, _ := listEvents(t, s, ctxB, store.EventQuery{}); !cmp.Equal(keepB, got) {
+		t.Errorf("B after A was trimmed by count: %v, want all of its %v", got, keepB)
+	}
+	trim("again", store.EventTrim{Before: now.Add(-24 * time.Hour), MaxPerTenant: max}, 0)
+}

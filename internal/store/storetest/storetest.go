@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventIsolation", testEventIsolation},
 		{"EventNoPrincipal", testEventNoPrincipal},
 		{"EventsOfDeletedSandbox", testEventsOfDeletedSandbox},
+		{"EventTrim", testEventTrim},
 		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {

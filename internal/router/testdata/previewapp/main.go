@@ -1,8 +1,11 @@
 // Command previewapp is the program the preview tests run inside a
 // sandbox: a page (/) that opens a WebSocket and an event stream and shows
 // what they bring, the request's headers as JSON (/headers), a
-// Server-Sent Events stream of n events 100 ms apart (/events?n=), and a
-// WebSocket echo (/ws).
+// Server-Sent Events stream of n events 100 ms apart (/events?n=), a
+// WebSocket echo (/ws), a private page that lets any origin read it with
+// the visitor's credentials, as a dev server with permissive CORS does
+// (/private), and a page that tries to read another preview's /private
+// (/attack?victim=<origin>).
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"log"
 	"net/http"
 	"strconv"
@@ -23,6 +27,7 @@ const page = `<!doctype html>
 <body>
 <p>echo: <span id="echo">waiting</span></p>
 <p>events: <span id="count">0</span></p>
+<p><a id="private" href="/private">private</a></p>
 <script>
 const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
 ws.onopen = () => ws.send("hello from the browser");
@@ -34,6 +39,34 @@ es.onmessage = (m) => { document.getElementById("count").textContent = m.data; }
 </body></html>
 `
 
+// attackPage, served by one sandbox's preview, reads another's /private
+// with the visitor's credentials: fetch (also with a forged Referer), a
+// WebSocket, and an iframe the browser driver looks into.
+const attackPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>attack</title></head>
+<body>
+<p>fetch: <span id="fetch">waiting</span></p>
+<p>fetch with a forged Referer: <span id="forged">waiting</span></p>
+<p>websocket: <span id="ws">waiting</span></p>
+<p>iframe: <span id="frame">waiting</span></p>
+<script>
+const victim = new URLSearchParams(location.search).get("victim");
+const set = (id, v) => { document.getElementById(id).textContent = v; };
+const read = (id, opts) => fetch(victim + "/private", Object.assign({credentials: "include"}, opts))
+  .then((r) => r.text()).then((t) => set(id, t), (e) => set(id, "error: " + e));
+read("fetch", {});
+read("forged", {referrer: victim + "/"});
+const ws = new WebSocket(victim.replace(/^http/, "ws") + "/ws");
+ws.onopen = () => set("ws", "open");
+ws.onerror = () => set("ws", "error");
+const f = document.createElement("iframe");
+f.onload = () => set("frame", "loaded");
+f.src = victim + "/private";
+document.body.appendChild(f);
+</script>
+</body></html>
+`
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3000", "address to listen on")
 	flag.Parse()
@@ -41,6 +74,20 @@ func main() {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, page)
+	})
+	mux.HandleFunc("GET /private", func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			w.Header().Set("Access-Control-Allow-Origin", o)
+			w.Header().Set("Access-Control-Allow-Credentials", "true")
+			w.Header().Set("Vary", "Origin")
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>private</title><p id=\"secret\">private content of %s</p><p id=\"site\">sec-fetch-site=%s</p>\n",
+			html.EscapeString(r.Host), html.EscapeString(r.Header.Get("Sec-Fetch-Site")))
+	})
+	mux.HandleFunc("GET /attack", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, attackPage)
 	})
 	mux.HandleFunc("GET /headers", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -1,0 +1,315 @@
+package agent_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// fragment is data at an offset of a sparse file; the rest is a hole.
+type fragment struct {
+	off  int64
+	data string
+}
+
+// sparseFile is one file of a sparse tar: size bytes, zeros but for its
+// fragments (in order, apart).
+type sparseFile struct {
+	name  string
+	size  int64
+	frags []fragment
+}
+
+// content is what the file reads as once extracted.
+func (f sparseFile) content() []byte {
+	b := make([]byte, f.size)
+	for _, fr := range f.frags {
+		copy(b[fr.off:], fr.data)
+	}
+	return b
+}
+
+// sparseTar writes files in the PAX sparse format 1.0, as GNU tar's
+// --sparse --format=pax does: a PAX header with GNU.sparse.name and
+// GNU.sparse.realsize, then an entry named GNUSparseFile.0/<name> whose
+// body is the sparse map (decimal lines, padded to a block) followed by
+// the fragments' data only. archive/tar reads the format but cannot write
+// it, hence the blocks by hand.
+func sparseTar(t *testing.T, files ...sparseFile) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, f := range files {
+		records := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
+			paxRecord("GNU.sparse.name", f.name) + paxRecord("GNU.sparse.realsize", strconv.FormatInt(f.size, 10))
+		buf.Write(tarBlock("./PaxHeaders/"+f.name, 'x', int64(len(records))))
+		buf.Write(padBlock([]byte(records)))
+		m := strconv.Itoa(len(f.frags)) + "\n"
+		var data []byte
+		for _, fr := range f.frags {
+			m += fmt.Sprintf("%d\n%d\n", fr.off, len(fr.data))
+			data = append(data, fr.data...)
+		}
+		sparseMap := padBlock([]byte(m))
+		buf.Write(tarBlock("./GNUSparseFile.0/"+f.name, tar.TypeReg, int64(len(sparseMap)+len(data))))
+		buf.Write(sparseMap)
+		buf.Write(padBlock(data))
+	}
+	buf.Write(make([]byte, 1024))
+	// The format is what archive/tar (the agent's reader) takes it for.
+	tr := tar.NewReader(bytes.NewReader(buf.Bytes()))
+	for _, f := range files {
+		hdr, err := tr.Next()
+		if err != nil || hdr.Name != f.name || hdr.Size != f.size {
+			t.Fatalf("sparse tar: entry %+v, %v; want %s of %d bytes", hdr, err, f.name, f.size)
+		}
+		if b, err := io.ReadAll(tr); err != nil || !bytes.Equal(b, f.content()) {
+			t.Fatalf("sparse tar: %s reads back wrong (%v)", f.name, err)
+		}
+	}
+	return &buf
+}
+
+// tarBlock is a ustar header block.
+func tarBlock(name string, typ byte, size int64) []byte {
+	b := make([]byte, 512)
+	copy(b[0:], name)
+	copy(b[100:], "0000644\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", size))
+	copy(b[136:], "00000000000\x00")
+	b[156] = typ
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:156], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+// paxRecord is "<length> <key>=<value>\n", the length counting itself.
+func paxRecord(k, v string) string {
+	rest := " " + k + "=" + v + "\n"
+	n := len(rest) + 1
+	for len(strconv.Itoa(n))+len(rest) != n {
+		n = len(strconv.Itoa(n)) + len(rest)
+	}
+	return strconv.Itoa(n) + rest
+}
+
+func padBlock(b []byte) []byte {
+	if r := len(b) % 512; r != 0 {
+		b = append(b, make([]byte, 512-r)...)
+	}
+	return b
+}
+
+// TestTarUploadSparseBomb: a sparse entry costs its data in the upload
+// but its whole size on disk. An archive of many such entries, each
+// within MaxFileBytes, must not unpack past the upload's bound.
+func TestTarUploadSparseBomb(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	writeHost(t, filepath.Join(f.work, "dst", "existing"), "keep")
+	// 1025 files of 1 MiB each (1025 MiB unpacked) from a 2.5 MiB upload.
+	var files []sparseFile
+	for i := range agent.DefaultMaxTarBytes/testMaxBytes + 1 {
+		files = append(files, sparseFile{name: fmt.Sprintf("f%04d", i), size: testMaxBytes, frags: []fragment{{0, "x"}}})
+	}
+	body := sparseTar(t, files...)
+	t.Logf("upload of %d bytes, %d MiB unpacked", body.Len(), len(files)*testMaxBytes>>20)
+	_, err := f.c.TarUpload(ctx, "dst", body)
+	wantErr(t, "sparse bomb", err, errdefs.ErrTooLarge, "tar_too_large")
+	if err != nil && !strings.Contains(err.Error(), strconv.Itoa(agent.DefaultMaxTarBytes)) {
+		t.Errorf("the refusal does not say the limit: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(f.work, "dst"))
+	if len(entries) != 1 {
+		t.Errorf("dst holds %d entries after the refused upload, want only existing", len(entries))
+	}
+}
+
+// TestTarUploadKeepsHoles: a sparse file unpacks with its holes, so it
+// takes on disk about its data, and reads back with zeros in them.
+func TestTarUploadKeepsHoles(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sf := sparseFile{name: "sub/big", size: testMaxBytes, frags: []fragment{
+		{0, "head"}, {testMaxBytes / 2, "middle"}, {testMaxBytes - 4, "tail"},
+	}}
+	res, err := f.c.TarUpload(ctx, "dst", sparseTar(t, sf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 1 || res.Bytes != testMaxBytes {
+		t.Errorf("result %+v, want 1 file of %d bytes", res, testMaxBytes)
+	}
+	assertSparse(t, filepath.Join(f.work, "dst", "sub", "big"), testMaxBytes)
+	got, err := f.readAll(t, "dst/sub/big")
+	if err != nil || got != string(sf.content()) {
+		t.Errorf("read back: %d bytes, %v; want the sparse content", len(got), err)
+	}
+
+	// Any entry's whole blocks of zeros become holes too, and so do a
+	// plain write's.
+	dense := "data" + strings.Repeat("\x00", testMaxBytes-8) + "data"
+	if _, err := f.c.TarUpload(ctx, "dst", makeTar(t, tar.Header{Name: "dense", Typeflag: tar.TypeReg, Linkname: dense})); err != nil {
+		t.Fatal(err)
+	}
+	assertSparse(t, filepath.Join(f.work, "dst", "dense"), testMaxBytes)
+	if got, err := f.readAll(t, "dst/dense"); err != nil || got != dense {
+		t.Errorf("dense read back: %d bytes, %v", len(got), err)
+	}
+	if _, err := f.c.WriteFile(ctx, "written", "", false, strings.NewReader(dense)); err != nil {
+		t.Fatal(err)
+	}
+	assertSparse(t, filepath.Join(f.work, "written"), testMaxBytes)
+	if got, err := f.readAll(t, "written"); err != nil || got != dense {
+		t.Errorf("written read back: %d bytes, %v", len(got), err)
+	}
+}
+
+// assertSparse fails unless p is size bytes long and takes far less on
+// disk: its few blocks of data, not size.
+func assertSparse(t *testing.T, p string, size int64) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size || st.Blocks*512 > size/8 {
+		t.Errorf("%s: size %d, %d bytes on disk; want %d bytes with holes (at most %d on disk)", p, st.Size, st.Blocks*512, size, size/8)
+	}
+}
+
+// TestTarUploadLimits: the bound on what an upload unpacks and on what it
+// makes, set in the agent's configuration; the directories an entry's
+// name implies count, and a refused upload leaves nothing behind.
+func TestTarUploadLimits(t *testing.T) {
+	f := newFixtureWith(t, func(c *agent.Config) {
+		c.MaxTarBytes = 3 * testMaxBytes
+		c.MaxTarEntries = 5
+	})
+	ctx := context.Background()
+	mib := func(name string) sparseFile {
+		return sparseFile{name: name, size: testMaxBytes, frags: []fragment{{1, "x"}}}
+	}
+	reg := func(name, body string) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeReg, Linkname: body}
+	}
+	tests := []struct {
+		name  string
+		body  *bytes.Buffer
+		class error
+		code  string
+		limit string // the refusal names it
+	}{
+		{"unpacks to the bound", sparseTar(t, mib("a"), mib("b"), mib("c")), nil, "", ""},
+		{"unpacks past the bound", sparseTar(t, mib("a"), mib("b"), mib("c"), mib("d")), errdefs.ErrTooLarge, "tar_too_large", strconv.Itoa(3 * testMaxBytes)},
+		{"plain files past the bound", makeTar(t, reg("a", strings.Repeat("a", testMaxBytes)), reg("b", strings.Repeat("b", testMaxBytes)),
+			reg("c", strings.Repeat("c", testMaxBytes)), reg("d", "d")), errdefs.ErrTooLarge, "tar_too_large", strconv.Itoa(3 * testMaxBytes)},
+		{"makes the most it may", makeTar(t, reg("1/2/3/4/file", "x")), nil, "", ""},
+		{"implied directories count", makeTar(t, reg("1/2/3/4/5/file", "x")), errdefs.ErrTooLarge, "tar_too_many_entries", "5"},
+		{"entries count", makeTar(t, reg("a", "x"), reg("b", "x"), tar.Header{Name: "c", Typeflag: tar.TypeSymlink, Linkname: "a"},
+			tar.Header{Name: "d/", Typeflag: tar.TypeDir}, reg("e", "x"), reg("f", "x")), errdefs.ErrTooLarge, "tar_too_many_entries", "5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := strings.ReplaceAll(tt.name, " ", "-")
+			_, err := f.c.TarUpload(ctx, dst, tt.body)
+			if tt.class == nil {
+				if err != nil {
+					t.Fatalf("upload: %v", err)
+				}
+				return
+			}
+			wantErr(t, "upload", err, tt.class, tt.code)
+			if err != nil && !strings.Contains(err.Error(), tt.limit) {
+				t.Errorf("the refusal does not name the limit %s: %v", tt.limit, err)
+			}
+			if _, err := os.Lstat(filepath.Join(f.work, dst)); err == nil {
+				t.Errorf("%s exists after the refused upload", dst)
+			}
+		})
+	}
+}
+
+// TestWriteKeepsContent: skipping blocks of zeros changes nothing of what
+// a file reads back as, whatever its size and wherever its zeros.
+func TestWriteKeepsContent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	z := func(n int) string { return strings.Repeat("\x00", n) }
+	for i, body := range []string{
+		"", "x", z(1), z(4096), z(5000), z(4096) + "x", "x" + z(4095+4096) + "y", z(4095) + "x" + z(4097),
+		z(256<<10-1) + "x" + z(300<<10), z(256<<10) + "x", "x" + z(256<<10), strings.Repeat("ab", 300<<10),
+	} {
+		p := fmt.Sprintf("w%d", i)
+		if _, err := f.c.WriteFile(ctx, p, "", false, strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.readAll(t, p); err != nil || got != body {
+			t.Errorf("body %d (%d bytes) read back as %d bytes, %v", i, len(body), len(got), err)
+		}
+	}
+}
+
+// TestTarDownloadBoundsHoles: a download fills a sparse file's holes with
+// zeros on the wire; a sandbox's sparse files (truncate -s 1P costs no
+// disk) must not make a download of unbounded zeros. Holes are bounded
+// together by MaxTarBytes; data is not, the disk bounds it.
+func TestTarDownloadBoundsHoles(t *testing.T) {
+	const limit = 3 * testMaxBytes
+	f := newFixtureWith(t, func(c *agent.Config) { c.MaxTarBytes = limit })
+	ctx := context.Background()
+	dense := strings.Repeat("d", 2*limit)
+	writeHost(t, filepath.Join(f.work, "src", "0-dense"), dense)
+	for i := range 8 {
+		p := filepath.Join(f.work, "src", fmt.Sprintf("%d-sparse", i+1))
+		writeHost(t, p, "x")
+		if err := os.Truncate(p, testMaxBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, err := f.c.TarDownload(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var holes int64
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			t.Fatalf("the download ended cleanly after %d bytes of holes, more than the limit of %d", holes, limit)
+		}
+		if err != nil {
+			break // the truncated stream is the refusal
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			break
+		}
+		if hdr.Name == "0-dense" && string(b) != dense {
+			t.Errorf("0-dense read back wrong")
+		}
+		holes += int64(bytes.Count(b, []byte{0}))
+	}
+	if holes > limit {
+		t.Errorf("the download carried %d bytes of holes, more than the limit of %d", holes, limit)
+	}
+}
