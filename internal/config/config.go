@@ -67,6 +67,12 @@ type Config struct {
 	// kept-alive connection that carries no request.
 	RequestTimeout time.Duration
 	IdleTimeout    time.Duration
+	// DiskReserve is the room kept on the data directory's filesystem for
+	// hutch's own state: a reserve file the store may spend, and the free
+	// space (and DiskReserveInodes inodes) below which calls that grow
+	// sandbox data are refused with 507.
+	DiskReserve       int64
+	DiskReserveInodes int
 	// ShutdownTimeout bounds each step of shutdown.
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
@@ -99,6 +105,8 @@ func Default() Config {
 		MaxSecretBytes:     64 << 10,
 		MaxCallsPerSandbox: 1024,
 		MaxConnsPerClient:  256,
+		DiskReserve:        64 << 20,
+		DiskReserveInodes:  1024,
 		RequestTimeout:     time.Minute,
 		IdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
@@ -184,6 +192,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 		fs.Int64Var(p, name, *p, usage+" ($"+env+")")
 	}
+	bytes(&c.DiskReserve, "disk-reserve", "HUTCH_DISK_RESERVE", "bytes kept on the data directory's filesystem for hutch's own state; below it, sandbox growth through the API is refused (507)")
+	num(&c.DiskReserveInodes, "disk-reserve-inodes", "HUTCH_DISK_RESERVE_INODES", "free inodes below which sandbox growth through the API is refused (507)")
 	bytes(&c.MaxFileBytes, "max-file-bytes", "HUTCH_MAX_FILE_BYTES", "largest file the file API reads or writes")
 	bytes(&c.MaxTarBytes, "max-tar-bytes", "HUTCH_MAX_TAR_BYTES", "largest tar upload")
 	bytes(&c.MaxSecretBytes, "max-secret-bytes", "HUTCH_MAX_SECRET_BYTES", "largest secret value (the master key is $HUTCH_SECRETS_KEY or <data>/secrets.key)")
@@ -252,6 +262,7 @@ func (c Config) Validate() error {
 		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
 		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
 		"max secret bytes": c.MaxSecretBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
+		"disk reserve": c.DiskReserve, "disk reserve inodes": int64(c.DiskReserveInodes),
 		"max conns per client": int64(c.MaxConnsPerClient), "request timeout": int64(c.RequestTimeout), "idle timeout": int64(c.IdleTimeout),
 	} {
 		if v <= 0 {

@@ -28,6 +28,9 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	if err != nil {
 		return api.Sandbox{}, err
 	}
+	if err := s.cfg.Disk.Check("a new sandbox"); err != nil {
+		return api.Sandbox{}, err
+	}
 	set, err := s.settle(d, req)
 	if err != nil {
 		return api.Sandbox{}, err

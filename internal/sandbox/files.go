@@ -20,6 +20,9 @@ func (s *Service) ReadFile(ctx context.Context, id, path string) (io.ReadCloser,
 // WriteFile writes body to path atomically, with mode ("" keeps the
 // default) and, with parents, the missing directories above it.
 func (s *Service) WriteFile(ctx context.Context, id, path, mode string, parents bool, body io.Reader) (api.FileInfo, error) {
+	if err := s.cfg.Disk.Check("a file write"); err != nil {
+		return api.FileInfo{}, err
+	}
 	return unary(ctx, s, id, "files.write", func(ctx context.Context, a *agentclient.Client) (api.FileInfo, error) {
 		return a.WriteFile(ctx, path, mode, parents, body)
 	})
@@ -68,6 +71,9 @@ func (s *Service) TarDownload(ctx context.Context, id, path string) (io.ReadClos
 
 // TarUpload unpacks a tar archive under path.
 func (s *Service) TarUpload(ctx context.Context, id, path string, body io.Reader) (api.TarResult, error) {
+	if err := s.cfg.Disk.Check("a tar upload"); err != nil {
+		return api.TarResult{}, err
+	}
 	return unary(ctx, s, id, "files.tar_upload", func(ctx context.Context, a *agentclient.Client) (api.TarResult, error) {
 		return a.TarUpload(ctx, path, body)
 	})

@@ -62,6 +62,9 @@ type Config struct {
 	MaxCallsPerSandbox int
 	// Egress is the operator's side of every sandbox's egress proxy.
 	Egress *egress.Config
+	// Disk refuses calls that grow sandbox data while the data
+	// directory's filesystem is below its reserve; nil checks nothing.
+	Disk DiskGuard
 	// TeardownTimeout bounds a destroy or a rollback, which run on a
 	// context that outlives the request.
 	TeardownTimeout time.Duration
@@ -74,6 +77,12 @@ type Config struct {
 	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
 	EventRetention    time.Duration
 	EventMaxPerTenant int
+}
+
+// DiskGuard is internal/diskguard's Guard as the service sees it.
+type DiskGuard interface {
+	// Check returns a 507 error when the filesystem is too full for what.
+	Check(what string) error
 }
 
 // Service manages sandboxes.
@@ -111,6 +120,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxCallsPerSandbox == 0 {
 		cfg.MaxCallsPerSandbox = DefaultMaxCalls
 	}
+	if cfg.Disk == nil {
+		cfg.Disk = noGuard{}
+	}
 	if cfg.Egress == nil {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
 	}
@@ -130,3 +142,8 @@ func New(cfg Config) (*Service, error) {
 
 // Config returns the service's configuration.
 func (s *Service) Config() Config { return s.cfg }
+
+// noGuard checks nothing.
+type noGuard struct{}
+
+func (noGuard) Check(string) error { return nil }

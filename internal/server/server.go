@@ -19,6 +19,7 @@ import (
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/connlimit"
+	"github.com/hutchdev/hutch/internal/diskguard"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/httpapi"
@@ -72,7 +73,14 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	st, err := openStore(ctx, cfg)
+	// The reserve first: the store spends it if sandbox data fills the
+	// filesystem they share.
+	disk := diskguard.New(diskguard.Config{Dir: cfg.DataDir, Reserve: cfg.DiskReserve,
+		ReserveInodes: uint64(cfg.DiskReserveInodes), Log: log})
+	if err := disk.Start(); err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, cfg, disk.Release)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +132,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
 		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
+		Disk:               disk,
 		EventRetention:     cfg.EventRetention,
 		EventMaxPerTenant:  cfg.EventMaxPerTenant,
 	})

@@ -13,12 +13,12 @@ import (
 
 // openStore opens the configured store in the data directory, which must
 // exist.
-func openStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, onFull func() bool) (store.Store, error) {
 	reg, ok := store.Lookup(cfg.Store)
 	if !ok {
 		return nil, fmt.Errorf("store %q: this build has %v", cfg.Store, store.Names())
 	}
-	st, err := reg.Factory(ctx, store.Options{Dir: cfg.DataDir})
+	st, err := reg.Factory(ctx, store.Options{Dir: cfg.DataDir, OnFull: onFull})
 	if err != nil {
 		return nil, fmt.Errorf("open the %s store: %w", reg.Name, err)
 	}

@@ -14,6 +14,10 @@ type Options struct {
 	// DSN names the database of a store that runs as a server of its own
 	// (Postgres); "" for a store that keeps files in Dir.
 	DSN string
+	// OnFull, when set, is called when a write finds the filesystem of a
+	// store that keeps files full; it reports whether it freed room, and
+	// the write is then tried once more (internal/diskguard's reserve).
+	OnFull func() bool
 }
 
 // Factory opens a store: it creates or migrates the database and returns

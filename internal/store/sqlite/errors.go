@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"errors"
+	"syscall"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -18,4 +19,17 @@ func isUnique(err error) bool {
 func isForeignKey(err error) bool {
 	var e *msqlite.Error
 	return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// isFull reports whether err says the filesystem is full: SQLite's own
+// SQLITE_FULL, or a failed write whose cause is ENOSPC or EDQUOT.
+func isFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	var e *msqlite.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

@@ -19,7 +19,12 @@ func init() {
 			if o.Dir == "" {
 				return nil, errors.New("the sqlite store needs the data directory")
 			}
-			return Open(filepath.Join(o.Dir, FileName))
+			st, err := Open(filepath.Join(o.Dir, FileName))
+			if err != nil {
+				return nil, err
+			}
+			st.onFull = o.OnFull
+			return st, nil
 		},
 	})
 }

@@ -33,8 +33,9 @@ var _ store.Store = (*Store)(nil)
 
 // Store is a store.Store on a SQLite file.
 type Store struct {
-	w *sql.DB // the one writer connection; writes begin IMMEDIATE
-	r *sql.DB // read-only pool
+	w      *sql.DB // the one writer connection; writes begin IMMEDIATE
+	r      *sql.DB // read-only pool
+	onFull func() bool
 }
 
 // Open opens or creates the database at path, applies pending migrations
@@ -111,8 +112,22 @@ func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// write runs fn in a write transaction on the one writer connection.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) (retErr error) {
+// write runs fn in a write transaction on the one writer connection. A
+// write that finds the filesystem full is tried once more if onFull frees
+// room, and is otherwise a 507 that says what is full, never a 500.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	err := s.writeOnce(ctx, fn)
+	if isFull(err) && s.onFull != nil && s.onFull() {
+		err = s.writeOnce(ctx, fn)
+	}
+	if isFull(err) {
+		return errdefs.Wrap(errdefs.ErrInsufficientStorage, "insufficient_storage", err,
+			"the filesystem of hutch's data directory is full: free space or inodes there; nothing can be recorded until then")
+	}
+	return err
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(*sql.Tx) error) (retErr error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
