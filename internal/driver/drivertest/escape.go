@@ -71,7 +71,7 @@ func escapeHostFiles(t *testing.T, s Suite, d driver.Driver) {
 	if len(planted) == 0 {
 		t.Fatal("the test could plant no marker on the host")
 	}
-	paths := append(planted, hostDirOf(b), filepath.Join(hostDirOf(b), "upper", "workspace", "mine.txt"))
+	paths := append(planted, hostDirOf(b), filepath.Join(hostDirOf(b), "upper", "fs", "workspace", "mine.txt"))
 	for _, p := range paths {
 		res := run(t, a, "/bin/sh", "-c", "cat "+p+"; ls "+filepath.Dir(p))
 		if strings.Contains(res.Stdout, "host secret") || strings.Contains(res.Stdout, "b-secret") ||

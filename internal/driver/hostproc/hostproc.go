@@ -8,14 +8,57 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
 // Proc is a live process as KillMatching sees it.
 type Proc struct {
 	Pid int
-	Sid int    // session id
-	UID uint32 // owner of /proc/<pid>
+	Sid int // session id
+	// UIDs are its real, effective, saved and filesystem uids. All four
+	// count: a setuid program a host user runs has the file owner's uid
+	// as its effective one only, and /proc/<pid> of such a process is
+	// root's, so the owner of /proc/<pid> proves nothing.
+	UIDs [4]uint32
+}
+
+// HasUID reports whether any of p's uids is one in.
+func (p Proc) HasUID(in func(uint32) bool) bool {
+	for _, u := range p.UIDs {
+		if in(u) {
+			return true
+		}
+	}
+	return false
+}
+
+// uidsOf reads the Uid line of /proc/<pid>/status.
+func uidsOf(pid int) ([4]uint32, error) {
+	var out [4]uint32
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return out, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Uid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 4 {
+			break
+		}
+		for i := range f {
+			u, err := strconv.ParseUint(f[i], 10, 32)
+			if err != nil {
+				return out, err
+			}
+			out[i] = uint32(u)
+		}
+		return out, nil
+	}
+	return out, fmt.Errorf("/proc/%d/status has no Uid line", pid)
 }
 
 // StartTime is field 22 of /proc/<pid>/stat: the process's start time in
@@ -79,11 +122,11 @@ func KillMatching(match func(Proc) bool) (int, error) {
 			continue
 		}
 		sid, _ := strconv.Atoi(string(f[3]))
-		var st syscall.Stat_t
-		if err := syscall.Stat("/proc/"+e.Name(), &st); err != nil {
-			continue
+		uids, err := uidsOf(pid)
+		if err != nil {
+			continue // gone
 		}
-		if match(Proc{Pid: pid, Sid: sid, UID: st.Uid}) {
+		if match(Proc{Pid: pid, Sid: sid, UIDs: uids}) {
 			n++
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

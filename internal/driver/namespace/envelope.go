@@ -38,7 +38,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 		RunAs:        acct.runAs(),
 		CommandCaps:  acct.caps(),
 		Namespace: &nsinit.Config{
-			Upper:      upperDir,
+			Upper:      upperFS,
 			Work:       workDir,
 			Rootfs:     rootfsDir,
 			ReadOnly:   d.tmpl.ReadOnly,

@@ -16,7 +16,11 @@ import (
 // mounted with these relative names so that /proc/mounts inside names no
 // host path.
 const (
+	// upperDir is the sandbox root's own, 0700: the overlay's upper layer
+	// is upperFS inside it, so no host user can reach (or run) a file the
+	// sandbox made, whatever the modes above the data directory.
 	upperDir  = "upper"
+	upperFS   = upperDir + "/fs"
 	workDir   = "work"
 	rootfsDir = "rootfs"
 	runDir    = "run"
@@ -38,7 +42,7 @@ func (d *Driver) prepareDir(st state) error {
 	}{
 		// run/ is searchable (not listable) by the sandbox's users: the
 		// agent dials the egress socket in it as the sandbox's user.
-		{upperDir, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
+		{upperDir, 0o700, true}, {upperFS, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
 	} {
 		p := filepath.Join(st.Dir, m.name)
 		if err := os.Mkdir(p, m.mode); err != nil {
@@ -58,7 +62,7 @@ func (d *Driver) prepareDir(st state) error {
 // directory. Nothing of the sandbox has run yet, so no link it made can
 // redirect these writes.
 func (d *Driver) personalize(st state, hostname string, acct account, workdir string) error {
-	upper := filepath.Join(st.Dir, upperDir)
+	upper := filepath.Join(st.Dir, upperFS)
 	dirs := []struct {
 		p     string
 		mode  os.FileMode

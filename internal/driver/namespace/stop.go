@@ -73,6 +73,15 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 			return fmt.Errorf("kill the sandbox's processes: %w", err)
 		}
 	}
+	if !d.rootless && st.IDBase != 0 {
+		// Whatever runs as one of the sandbox's host uids, wherever it
+		// runs (a setuid file of the sandbox's that got out, say), goes
+		// before the range can go to another sandbox.
+		inRange := func(u uint32) bool { return u >= st.IDBase && u-st.IDBase < idSize }
+		if err := hostproc.KillAll(ctx, func(p hostproc.Proc) bool { return p.HasUID(inRange) }); err != nil {
+			return fmt.Errorf("kill the processes of the sandbox's uids: %w", err)
+		}
+	}
 	if d.cg != nil {
 		return nil
 	}

@@ -57,7 +57,9 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 	}
 	match := func(p hostproc.Proc) bool { return st.Pid != 0 && p.Sid == st.Pid }
 	if st.UID != 0 {
-		match = func(p hostproc.Proc) bool { return p.UID == st.UID || (st.Pid != 0 && p.Sid == st.Pid) }
+		match = func(p hostproc.Proc) bool {
+			return p.HasUID(func(u uint32) bool { return u == st.UID }) || (st.Pid != 0 && p.Sid == st.Pid)
+		}
 	}
 	return hostproc.KillAll(ctx, match)
 }
