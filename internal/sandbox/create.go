@@ -55,6 +55,9 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		exp := now.Add(set.timeout)
 		rec.ExpiresAt = &exp
 	}
+	if rec.Env, err = s.sealEnv(rec, set.env); err != nil {
+		return api.Sandbox{}, err
+	}
 	unlock := s.locks.Lock(rec.ID)
 	defer unlock()
 	if err := s.store.CreateSandbox(ctx, rec); err != nil {
@@ -64,7 +67,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		SandboxID:    rec.ID,
 		TenantID:     rec.TenantID,
 		Template:     rec.Template,
-		Env:          s.env(d, rec.ID, rec.Env),
+		Env:          s.env(d, rec.ID, set.env),
 		Cwd:          rec.Cwd,
 		Limits:       rec.Limits,
 		Token:        ids.Token(32),
@@ -86,7 +89,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 			s.fail(tctx, rec.ID, retErr)
 		}
 	}()
-	raw, err := encodeHandle(h)
+	raw, err := s.encodeHandle(rec, h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

@@ -55,7 +55,7 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	if _, err := s.driverOf(rec); err != nil {
 		return nil, err
 	}
-	h, err := decodeHandle(rec.Handle)
+	h, err := s.decodeHandle(rec)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	}
 	s.detach(rec.ID)
 	defer s.forgetOOM(rec.ID)
-	if h, err := decodeHandle(rec.Handle); err == nil {
+	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
 			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not destroy sandbox %s", d.Name(), rec.ID)
@@ -84,7 +84,7 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := decodeHandle(rec.Handle)
+	h, err := s.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -123,7 +123,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := decodeHandle(rec.Handle)
+	h, err := s.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -142,7 +142,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		}
 		return api.Sandbox{}, err
 	}
-	raw, err := encodeHandle(h)
+	raw, err := s.encodeHandle(rec, h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

@@ -36,7 +36,13 @@ type liveFixture struct {
 
 func newLiveFixture(t *testing.T, mutate func(*Config)) *liveFixture {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
+	return newLiveFixtureAt(t, filepath.Join(t.TempDir(), sqlite.FileName), mutate)
+}
+
+// newLiveFixtureAt is newLiveFixture with its database at path.
+func newLiveFixtureAt(t *testing.T, path string, mutate func(*Config)) *liveFixture {
+	t.Helper()
+	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		return
 	}
-	h, err := decodeHandle(rec.Handle)
+	h, err := s.decodeHandle(rec)
 	if err != nil {
 		s.failOrphan(ctx, rec, "its driver handle could not be read")
 		return
@@ -113,7 +113,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 
 func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason string) {
 	if d, err := s.driverOf(rec); err == nil {
-		if h, err := decodeHandle(rec.Handle); err == nil {
+		if h, err := s.decodeHandle(rec); err == nil {
 			tctx, cancel := s.teardownContext(ctx)
 			_ = d.Destroy(tctx, h)
 			cancel()

@@ -62,6 +62,10 @@ type Config struct {
 	MaxCallsPerSandbox int
 	// Egress is the operator's side of every sandbox's egress proxy.
 	Egress *egress.Config
+	// Sealer seals what the store keeps of a sandbox that is its tenant's
+	// secret (env values, the agent's token); nil keeps them in clear
+	// (tests).
+	Sealer Sealer
 	// Disk refuses calls that grow sandbox data while the data
 	// directory's filesystem is below its reserve; nil checks nothing.
 	Disk DiskGuard

@@ -133,6 +133,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		TeardownTimeout:    cfg.TeardownTimeout,
 		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
 		Disk:               disk,
+		Sealer:             sealer,
 		EventRetention:     cfg.EventRetention,
 		EventMaxPerTenant:  cfg.EventMaxPerTenant,
 	})
