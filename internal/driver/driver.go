@@ -126,6 +126,9 @@ type Spec struct {
 	Limits       api.Limits
 	Token        string
 	MaxFileBytes int64
+	// MaxTarBytes bounds what one tar upload unpacks in the sandbox (its
+	// files' sizes, sparse holes included); zero leaves the agent's default.
+	MaxTarBytes int64
 	// Root runs the sandbox's commands as root inside it; only drivers
 	// whose Capabilities say RootUser accept it.
 	Root bool

@@ -72,6 +72,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		Limits:       rec.Limits,
 		Token:        ids.Token(32),
 		MaxFileBytes: s.cfg.MaxFileBytes,
+		MaxTarBytes:  s.cfg.MaxTarBytes,
 		Root:         rec.Root,
 	}
 	h, err := d.Create(ctx, spec)

@@ -56,7 +56,10 @@ type Config struct {
 	DefaultTimeout  time.Duration
 	MaxTimeout      time.Duration
 	MaxFileBytes    int64
-	MaxOutputBytes  int // per stream, for run-to-completion exec
+	// MaxTarBytes bounds what one tar upload unpacks in a sandbox; zero
+	// leaves the agent's default.
+	MaxTarBytes    int64
+	MaxOutputBytes int // per stream, for run-to-completion exec
 	// MaxCallsPerSandbox bounds the calls in flight to one sandbox;
 	// zero means DefaultMaxCalls.
 	MaxCallsPerSandbox int

@@ -128,6 +128,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		DefaultTimeout:     cfg.DefaultTimeout,
 		MaxTimeout:         cfg.MaxTimeout,
 		MaxFileBytes:       cfg.MaxFileBytes,
+		MaxTarBytes:        cfg.MaxTarBytes,
 		MaxOutputBytes:     cfg.MaxOutputBytes,
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,

@@ -75,6 +75,7 @@ func startAgent(h driver.Handle, b bootstrap, log *slog.Logger) (*agent, error) 
 		Workdir:      b.Workdir,
 		Env:          env,
 		MaxFileBytes: b.Spec.MaxFileBytes,
+		MaxTarBytes:  b.Spec.MaxTarBytes,
 		Adopt:        a.adopt,
 		Logger:       log,
 	})

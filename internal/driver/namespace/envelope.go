@@ -35,6 +35,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 		Workdir:      workdir,
 		Env:          env,
 		MaxFileBytes: spec.MaxFileBytes,
+		MaxTarBytes:  spec.MaxTarBytes,
 		RunAs:        acct.runAs(),
 		CommandCaps:  acct.caps(),
 		Namespace: &nsinit.Config{

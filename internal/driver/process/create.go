@@ -123,6 +123,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		Workdir:        workdir,
 		Env:            env,
 		MaxFileBytes:   spec.MaxFileBytes,
+		MaxTarBytes:    spec.MaxTarBytes,
 		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0, port),
 		CommandRlimits: commandRlimits(spec.Limits),
 		Prlimit:        d.prlimit,
