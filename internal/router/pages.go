@@ -36,6 +36,9 @@ var (
 			"(a frame, a script, an embed), or the browser did not say where it came from, as browsers do not over plain HTTP on a custom domain. " +
 			"Open the preview in its own tab with a new signed link (POST /v1/sandboxes/%[2]s/ports/%[1]d/url), or send an API key " +
 			"of the sandbox's tenant. Operators: serve previews over HTTPS (--preview-url https://…), where browsers say where requests come from.", false}
+	pageReaderRefused = page{http.StatusForbidden, "member_required", "A read-only key only views this preview",
+		"Port %[1]d of sandbox %[2]s is private, and the API key sent is read-only: it may GET and HEAD pages, not send anything else or open a WebSocket. " +
+			"Use a member's key, or a signed link.", false}
 	pageBadKey = page{http.StatusUnauthorized, "invalid_api_key", "The API key is not valid",
 		"The API key sent with this request is not valid.", false}
 	pageBadToken = page{http.StatusUnauthorized, "invalid_preview_token", "This link has expired",

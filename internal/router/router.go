@@ -295,8 +295,15 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 		}
 		// The request's own context ends when its handler returns.
 		context.AfterFunc(ctx, end)
-		if p, _ := tenancy.From(ctx); sb == nil || p.TenantID != sb.TenantID {
+		p, _ := tenancy.From(ctx)
+		if sb == nil || p.TenantID != sb.TenantID {
 			rt.fail(w, r, ex, pageNotFound, "not_found")
+			return nil, false
+		}
+		// A read-only key views: no method that may change the app's
+		// state, and no WebSocket.
+		if !p.Holds(api.RoleMember) && (!readOnlyMethod(r.Method) || upgradeType(r.Header) != "") {
+			rt.fail(w, r, ex, pageReaderRefused, "forbidden")
 			return nil, false
 		}
 		ex.access = accessKey
@@ -387,3 +394,8 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// readOnlyMethod reports whether method only reads, by HTTP's rules.
+func readOnlyMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}

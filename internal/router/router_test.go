@@ -89,6 +89,7 @@ const (
 	keyA  = "hk_aaaa_secret"
 	keyA2 = "hk_aaa2_secret"
 	keyB  = "hk_bbbb_secret"
+	keyR  = "hk_rrrr_secret" // tenant a's, read-only
 )
 
 func (f fakeAuth) Begin(ctx context.Context, header string) (context.Context, func(), error) {
@@ -100,6 +101,8 @@ func (f fakeAuth) Begin(ctx context.Context, header string) (context.Context, fu
 		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "aaa2", Role: api.RoleMember}
 	case "Bearer " + keyB:
 		p = tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}
+	case "Bearer " + keyR:
+		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "rrrr", Role: api.RoleReader}
 	default:
 		return nil, nil, errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
 	}
@@ -379,6 +382,31 @@ func TestRouterWithKey(t *testing.T) {
 	if !strings.Contains(e.logs.String(), `"access":"key"`) || !strings.Contains(e.logs.String(), `"sandbox.id":"`+idRunning+`"`) {
 		t.Errorf("log: %s", e.logs)
 	}
+}
+
+// TestRouterReaderKey: a read-only key views a private preview and does
+// nothing else there: no method that changes anything, no WebSocket.
+func TestRouterReaderKey(t *testing.T) {
+	e := newEnv(t)
+	resp, body := e.get(idRunning, appPort, "/headers", map[string]string{"Authorization": "Bearer " + keyR})
+	wantStatus(t, "a reader's GET", resp, body, 200, "")
+	resp, body = e.get(idRunning, appPort, "/headers", map[string]string{"Authorization": "Bearer " + keyR,
+		"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+	wantStatus(t, "a reader's WebSocket", resp, body, 403, "member_required")
+	req, err := http.NewRequest("POST", e.srv.URL+"/headers", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host(idRunning, appPort) + ":" + e.srv.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]
+	req.Header.Set("Authorization", "Bearer "+keyR)
+	req.Header.Set("Accept", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantStatus(t, "a reader's POST", resp, string(b), 403, "member_required")
 }
 
 func TestRouterSignedURL(t *testing.T) {
