@@ -6,7 +6,7 @@
 //	hutch exec ID -- CMD…        stream a command, exit with its code
 //	hutch cp SRC DST             copy files and directories in and out
 //	hutch run -- CMD…            create, exec, destroy
-//	hutch key create|ls|rm, hutch tenant create, hutch info, hutch version
+//	hutch key create|ls|rm, hutch tenant create|quota, hutch info, hutch version
 //
 // The CLI finds its server in HUTCH_URL and its key in HUTCH_API_KEY, or
 // in the admin key file a local `hutch serve` writes (config.go).
@@ -95,6 +95,7 @@ commands:
   key create|ls|rm           manage API keys
   secret set|ls|rm           manage secrets; set reads the value from stdin
   tenant create NAME         create a tenant (admin)
+  tenant quota get|set       show a tenant's quotas and usage; set them (admin)
   info                       show the server's driver, limits and features
   events [-f] [flags]        print the event log; -f follows it live
   version                    print hutch's version

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -81,6 +82,24 @@ type Config struct {
 	// Zero keeps them.
 	EventRetention    time.Duration
 	EventMaxPerTenant int
+
+	// TenantQuotas are the quotas of every tenant that has not set its
+	// own (PUT /v1/tenants/{id}/quotas); 0 is no limit. DiskMB is recorded
+	// and shown, not enforced yet.
+	TenantQuotas api.QuotaLimits
+	// ReserveMemoryMB and ReservePids are kept from sandboxes for the
+	// control plane and the host: the namespace driver caps its parent
+	// cgroup at the host's memory and tasks (the smaller of pid_max and
+	// threads-max) less them, never below half (hostinfo.Budget).
+	ReserveMemoryMB int
+	ReservePids     int
+	// The host's overcommit: the limits of this node's live sandboxes may
+	// total MaxMemoryOvercommit × the memory budget, MaxPidsOvercommit ×
+	// the tasks budget and MaxCPUOvercommit × the host's CPUs; past them a
+	// create or start is 503 insufficient_capacity. 0 sets no bound.
+	MaxMemoryOvercommit float64
+	MaxPidsOvercommit   float64
+	MaxCPUOvercommit    float64
 }
 
 // Default returns the embedded defaults: `hutch serve` with no flags.
@@ -113,6 +132,16 @@ func Default() Config {
 		TeardownTimeout:    30 * time.Second,
 		EventRetention:     30 * 24 * time.Hour,
 		EventMaxPerTenant:  100000,
+		// Host bounds keep a tenant from promising more than the host
+		// has; one count per tenant keeps any one from taking every uid
+		// range and row. Operators hosting tenants that must not crowd
+		// each other set the rest.
+		TenantQuotas:        api.QuotaLimits{Sandboxes: 100},
+		ReserveMemoryMB:     1024,
+		ReservePids:         4096,
+		MaxMemoryOvercommit: 1,
+		MaxPidsOvercommit:   1,
+		MaxCPUOvercommit:    16,
 	}
 }
 
@@ -157,6 +186,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; more are closed at once")
 	num(&c.EventMaxPerTenant, "event-max-per-tenant", "HUTCH_EVENT_MAX_PER_TENANT", "events kept per tenant, the newest; older ones are trimmed (0: no limit)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
+	num(&c.TenantQuotas.Sandboxes, "tenant-max-sandboxes", "HUTCH_TENANT_MAX_SANDBOXES", "default quota: sandboxes a tenant may have that are neither destroyed nor failed, stopped ones included (0: no limit)")
+	num(&c.TenantQuotas.MemoryMB, "tenant-memory-mb", "HUTCH_TENANT_MEMORY_MB", "default quota: MiB of memory limits of a tenant's sandboxes that are not stopped (0: no limit)")
+	num(&c.TenantQuotas.Pids, "tenant-pids", "HUTCH_TENANT_PIDS", "default quota: pids limits of a tenant's sandboxes that are not stopped (0: no limit)")
+	num(&c.TenantQuotas.DiskMB, "tenant-disk-mb", "HUTCH_TENANT_DISK_MB", "default quota: MiB of disk of a tenant (recorded, not enforced yet; 0: no limit)")
+	num(&c.ReserveMemoryMB, "reserve-memory-mb", "HUTCH_RESERVE_MEMORY_MB", "MiB of the host's memory kept from sandboxes for the control plane and the host (caps the cgroup parent; never more than half)")
+	num(&c.ReservePids, "reserve-pids", "HUTCH_RESERVE_PIDS", "tasks of the host's pid_max and threads-max kept from sandboxes for the control plane and the host (never more than half)")
 	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
 		ps, err := parsePrefixes(v)
 		envErr = errors.Join(envErr, err)
@@ -167,6 +202,20 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		c.EgressAllowPrivate = ps
 		return err
 	})
+	flt := func(p *float64, name, env, usage string) {
+		if v := getenv(env); v != "" {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				envErr = errors.Join(envErr, fmt.Errorf("$%s: %q is not a number", env, v))
+			}
+			*p = n
+		}
+		fs.Float64Var(p, name, *p, usage+" ($"+env+")")
+	}
+	flt(&c.TenantQuotas.CPU, "tenant-cpu", "HUTCH_TENANT_CPU", "default quota: cores of CPU limits of a tenant's sandboxes that are not stopped (0: no limit)")
+	flt(&c.MaxMemoryOvercommit, "max-memory-overcommit", "HUTCH_MAX_MEMORY_OVERCOMMIT", "sandboxes' memory limits may total this times the host's memory less --reserve-memory-mb; past it a create is 503 insufficient_capacity (0: no bound)")
+	flt(&c.MaxPidsOvercommit, "max-pids-overcommit", "HUTCH_MAX_PIDS_OVERCOMMIT", "sandboxes' pids limits may total this times the smaller of pid_max and threads-max less --reserve-pids (0: no bound)")
+	flt(&c.MaxCPUOvercommit, "max-cpu-overcommit", "HUTCH_MAX_CPU_OVERCOMMIT", "sandboxes' CPU limits may total this times the host's CPUs (0: no bound)")
 	dur := func(p *time.Duration, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -254,6 +303,19 @@ func (c Config) Validate() error {
 	}
 	if c.EventMaxPerTenant < 0 {
 		errs = append(errs, fmt.Errorf("event max per tenant %d must be 0 (no limit) or positive", c.EventMaxPerTenant))
+	}
+	q := c.TenantQuotas
+	if q.Sandboxes < 0 || q.MemoryMB < 0 || q.Pids < 0 || q.DiskMB < 0 || !(q.CPU >= 0) || math.IsInf(q.CPU, 0) {
+		errs = append(errs, fmt.Errorf("tenant quotas %+v must be 0 (no limit) or positive", q))
+	}
+	if c.ReserveMemoryMB < 0 || c.ReservePids < 0 {
+		errs = append(errs, fmt.Errorf("reserves (memory %d MiB, pids %d) must not be negative", c.ReserveMemoryMB, c.ReservePids))
+	}
+	for name, v := range map[string]float64{"max memory overcommit": c.MaxMemoryOvercommit,
+		"max pids overcommit": c.MaxPidsOvercommit, "max cpu overcommit": c.MaxCPUOvercommit} {
+		if !(v >= 0 && v <= 1000) {
+			errs = append(errs, fmt.Errorf("%s %g must be 0 (no bound) or a positive factor up to 1000", name, v))
+		}
 	}
 	if c.DefaultTimeout <= 0 || c.DefaultTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("default timeout %s must be positive and at most the maximum %s", c.DefaultTimeout, c.MaxTimeout))

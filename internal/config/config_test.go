@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
+
 	// The store Default names, which Validate looks up.
 	_ "github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -55,6 +57,11 @@ func TestLoadRejects(t *testing.T) {
 		"preview URL not http":        {args: []string{"--preview-url", "ftp://localhost"}, want: "http or https"},
 		"event retention too short":   {args: []string{"--event-retention", "10m"}, want: "event retention"},
 		"negative event max":          {env: map[string]string{"HUTCH_EVENT_MAX_PER_TENANT": "-1"}, want: "event max per tenant"},
+		"negative tenant quota":       {args: []string{"--tenant-memory-mb", "-1"}, want: "tenant quotas"},
+		"NaN cpu quota":               {env: map[string]string{"HUTCH_TENANT_CPU": "NaN"}, want: "tenant quotas"},
+		"negative reserve":            {args: []string{"--reserve-pids", "-5"}, want: "reserves"},
+		"negative overcommit":         {args: []string{"--max-memory-overcommit", "-1"}, want: "max memory overcommit"},
+		"bad overcommit env":          {env: map[string]string{"HUTCH_MAX_CPU_OVERCOMMIT": "lots"}, want: "HUTCH_MAX_CPU_OVERCOMMIT"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(tc.args, env(tc.env))
@@ -94,5 +101,24 @@ func TestEventRetention(t *testing.T) {
 	c, err = Load([]string{"--event-retention", "0", "--event-max-per-tenant", "0"}, env(nil))
 	if err != nil || c.EventRetention != 0 || c.EventMaxPerTenant != 0 {
 		t.Fatalf("Load of 0 and 0 = %s, %d, %v; want both kept for ever", c.EventRetention, c.EventMaxPerTenant, err)
+	}
+}
+
+func TestAdmissionFlags(t *testing.T) {
+	d := Default()
+	if d.TenantQuotas != (api.QuotaLimits{Sandboxes: 100}) || d.ReserveMemoryMB != 1024 || d.ReservePids != 4096 ||
+		d.MaxMemoryOvercommit != 1 || d.MaxPidsOvercommit != 1 || d.MaxCPUOvercommit != 16 {
+		t.Errorf("defaults: %+v", d)
+	}
+	c, err := Load([]string{"--tenant-cpu", "2.5", "--max-memory-overcommit", "0", "--reserve-memory-mb", "2048"},
+		env(map[string]string{"HUTCH_TENANT_MAX_SANDBOXES": "0", "HUTCH_TENANT_MEMORY_MB": "8192", "HUTCH_TENANT_CPU": "9", "HUTCH_MAX_PIDS_OVERCOMMIT": "0.5"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (api.QuotaLimits{MemoryMB: 8192, CPU: 2.5}); c.TenantQuotas != want {
+		t.Errorf("tenant quotas %+v, want %+v", c.TenantQuotas, want)
+	}
+	if c.MaxMemoryOvercommit != 0 || c.MaxPidsOvercommit != 0.5 || c.ReserveMemoryMB != 2048 {
+		t.Errorf("host bounds: %+v", c)
 	}
 }

@@ -24,6 +24,7 @@ type asm struct {
 	prog   []asmInsn
 	labels map[string]int
 	err    error
+	fresh  int // labels newLabel has made
 }
 
 type asmInsn struct {
@@ -56,6 +57,60 @@ func (a *asm) ret(k uint32)                 { a.emit(asmInsn{code: opRet, k: k})
 func (a *asm) retErrno(errno unix.Errno) {
 	a.ret(unix.SECCOMP_RET_ERRNO | uint32(errno)&unix.SECCOMP_RET_DATA)
 }
+
+// newLabel returns a label no caller names: it starts with a dot.
+func (a *asm) newLabel() string {
+	a.fresh++
+	return fmt.Sprintf(".L%d", a.fresh)
+}
+
+// span is a run of values, from lo up to the next span's lo, that all go to
+// the label to.
+type span struct {
+	lo uint32
+	to string
+}
+
+// dispatch jumps to the label of the span holding the accumulator, by a
+// binary search over spans, which must start at 0 and rise. Each comparison
+// is followed by an unconditional jump, whose offset has 32 bits, so no
+// conditional jump reaches further than one instruction however many spans
+// there are (a conditional offset has 8 bits).
+func (a *asm) dispatch(spans []span) {
+	if len(spans) == 0 || spans[0].lo != 0 {
+		a.fail(fmt.Errorf("bpf: dispatch spans do not start at 0"))
+		return
+	}
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo <= spans[i-1].lo {
+			a.fail(fmt.Errorf("bpf: dispatch span %d does not rise", i))
+			return
+		}
+	}
+	a.search(spans)
+}
+
+func (a *asm) search(spans []span) {
+	if len(spans) == 1 {
+		a.jump(spans[0].to)
+		return
+	}
+	mid := len(spans) / 2
+	below, above := a.newLabel(), a.newLabel()
+	a.jge(spans[mid].lo, "", below)
+	a.jump(above)
+	a.label(below)
+	a.search(spans[:mid])
+	a.label(above)
+	a.search(spans[mid:])
+}
+
+func (a *asm) fail(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+}
+
 func (a *asm) offset(at int, to string) (int, error) {
 	if to == "" {
 		return 0, nil

@@ -151,3 +151,58 @@ func TestAsmRefusesBadPrograms(t *testing.T) {
 		})
 	}
 }
+
+// TestAsmDispatch: a search over more spans than a conditional jump can
+// cross lands every value on its span's label.
+func TestAsmDispatch(t *testing.T) {
+	var a asm
+	a.load(0)
+	var spans []span
+	for i := range 600 {
+		spans = append(spans, span{lo: uint32(3 * i), to: fmt.Sprintf("r%d", i%3)})
+	}
+	a.dispatch(spans)
+	for i := range 3 {
+		a.label(fmt.Sprintf("r%d", i))
+		a.ret(uint32(i))
+	}
+	prog, err := a.assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nr := range []uint32{0, 1, 2, 3, 5, 6, 899, 900, 1000, 1797, 1799, 1800, 5000, 1 << 31} {
+		want := min(nr/3, 599) % 3
+		got, err := runBPF(prog, seccompData{nr: nr}.bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("nr %d returned %d, want %d", nr, got, want)
+		}
+	}
+}
+
+func TestAsmDispatchRefusesBadSpans(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spans []span
+		want  string
+	}{
+		{"none", nil, "do not start at 0"},
+		{"not from 0", []span{{lo: 1, to: "x"}}, "do not start at 0"},
+		{"not rising", []span{{lo: 0, to: "x"}, {lo: 5, to: "y"}, {lo: 5, to: "x"}}, "does not rise"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a asm
+			a.load(0)
+			a.dispatch(tc.spans)
+			a.label("x")
+			a.label("y")
+			a.ret(0)
+			_, err := a.assemble()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("assemble error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

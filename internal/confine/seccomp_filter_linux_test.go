@@ -62,6 +62,16 @@ func TestFilterPolicy(t *testing.T) {
 		{"ioctl TCGETS", call(unix.SYS_IOCTL, 0, unix.TCGETS), retAllow},
 		{"ioctl TIOCSTI", call(unix.SYS_IOCTL, 0, unix.TIOCSTI), retEPERM},
 		{"ioctl TIOCLINUX", call(unix.SYS_IOCTL, 0, highBits|unix.TIOCLINUX), retEPERM},
+		// An allowlist: what is not listed does not reach the kernel.
+		{"unassigned number", call(1000), retENOSYS},
+		{"highest number below x32", call(0x3fff_ffff), retENOSYS},
+		{"lsm_list_modules, real but not listed", call(unix.SYS_LSM_LIST_MODULES), retENOSYS},
+		{"listmount, real but not listed", call(unix.SYS_LISTMOUNT), retENOSYS},
+		{"personality query", call(unix.SYS_PERSONALITY, 0xffff_ffff), retAllow},
+		{"personality PER_LINUX", call(unix.SYS_PERSONALITY, highBits), retAllow},
+		{"personality PER_LINUX32", call(unix.SYS_PERSONALITY, 0x8), retAllow},
+		{"personality ADDR_NO_RANDOMIZE", call(unix.SYS_PERSONALITY, 0x0040000), retEPERM},
+		{"personality READ_IMPLIES_EXEC", call(unix.SYS_PERSONALITY, 0x0400000), retEPERM},
 	}
 	sockets := []tc{
 		{"socket unix", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_DGRAM), retAllow},
@@ -83,6 +93,7 @@ func TestFilterPolicy(t *testing.T) {
 		{"socket netlink unrestricted", call(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW), retAllow},
 		{"socket udp4 unrestricted", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM), retAllow},
 		{"socketpair inet unrestricted", call(unix.SYS_SOCKETPAIR, unix.AF_INET, unix.SOCK_STREAM), retAllow},
+		{"socket vsock unrestricted", call(unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM), retEAFNOSUPPORT},
 	}
 	for _, restrict := range []bool{false, true} {
 		prog, err := buildFilter(restrict)
@@ -140,4 +151,64 @@ func TestFilterKillsX32(t *testing.T) {
 	if got != retKill {
 		t.Errorf("x32 getpid: filter returned %#x, want kill", got)
 	}
+}
+
+// TestFilterAllowsEveryListedCall checks each allow entry is reachable.
+func TestFilterAllowsEveryListedCall(t *testing.T) {
+	for _, restrict := range []bool{false, true} {
+		prog, err := buildFilter(restrict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, nr := range slices.Concat(allowedSyscalls, archAllowed) {
+			got, err := runBPF(prog, call(nr).bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != retAllow {
+				t.Errorf("restrict=%v: syscall %d: filter returned %#x, want allow", restrict, nr, got)
+			}
+		}
+	}
+}
+
+// TestFilterIsAnAllowlist: every number the filter does not name, real
+// calls of today's kernels and numbers no kernel has assigned yet, fails
+// with ENOSYS.
+func TestFilterIsAnAllowlist(t *testing.T) {
+	for _, restrict := range []bool{false, true} {
+		prog, err := buildFilter(restrict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named, err := syscallVerdicts(restrict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unnamed := 0
+		for _, nr := range slices.Concat(seq(0, 4096), []uint32{1 << 20, 0x3fff_ffff}) {
+			if _, ok := named[nr]; ok {
+				continue
+			}
+			unnamed++
+			got, err := runBPF(prog, call(nr).bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != retENOSYS {
+				t.Errorf("restrict=%v: unnamed syscall %d: filter returned %#x, want ENOSYS", restrict, nr, got)
+			}
+		}
+		if unnamed < 4096-len(named) {
+			t.Errorf("restrict=%v: only %d numbers unnamed", restrict, unnamed)
+		}
+	}
+}
+
+func seq(from, to uint32) []uint32 {
+	var s []uint32
+	for n := from; n < to; n++ {
+		s = append(s, n)
+	}
+	return s
 }

@@ -11,6 +11,9 @@ const (
 	x32SyscallBit = 0
 )
 
+// archAllowed adds nothing on arm64: its table has only the generic calls.
+var archAllowed []uint32
+
 // archDenied adds nothing on arm64: it has no port I/O or legacy calls.
 var archDenied []uint32
 

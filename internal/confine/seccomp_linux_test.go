@@ -1,12 +1,14 @@
 package confine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +19,9 @@ func init() {
 }
 
 // TestSeccomp: the filter refuses namespaces, mounts, ptrace, keyrings,
-// bpf, io_uring and device nodes with EPERM and clone3 with ENOSYS, while
-// ordinary calls and fork/exec work, and a grandchild inherits
-// no_new_privs and the filter.
+// bpf, io_uring and device nodes with EPERM, and clone3 and every call it
+// does not list with ENOSYS, while ordinary calls and fork/exec work, and
+// a grandchild inherits no_new_privs and the filter.
 func TestSeccomp(t *testing.T) {
 	needSeccomp(t)
 	cfg := Config{NoNewPrivs: true, Seccomp: true}
@@ -39,6 +41,13 @@ func rawErrno(_, _ uintptr, errno unix.Errno) error {
 	return errno
 }
 
+// lsmListModules makes lsm_list_modules(2) with room for every module.
+func lsmListModules() error {
+	var ids [64]uint64
+	size := uint32(len(ids) * 8)
+	return rawErrno(unix.Syscall(unix.SYS_LSM_LIST_MODULES, uintptr(unsafe.Pointer(&ids[0])), uintptr(unsafe.Pointer(&size)), 0))
+}
+
 func childSeccomp(a *childArgs) error {
 	var c checks
 	// Controls: the same calls reach the kernel before Apply. Each is made
@@ -47,6 +56,13 @@ func childSeccomp(a *childArgs) error {
 	c.errno("control: ioctl(-1, TIOCSTI) before Apply", rawErrno(unix.Syscall(unix.SYS_IOCTL, ^uintptr(0), unix.TIOCSTI, 0)), unix.EBADF)
 	c.errno("control: mount of an unknown fs type before Apply",
 		unix.Mount("none", a.Dir, "hutch-no-such-fs", 0, ""), unix.ENODEV)
+	// lsm_list_modules is a real call every user may make, which the
+	// allowlist leaves out (ENOSYS before Apply: a kernel without it).
+	lsmErr := lsmListModules()
+	if !errors.Is(lsmErr, unix.ENOSYS) {
+		c.ok("control: lsm_list_modules before Apply", lsmErr)
+	}
+	c.ok("control: personality(query) before Apply", rawErrno(unix.Syscall(unix.SYS_PERSONALITY, 0xffff_ffff, 0, 0)))
 
 	if err := applyAndPrint(&a.Config); err != nil {
 		return err
@@ -70,6 +86,14 @@ func childSeccomp(a *childArgs) error {
 	c.errno("ioctl(-1, TCGETS) reaches the kernel", rawErrno(unix.Syscall(unix.SYS_IOCTL, ^uintptr(0), unix.TCGETS, 0)), unix.EBADF)
 	c.errno("mknod of a character device", unix.Mknod(filepath.Join(a.Dir, "null"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))), unix.EPERM)
 	c.ok("mknod of a fifo", unix.Mknod(filepath.Join(a.Dir, "fifo"), unix.S_IFIFO|0o600, 0))
+
+	// An allowlist: a call it does not name, real or never assigned, is
+	// refused with ENOSYS, as if this kernel were older.
+	c.errno("lsm_list_modules (not listed)", lsmListModules(), unix.ENOSYS)
+	c.errno("syscall 1000 (never assigned)", rawErrno(unix.Syscall(1000, 0, 0, 0)), unix.ENOSYS)
+	// personality may not switch address randomisation off.
+	c.errno("personality(ADDR_NO_RANDOMIZE)", rawErrno(unix.Syscall(unix.SYS_PERSONALITY, 0x0040000 /* ADDR_NO_RANDOMIZE */, 0, 0)), unix.EPERM)
+	c.ok("personality(query)", rawErrno(unix.Syscall(unix.SYS_PERSONALITY, 0xffff_ffff, 0, 0)))
 
 	// clone with a namespace flag, the way Go's os/exec makes it.
 	cmd := exec.Command("/bin/true")

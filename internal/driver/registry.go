@@ -21,7 +21,12 @@ type Options struct {
 	// CgroupParent names the cgroup under which a driver that uses cgroups
 	// makes one per sandbox.
 	CgroupParent string
-	Log          *slog.Logger
+	// ReserveMemoryMB and ReservePids are kept from sandboxes for the
+	// control plane and the host: a driver that makes a parent cgroup caps
+	// it at the host's memory and tasks less them (hostinfo.Budget).
+	ReserveMemoryMB int
+	ReservePids     int
+	Log             *slog.Logger
 }
 
 // Factory builds a driver from its options without touching the host.

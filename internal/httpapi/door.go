@@ -51,6 +51,10 @@ type Sandboxes interface {
 
 	// Info is the server's side of GET /v1/info: its drivers and limits.
 	Info() api.Info
+
+	// Quotas and SetQuotas read and set a tenant's quotas with its usage.
+	Quotas(ctx context.Context, tenantID string) (api.TenantQuotas, error)
+	SetQuotas(ctx context.Context, tenantID string, q api.Quotas) (api.TenantQuotas, error)
 }
 
 // Previews is what the API asks of the preview router

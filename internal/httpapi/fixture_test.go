@@ -70,6 +70,13 @@ type apiFixture struct {
 
 func newAPIFixture(t *testing.T) *apiFixture {
 	t.Helper()
+	return newAPIFixtureWith(t, nil)
+}
+
+// newAPIFixtureWith is newAPIFixture with mutate applied to the sandbox
+// service's config.
+func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
+	t.Helper()
 	f := &apiFixture{tenants: newTenants(t), ctx: context.Background()}
 	f.drv = fake.New(fake.Config{Dir: t.TempDir()})
 	if err := f.drv.Open(context.Background()); err != nil {
@@ -79,14 +86,18 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	log := slog.New(slog.DiscardHandler)
 	f.events = sandbox.NewEventLog(f.st)
 	var err error
-	f.svc, err = sandbox.New(sandbox.Config{
+	cfg := sandbox.Config{
 		Store: f.st, Drivers: driver.Single(f.drv), Events: f.events, Log: log, Node: "node-a",
 		DefaultTemplate: "host",
 		DefaultLimits:   api.Limits{MemoryMB: 256, CPU: 1, Pids: 64},
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
 		DefaultTimeout:  time.Hour, MaxTimeout: time.Hour,
 		MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 10 * time.Second,
-	})
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	f.svc, err = sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

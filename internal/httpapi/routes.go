@@ -31,6 +31,9 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/info", handler: a.info, role: api.RoleReader},
 
 		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant, role: api.RoleAdmin},
+		{method: "GET", pattern: "/v1/tenants/{id}", handler: a.getTenant, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/tenants/{id}/quotas", handler: a.getQuotas, role: api.RoleReader},
+		{method: "PUT", pattern: "/v1/tenants/{id}/quotas", handler: a.setQuotas, role: api.RoleAdmin},
 		{method: "POST", pattern: "/v1/keys", handler: a.createKey},
 		{method: "GET", pattern: "/v1/keys", handler: a.listKeys, role: api.RoleReader},
 		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey, query: []string{"cascade"}},

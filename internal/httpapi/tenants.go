@@ -31,3 +31,41 @@ func (a *API) createTenant(w http.ResponseWriter, r *http.Request) {
 	key.Secret = secret
 	writeJSON(w, http.StatusCreated, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Key: &key})
 }
+
+// getTenant shows a tenant: the caller's own, or any to an admin (the
+// store answers 404 tenant_not_found for another's).
+func (a *API) getTenant(w http.ResponseWriter, r *http.Request) {
+	t, err := a.cfg.Store.GetTenant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt})
+}
+
+// getQuotas shows a tenant's quotas and usage, to its own keys and to
+// admins.
+func (a *API) getQuotas(w http.ResponseWriter, r *http.Request) {
+	q, err := a.cfg.Sandboxes.Quotas(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// setQuotas replaces a tenant's quotas. Its route takes admin keys only,
+// and the store checks again, so a tenant never raises its own.
+func (a *API) setQuotas(w http.ResponseWriter, r *http.Request) {
+	var req api.Quotas
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q, err := a.cfg.Sandboxes.SetQuotas(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}

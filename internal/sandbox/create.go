@@ -13,8 +13,9 @@ import (
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// Create validates req, records the sandbox as creating, has its driver
-// build it, and records it as running. When any step fails the driver's
+// Create validates req, admits it against its tenant's quotas and this
+// node's capacity (admission.go), records the sandbox as creating, has its
+// driver build it, and records it as running. When any step fails the driver's
 // work is torn down on a context that outlives the request, the record is
 // marked failed with the reason, and the error is returned. The sandbox's
 // lock is held from before its record exists, so a destroy that finds the
@@ -60,7 +61,14 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	}
 	unlock := s.locks.Lock(rec.ID)
 	defer unlock()
-	if err := s.store.CreateSandbox(ctx, rec); err != nil {
+	// The record claims the room admit found (admission.go).
+	release, err := s.admit(ctx, rec.TenantID, rec.Limits, true)
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	err = s.store.CreateSandbox(ctx, rec)
+	release()
+	if err != nil {
 		return api.Sandbox{}, err
 	}
 	spec := driver.Spec{

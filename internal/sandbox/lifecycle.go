@@ -107,8 +107,9 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.toAPI(rec), nil
 }
 
-// Start starts a stopped sandbox again. Starting a running sandbox is not
-// an error; its agent is not started twice.
+// Start starts a stopped sandbox again, once admitted against its
+// tenant's quotas and this node's capacity as a create is. Starting a
+// running sandbox is not an error; its agent is not started twice.
 func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
@@ -127,7 +128,14 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	if rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStopped}, api.StateStarting, nil); err != nil {
+	// A start is admitted as a create is; the transition claims the room.
+	release, err := s.admit(ctx, rec.TenantID, rec.Limits, false)
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStopped}, api.StateStarting, nil)
+	release()
+	if err != nil {
 		return api.Sandbox{}, err
 	}
 	if h, err = d.Start(ctx, h); err != nil {

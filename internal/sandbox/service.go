@@ -84,6 +84,13 @@ type Config struct {
 	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
 	EventRetention    time.Duration
 	EventMaxPerTenant int
+
+	// Admission (admission.go). Capacity bounds what this node's live
+	// sandboxes may be promised together (a zero field: no bound);
+	// TenantQuotas are the quotas of a tenant that has not set its own
+	// (store.Tenant.Quotas), a zero field no limit.
+	Capacity     Capacity
+	TenantQuotas api.QuotaLimits
 }
 
 // DiskGuard is internal/diskguard's Guard as the service sees it.
@@ -101,7 +108,8 @@ type Service struct {
 	events  *EventLog
 	gateway Gateway
 
-	locks keylock.Map // serialises the lifecycle calls of each sandbox
+	locks   keylock.Map // serialises the lifecycle calls of each sandbox
+	admitMu sync.Mutex  // serialises admissions (admission.go)
 
 	mu     sync.Mutex
 	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes

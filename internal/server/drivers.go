@@ -109,11 +109,13 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 // fails to open is closed again.
 func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
 	d, err := reg.Factory(driver.Options{
-		Dir:          filepath.Join(cfg.DataDir, "sandboxes", reg.Name),
-		AgentPath:    agent,
-		WarmPool:     cfg.WarmPool,
-		CgroupParent: cfg.CgroupParent,
-		Log:          log.With("driver", reg.Name),
+		Dir:             filepath.Join(cfg.DataDir, "sandboxes", reg.Name),
+		AgentPath:       agent,
+		WarmPool:        cfg.WarmPool,
+		CgroupParent:    cfg.CgroupParent,
+		ReserveMemoryMB: cfg.ReserveMemoryMB,
+		ReservePids:     cfg.ReservePids,
+		Log:             log.With("driver", reg.Name),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("driver %s: %w", reg.Name, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/hutchdev/hutch/internal/diskguard"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
+	"github.com/hutchdev/hutch/internal/hostinfo"
 	"github.com/hutchdev/hutch/internal/httpapi"
 	"github.com/hutchdev/hutch/internal/keyfile"
 	"github.com/hutchdev/hutch/internal/router"
@@ -115,6 +116,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
+	capacity, err := hostCapacity(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := sandbox.New(sandbox.Config{
 		Store:              st,
 		Drivers:            drivers,
@@ -137,6 +142,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Sealer:             sealer,
 		EventRetention:     cfg.EventRetention,
 		EventMaxPerTenant:  cfg.EventMaxPerTenant,
+		Capacity:           capacity,
+		TenantQuotas:       cfg.TenantQuotas,
 	})
 	if err != nil {
 		return nil, err
@@ -192,6 +199,27 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		log.Warn("driver not loaded: its sandboxes are unavailable", "driver", name, "err", err)
 	}
 	return s, nil
+}
+
+// hostCapacity is what this host may promise its sandboxes together,
+// from its memory, pid_max, threads-max and CPUs (hostinfo) and the
+// reserves and overcommit factors of cfg.
+func hostCapacity(cfg config.Config, log *slog.Logger) (sandbox.Capacity, error) {
+	facts, err := hostinfo.Read()
+	if err != nil {
+		return sandbox.Capacity{}, fmt.Errorf("host capacity: %w", err)
+	}
+	c := sandbox.HostCapacity(facts, sandbox.HostLimits{
+		ReserveMemoryMB:  cfg.ReserveMemoryMB,
+		ReservePids:      cfg.ReservePids,
+		MemoryOvercommit: cfg.MaxMemoryOvercommit,
+		PidsOvercommit:   cfg.MaxPidsOvercommit,
+		CPUOvercommit:    cfg.MaxCPUOvercommit,
+	})
+	log.Info("host capacity for sandboxes (0: no bound)", "memory_mb", c.MemoryMB, "cpu", c.CPU, "pids", c.Pids,
+		"host.memory_mb", facts.MemoryMB, "host.pid_max", facts.PidMax, "host.threads_max", facts.ThreadsMax, "host.cpus", facts.CPUs,
+		"tenant.default_quotas", fmt.Sprintf("%+v", cfg.TenantQuotas))
+	return c, nil
 }
 
 // serve answers on ln. Every request's context is derived from one drain

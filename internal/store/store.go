@@ -12,9 +12,11 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
 // Store is hutch's persistent state.
@@ -37,6 +39,10 @@ type Store interface {
 	GetTenant(ctx context.Context, id string) (Tenant, error)
 	// ListTenants returns every tenant, oldest first. Admin or system only.
 	ListTenants(ctx context.Context) ([]Tenant, error)
+	// SetTenantQuotas replaces a tenant's quotas (CheckQuotas) and returns
+	// the tenant as written. Admin or system only: a tenant's own keys may
+	// read its quotas (GetTenant) but never change them.
+	SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (Tenant, error)
 
 	// CreateKey stores a key in the caller's tenant (k.TenantID must be it,
 	// unless ctx is the system's), made by the caller's key (k.CreatedBy:
@@ -142,6 +148,24 @@ type Tenant struct {
 	ID        string
 	Name      string // unique
 	CreatedAt time.Time
+	// Quotas are what an admin set on the tenant; a nil field follows the
+	// server's default (the sandbox service applies them at admission).
+	Quotas api.Quotas
+}
+
+// CheckQuotas refuses a quota that is negative or, for CPU, not a finite
+// number (400 invalid_quota). Zero is no limit; nil is the server's
+// default.
+func CheckQuotas(q api.Quotas) error {
+	for name, v := range map[string]*int{"sandboxes": q.Sandboxes, "memory_mb": q.MemoryMB, "pids": q.Pids, "disk_mb": q.DiskMB} {
+		if v != nil && *v < 0 {
+			return errdefs.Invalid("invalid_quota", "quota %s must be 0 (no limit) or positive, not %d", name, *v)
+		}
+	}
+	if c := q.CPU; c != nil && (*c < 0 || math.IsNaN(*c) || math.IsInf(*c, 0)) {
+		return errdefs.Invalid("invalid_quota", "quota cpu must be 0 (no limit) or a positive number of cores")
+	}
+	return nil
 }
 
 // Key is an API key. Only a hash of its secret is kept.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/server"
@@ -35,6 +36,11 @@ func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(dir, "data")
+	// Benchmarks load the host on purpose (hundreds of sandboxes of one
+	// tenant, limits promised past its memory): admission is not what they
+	// measure.
+	cfg.TenantQuotas = api.QuotaLimits{}
+	cfg.MaxMemoryOvercommit, cfg.MaxPidsOvercommit, cfg.MaxCPUOvercommit = 0, 0, 0
 	change(&cfg)
 	if err := cfg.Validate(); err != nil {
 		os.RemoveAll(dir)

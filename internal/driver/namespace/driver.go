@@ -36,6 +36,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/hostids"
+	"github.com/hutchdev/hutch/internal/hostinfo"
 	"github.com/hutchdev/hutch/internal/keylock"
 )
 
@@ -70,7 +71,13 @@ type Config struct {
 	// CgroupParent names the cgroup under which every sandbox gets one;
 	// "" means "hutch".
 	CgroupParent string
-	Log          *slog.Logger
+	// ReserveMemoryMB and ReservePids are kept from sandboxes for the
+	// control plane and the host: Open caps the parent group (one hutch
+	// made) at the host's memory and tasks less them (hostinfo.Budget).
+	// Zero reserves nothing: the parent is capped at the host's totals.
+	ReserveMemoryMB int
+	ReservePids     int
+	Log             *slog.Logger
 }
 
 // Driver runs sandboxes in namespaces.
@@ -98,7 +105,8 @@ func init() {
 		Summary: "user, mount, pid, net, ipc, uts and cgroup namespaces, cgroup limits, seccomp, Landlock",
 		Auto:    1,
 		Factory: func(o driver.Options) (driver.Driver, error) {
-			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, CgroupParent: o.CgroupParent, Log: o.Log})
+			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, CgroupParent: o.CgroupParent,
+				ReserveMemoryMB: o.ReserveMemoryMB, ReservePids: o.ReservePids, Log: o.Log})
 		},
 	})
 }
@@ -128,7 +136,8 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // Open checks the host and prepares it: the directory, the uid registry,
-// the host's inotify limits, the cgroup manager and the host template. As
+// the host's inotify limits, the cgroup manager and the parent group's
+// caps (capParent), and the host template. As
 // root it gives each sandbox its own host uids and cgroups; otherwise it
 // runs rootless where the kernel lets unprivileged users make user
 // namespaces. It starts the warm pool last.
@@ -154,6 +163,8 @@ func (d *Driver) Open(ctx context.Context) error {
 		}
 		if d.cg, err = cgroups.New(d.cfg.CgroupParent); err != nil {
 			d.cg, d.cgErr = nil, err
+		} else {
+			d.capParent()
 		}
 	}
 	if d.tmpl, err = buildTemplate(filepath.Join(d.dir, ".templates"), d.agentPath, d.log); err != nil {
@@ -166,6 +177,38 @@ func (d *Driver) Open(ctx context.Context) error {
 	d.caps = d.capabilities()
 	d.pool = newPool(d, d.cfg.WarmPool)
 	return nil
+}
+
+// capParent caps the parent cgroup, every sandbox together, at the host's
+// memory and tasks (the smaller of pid_max and threads-max) less the
+// control plane's reserve, so that sandboxes, whatever they were promised,
+// cannot starve the control plane of memory or pids. Only a parent hutch
+// made (and marked) is changed; one that was there without the mark is
+// someone else's and is left alone, with a warning. A cap that fails is
+// logged: admission (the sandbox service) still bounds what is promised.
+func (d *Driver) capParent() {
+	facts, err := hostinfo.Read()
+	if err != nil {
+		d.log.Warn("cgroup parent left uncapped: cannot read the host's totals", "cgroup.parent", d.cfg.CgroupParent, "err", err)
+		return
+	}
+	memMB := hostinfo.Budget(facts.MemoryMB, d.cfg.ReserveMemoryMB)
+	pids := hostinfo.Budget(facts.Tasks(), d.cfg.ReservePids)
+	got, err := d.cg.CapParent(cgroups.Limits{MemoryBytes: int64(memMB) << 20, Pids: int64(pids)})
+	if len(got.Capped) > 0 {
+		d.log.Info("cgroup parent capped: sandboxes together", "memory_mb", memMB, "pids", pids,
+			"host.memory_mb", facts.MemoryMB, "host.tasks", facts.Tasks(), "groups", got.Capped)
+	}
+	for _, dir := range got.Foreign {
+		d.log.Warn("cgroup parent was not made by hutch (no trusted.hutch.owner mark): left uncapped; remove it while no sandbox runs, or choose another --cgroup-parent",
+			"group", dir)
+	}
+	for _, dir := range got.Unmarked {
+		d.log.Warn("cgroup parent capped but not marked as hutch's (the file system takes no trusted.* attributes): the next start will leave its limits as they are", "group", dir)
+	}
+	if err != nil {
+		d.log.Warn("cgroup parent cap incomplete", "cgroup.parent", d.cfg.CgroupParent, "err", err)
+	}
 }
 
 // Close stops the warm pool and removes its sandboxes, and waits for the

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/drivertest"
 	"github.com/hutchdev/hutch/internal/driver/namespace"
+	"github.com/hutchdev/hutch/internal/hostinfo"
 	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
@@ -181,4 +184,92 @@ func TestSweepSparesOtherServers(t *testing.T) {
 	if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent + "/" + id); len(cgs) == 0 {
 		t.Fatal("the other server's sweep removed the sandbox's cgroups")
 	}
+}
+
+// TestParentCapped: Open caps the cgroup parent it makes at the host's
+// memory and tasks less the control plane's reserve, so sandboxes together
+// cannot starve it; a parent someone else made is left as it was.
+func TestParentCapped(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("needs root, for the cgroups")
+	}
+	facts, err := hostinfo.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reserveMB, reservePids = 2048, 8192
+	mem := strconv.FormatInt(int64(hostinfo.Budget(facts.MemoryMB, reserveMB))<<20, 10)
+	pids := strconv.Itoa(hostinfo.Budget(facts.Tasks(), reservePids))
+	// The parent's limit files on a v1 host (each controller's hierarchy)
+	// and a v2 one.
+	files := func(parent string) map[string][]string {
+		return map[string][]string{
+			"memory": {"/sys/fs/cgroup/memory/" + parent + "/memory.limit_in_bytes", "/sys/fs/cgroup/memory/" + parent + "/memory.memsw.limit_in_bytes", "/sys/fs/cgroup/" + parent + "/memory.max"},
+			"pids":   {"/sys/fs/cgroup/pids/" + parent + "/pids.max", "/sys/fs/cgroup/" + parent + "/pids.max"},
+		}
+	}
+	open := func(t *testing.T, parent string) {
+		t.Cleanup(func() {
+			parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+			parents = append(parents, "/sys/fs/cgroup/"+parent)
+			for _, p := range parents {
+				os.Remove(p)
+			}
+		})
+		d, err := namespace.New(namespace.Config{Dir: filepath.Join(t.TempDir(), "sandboxes"), AgentPath: filepath.Join(binDir, "hutch-agent"),
+			CgroupParent: parent, ReserveMemoryMB: reserveMB, ReservePids: reservePids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		if err := d.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(t *testing.T, path string) (string, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false
+		}
+		return strings.TrimSpace(string(b)), true
+	}
+
+	t.Run("made", func(t *testing.T) {
+		parent := "hutch-test-" + ids.New()[20:]
+		open(t, parent)
+		found := map[string]bool{}
+		for controller, paths := range files(parent) {
+			want := map[string]string{"memory": mem, "pids": pids}[controller]
+			for _, p := range paths {
+				if got, ok := read(t, p); ok {
+					found[controller] = true
+					if got != want {
+						t.Errorf("%s = %s, want %s (host %d MiB, %d tasks, less the reserve)", p, got, want, facts.MemoryMB, facts.Tasks())
+					}
+				}
+			}
+		}
+		if !found["memory"] || !found["pids"] {
+			t.Fatalf("the parent's limits were not found (memory %v, pids %v)", found["memory"], found["pids"])
+		}
+	})
+
+	t.Run("foreign", func(t *testing.T) {
+		parent := "hutch-test-" + ids.New()[20:]
+		for _, dir := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup"} {
+			if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err == nil {
+				if err := os.Mkdir(filepath.Join(dir, parent), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		open(t, parent)
+		for _, paths := range files(parent) {
+			for _, p := range paths {
+				if got, ok := read(t, p); ok && got != "max" && got != "9223372036854771712" {
+					t.Errorf("%s of a parent hutch did not make = %s; want it untouched (no limit)", p, got)
+				}
+			}
+		}
+	})
 }

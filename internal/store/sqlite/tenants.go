@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -22,6 +23,9 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 	if err := store.CheckTenant(&t); err != nil {
 		return err
 	}
+	if err := store.CheckQuotas(t.Quotas); err != nil {
+		return err
+	}
 	for i := range keys {
 		if keys[i].TenantID != t.ID {
 			return errdefs.Invalid("invalid_key", "a new tenant's keys must belong to it")
@@ -34,8 +38,9 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)`,
-			t.ID, t.Name, formatTime(t.CreatedAt)); err != nil {
+		q := t.Quotas
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, formatTime(t.CreatedAt), q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB); err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("create tenant %s: %w", t.ID, store.TenantExists(t.Name))
 			}
@@ -59,7 +64,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) 
 	if !sc.Admin && !sc.Sees(id) {
 		return store.Tenant{}, store.TenantNotFound(id)
 	}
-	t, err := scanTenant(s.r.QueryRowContext(ctx, `SELECT id, name, created_at FROM tenants WHERE id = ?`, id))
+	t, err := scanTenant(s.r.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Tenant{}, store.TenantNotFound(id)
 	}
@@ -78,7 +83,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
 	if !sc.All && !sc.Admin {
 		return nil, store.AdminRequired()
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, created_at FROM tenants ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+tenantColumns+` FROM tenants ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
@@ -97,6 +102,45 @@ func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
 	return ts, nil
 }
 
+// SetTenantQuotas implements store.Store.
+func (s *Store) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (store.Tenant, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return store.Tenant{}, err
+	}
+	if !sc.All && !sc.Admin {
+		return store.Tenant{}, store.AdminRequired()
+	}
+	if err := store.CheckQuotas(q); err != nil {
+		return store.Tenant{}, err
+	}
+	var t store.Tenant
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE tenants SET quota_sandboxes = ?, quota_memory_mb = ?, quota_cpu = ?, quota_pids = ?, quota_disk_mb = ? WHERE id = ?`,
+			q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB, id)
+		if err != nil {
+			return fmt.Errorf("set quotas of tenant %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("set quotas of tenant %s: %w", id, err)
+		} else if n == 0 {
+			return store.TenantNotFound(id)
+		}
+		t, err = scanTenant(tx.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
+		if err != nil {
+			return fmt.Errorf("set quotas of tenant %s: %w", id, err)
+		}
+		return nil
+	})
+	return t, err
+}
+
+// The columns of a tenant, as scanTenant reads them.
+const (
+	quotaColumns  = `quota_sandboxes, quota_memory_mb, quota_cpu, quota_pids, quota_disk_mb`
+	tenantColumns = `id, name, created_at, ` + quotaColumns
+)
+
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface {
 	Scan(dest ...any) error
@@ -104,13 +148,33 @@ type scanner interface {
 
 func scanTenant(row scanner) (store.Tenant, error) {
 	var (
-		t       store.Tenant
-		created string
+		t                          store.Tenant
+		created                    string
+		sandboxes, mem, pids, disk sql.NullInt64
+		cpu                        sql.NullFloat64
 	)
-	if err := row.Scan(&t.ID, &t.Name, &created); err != nil {
+	if err := row.Scan(&t.ID, &t.Name, &created, &sandboxes, &mem, &cpu, &pids, &disk); err != nil {
 		return store.Tenant{}, err
 	}
 	var err error
 	t.CreatedAt, err = parseTime(created)
+	t.Quotas = api.Quotas{Sandboxes: nullInt(sandboxes), MemoryMB: nullInt(mem), CPU: nullFloat(cpu), Pids: nullInt(pids), DiskMB: nullInt(disk)}
 	return t, err
+}
+
+// nullInt is an optional INTEGER column.
+func nullInt(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	n := int(v.Int64)
+	return &n
+}
+
+// nullFloat is an optional REAL column.
+func nullFloat(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Float64
 }

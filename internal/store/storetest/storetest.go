@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"Tenants", testTenants},
 		{"TenantAccess", testTenantAccess},
+		{"TenantQuotas", testTenantQuotas},
 		{"Keys", testKeys},
 		{"KeyIsolation", testKeyIsolation},
 		{"SandboxRoundTrip", testSandboxRoundTrip},

@@ -117,3 +117,60 @@ func testTenantAccess(t *testing.T, s store.Store) {
 	_, err = s.ListTenants(bg)
 	wantErr(t, "ListTenants without principal", err, errdefs.ErrForbidden, "no_tenant")
 }
+
+// testTenantQuotas: quotas round-trip with every field optional (nil: the
+// server's default, 0: no limit); only admins and the system set them; a
+// tenant's own keys read them.
+func testTenantQuotas(t *testing.T, s store.Store) {
+	a, member := newTenant(t, s, "a")
+	admin := as(ids.New(), api.RoleAdmin)
+	if got, err := s.GetTenant(member, a.ID); err != nil || got.Quotas != (api.Quotas{}) {
+		t.Fatalf("a new tenant's quotas = %+v, %v; want none set", got.Quotas, err)
+	}
+	n, zero, cpu := 5, 0, 2.5
+	q := api.Quotas{Sandboxes: &n, MemoryMB: &zero, CPU: &cpu}
+	got, err := s.SetTenantQuotas(admin, a.ID, q)
+	if err != nil {
+		t.Fatalf("admin sets quotas: %v", err)
+	}
+	if diff := cmp.Diff(q, got.Quotas); diff != "" || got.ID != a.ID || got.Name != a.Name {
+		t.Errorf("SetTenantQuotas answer %+v (-want +got quotas):\n%s", got, diff)
+	}
+	if got, err := s.GetTenant(member, a.ID); err != nil || !cmp.Equal(q, got.Quotas) {
+		t.Errorf("member reads its quotas: %+v, %v; want %+v", got.Quotas, err, q)
+	}
+	ts, err := s.ListTenants(system())
+	if err != nil || len(ts) != 1 || !cmp.Equal(q, ts[0].Quotas) {
+		t.Errorf("ListTenants = %+v, %v; want the quotas", ts, err)
+	}
+
+	_, err = s.SetTenantQuotas(member, a.ID, api.Quotas{Sandboxes: &zero})
+	wantErr(t, "member sets its quotas", err, errdefs.ErrForbidden, "admin_required")
+	_, err = s.SetTenantQuotas(as(a.ID, api.RoleReader), a.ID, api.Quotas{})
+	wantErr(t, "reader sets its quotas", err, errdefs.ErrForbidden, "admin_required")
+	_, err = s.SetTenantQuotas(context.Background(), a.ID, api.Quotas{})
+	wantErr(t, "no principal", err, errdefs.ErrForbidden, "no_tenant")
+	_, err = s.SetTenantQuotas(admin, ids.New(), api.Quotas{})
+	wantErr(t, "a missing tenant", err, errdefs.ErrNotFound, "tenant_not_found")
+	neg, negCPU := -1, -0.5
+	for name, bad := range map[string]api.Quotas{"sandboxes": {Sandboxes: &neg}, "pids": {Pids: &neg}, "disk": {DiskMB: &neg}, "cpu": {CPU: &negCPU}} {
+		_, err = s.SetTenantQuotas(admin, a.ID, bad)
+		wantErr(t, "negative "+name, err, errdefs.ErrInvalid, "invalid_quota")
+	}
+	if got, _ := s.GetTenant(system(), a.ID); !cmp.Equal(q, got.Quotas) {
+		t.Errorf("refused changes changed the quotas to %+v", got.Quotas)
+	}
+
+	// Back to the defaults; and a tenant made with quotas keeps them.
+	if got, err := s.SetTenantQuotas(system(), a.ID, api.Quotas{}); err != nil || got.Quotas != (api.Quotas{}) {
+		t.Errorf("system resets quotas: %+v, %v", got.Quotas, err)
+	}
+	b := store.Tenant{ID: ids.New(), Name: "b-" + ids.Token(4), Quotas: api.Quotas{Pids: &n}}
+	if err := s.CreateTenant(system(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetTenant(system(), b.ID); err != nil || !cmp.Equal(b.Quotas, got.Quotas) {
+		t.Errorf("a tenant made with quotas: %+v, %v", got.Quotas, err)
+	}
+	wantErr(t, "a tenant made with a negative quota", s.CreateTenant(system(), store.Tenant{ID: ids.New(), Name: "c", Quotas: api.Quotas{MemoryMB: &neg}}), errdefs.ErrInvalid, "invalid_quota")
+}

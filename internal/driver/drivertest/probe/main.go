@@ -143,6 +143,12 @@ func attempts() map[string]string {
 	try("sethostname", unix.Sethostname([]byte("escaped")))
 	try("syslog_read", errnoOf(unix.Syscall(unix.SYS_SYSLOG, 3, 0, 0)))
 	try("reboot_cad_off", unix.Reboot(unix.LINUX_REBOOT_CMD_CAD_OFF))
+	// The seccomp filter is an allowlist: a real call it leaves out (one any
+	// user may make) and a number no kernel has assigned both fail.
+	var lsmIDs [64]uint64
+	lsmSize := uint32(len(lsmIDs) * 8)
+	try("unlisted_lsm_list_modules", errnoOf(unix.Syscall(unix.SYS_LSM_LIST_MODULES, uintptr(unsafe.Pointer(&lsmIDs[0])), uintptr(unsafe.Pointer(&lsmSize)), 0)))
+	try("unassigned_syscall_1000", errnoOf(unix.Syscall(1000, 0, 0, 0)))
 	for _, p := range []string{"/usr/probe-escape", "/usr/bin/probe-escape", "/.hutch/bin/probe-escape"} {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {
