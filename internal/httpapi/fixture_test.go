@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -131,6 +132,25 @@ func (f *apiFixture) sandbox(t *testing.T) *api.Sandbox {
 // headers and the error body, if the answer is one.
 func (f *apiFixture) raw(t *testing.T, method, path, body string) (int, http.Header, api.ErrorBody) {
 	t.Helper()
+	var e api.Error
+	status, h := f.send(t, f.keyA, method, path, body, &e, nil)
+	return status, h, e.Error
+}
+
+// rawAs sends a request with key and returns the status and the error
+// code, if the answer is an error; the body of a success is decoded into
+// out when out is not nil.
+func (f *apiFixture) rawAs(t *testing.T, key, method, path, body string, out any) (int, string) {
+	t.Helper()
+	var e api.Error
+	status, _ := f.send(t, key, method, path, body, &e, out)
+	return status, e.Error.Code
+}
+
+// send sends a request with key; an error answer must be in the error
+// shape and is decoded into e, a success into out (when not nil).
+func (f *apiFixture) send(t *testing.T, key, method, path, body string, e *api.Error, out any) (int, http.Header) {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -139,17 +159,21 @@ func (f *apiFixture) raw(t *testing.T, method, path, body string) (int, http.Hea
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+f.keyA)
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var e api.Error
-	if resp.StatusCode >= 400 {
-		if err := decodeStrict(resp.Body, &e); err != nil {
+	switch {
+	case resp.StatusCode >= 400:
+		if err := decodeStrict(resp.Body, e); err != nil {
 			t.Fatalf("%s %s: %d with a body not in the error shape: %v", method, path, resp.StatusCode, err)
 		}
+	case out != nil:
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decode: %v", method, path, err)
+		}
 	}
-	return resp.StatusCode, resp.Header, e.Error
+	return resp.StatusCode, resp.Header
 }

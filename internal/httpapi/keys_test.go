@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,40 +11,6 @@ import (
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
-
-// rawAs sends a request with key and returns the status and the error
-// code, if the answer is an error; the body of a success is decoded into
-// out when out is not nil.
-func (f *apiFixture) rawAs(t *testing.T, key, method, path, body string, out any) (int, string) {
-	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, f.srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		var e api.Error
-		if err := decodeStrict(resp.Body, &e); err != nil {
-			t.Fatalf("%s %s: %d with a body not in the error shape: %v", method, path, resp.StatusCode, err)
-		}
-		return resp.StatusCode, e.Error.Code
-	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("%s %s: decode: %v", method, path, err)
-		}
-	}
-	return resp.StatusCode, ""
-}
 
 // adminKey stores an admin key in tenant a, as the system would, and
 // returns its id and secret.

@@ -46,17 +46,10 @@ func CheckKey(k *Key) error {
 // The system may create any key, with any creator; a key only keys of its
 // own role or below, and a reader none.
 func CheckKeyCreator(ctx context.Context, k *Key) error {
-	if tenancy.IsSystem(ctx) {
-		return nil
-	}
-	p, ok := tenancy.From(ctx)
+	p, err := keyHandler(ctx, k.Role)
 	switch {
-	case !ok:
-		return errdefs.Forbidden("no_tenant", "no tenant in the request")
-	case !p.Holds(api.RoleMember):
-		return tenancy.RoleRequired(api.RoleMember)
-	case !p.Holds(k.Role):
-		return tenancy.RoleRequired(k.Role)
+	case err != nil || tenancy.IsSystem(ctx):
+		return err
 	case k.CreatedBy == "":
 		k.CreatedBy = p.KeyID
 	case k.CreatedBy != p.KeyID:
@@ -68,19 +61,27 @@ func CheckKeyCreator(ctx context.Context, k *Key) error {
 // CheckKeyDelete checks that the caller of ctx may delete a key of role:
 // the system any, a key only keys of its own role or below, a reader none.
 func CheckKeyDelete(ctx context.Context, role string) error {
+	_, err := keyHandler(ctx, role)
+	return err
+}
+
+// keyHandler is the principal of ctx once it is sure the caller may
+// create or delete a key of role: the system may; a key may when it is a
+// member's or an admin's and at least as strong as role.
+func keyHandler(ctx context.Context, role string) (tenancy.Principal, error) {
 	if tenancy.IsSystem(ctx) {
-		return nil
+		return tenancy.Principal{}, nil
 	}
 	p, ok := tenancy.From(ctx)
 	switch {
 	case !ok:
-		return errdefs.Forbidden("no_tenant", "no tenant in the request")
+		return p, errdefs.Forbidden("no_tenant", "no tenant in the request")
 	case !p.Holds(api.RoleMember):
-		return tenancy.RoleRequired(api.RoleMember)
+		return p, tenancy.RoleRequired(api.RoleMember)
 	case !p.Holds(role):
-		return tenancy.RoleRequired(role)
+		return p, tenancy.RoleRequired(role)
 	}
-	return nil
+	return p, nil
 }
 
 // CreatorRevoked is the answer when the key creating a key is no longer
