@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -61,14 +60,7 @@ func TestSealedAtRest(t *testing.T) {
 	}
 	// A new control plane opens them again.
 	f.svc.Close()
-	again, err := New(f.svc.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(again.Close)
-	if err := again.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	again := f.restart(t)
 	if res, err := again.Exec(f.ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec after recovery: %+v, %v", res, err)
 	}

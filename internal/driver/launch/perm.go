@@ -38,28 +38,27 @@ func EnsureDir(dir string, mode fs.FileMode, log *slog.Logger) error {
 	return nil
 }
 
-// Unreachable lists, top down, the directories from / to path (path
-// included) that other users may not enter (no o+x): a sandbox running as
-// a uid of its own cannot look path up while any is listed.
-func Unreachable(path string) ([]string, error) {
+// Reachable checks that other users may enter every directory from / to
+// path (path included; o+x), so that a sandbox running as a uid of its own
+// can look path up. Otherwise the error lists the closed ones, top down,
+// and how the operator opens them: hutch never does that itself.
+func Reachable(path string) error {
 	var closed []string
 	for p := path; ; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if st.Mode().Perm()&0o001 == 0 {
 			closed = append([]string{fmt.Sprintf("%s (%04o)", p, st.Mode().Perm())}, closed...)
 		}
 		if p == "/" || p == "." {
-			return closed, nil
+			break
 		}
 	}
-}
-
-// ReachFix is the message for a path others cannot reach: what is closed
-// and how the operator opens it; hutch never does that itself.
-func ReachFix(what string, closed []string) error {
+	if len(closed) == 0 {
+		return nil
+	}
 	return fmt.Errorf("%s must be reachable by sandbox users, but these directories are closed to other users: %s; hutch changes no permissions of yours: open them with 'chmod o+x' on each, or choose a directory others can enter",
-		what, strings.Join(closed, ", "))
+		path, strings.Join(closed, ", "))
 }

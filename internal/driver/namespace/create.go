@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -114,10 +112,6 @@ func (d *Driver) newSandbox(dir string) (_ *spawned, retErr error) {
 	return sp, err
 }
 
-// execFD is the agent binary's descriptor in the agent (exec.Cmd.ExtraFiles
-// numbers them from 3): the agent is executed through /proc/self/fd.
-const execFD = 3
-
 // spawn starts hutch-agent as root of a new user namespace (mapped to the
 // sandbox's host range) in new mount, pid, net, ipc and uts namespaces,
 // and records its pid. The agent's ids may not look up the directories
@@ -125,30 +119,24 @@ const execFD = 3
 // hutch opens its binary and starts it in the sandbox's directory, from
 // where the template is "../.templates/…" (nsinit.Config).
 func (d *Driver) spawn(st state) (*spawned, error) {
-	bin, err := os.OpenFile(filepath.Join(d.tmpl.Dir, agentInside), os.O_RDONLY|unix.O_PATH|unix.O_CLOEXEC, 0)
+	// Its name inside, as /proc/1/cmdline shows it: not the host's path.
+	cmd, done, err := launch.AgentCommand(filepath.Join(d.tmpl.Dir, agentInside), agentInside)
 	if err != nil {
-		return nil, fmt.Errorf("open the agent binary: %w", err)
+		return nil, err
 	}
-	defer bin.Close()
+	defer done()
 	uids, gids := d.idMaps(st)
-	cmd := &exec.Cmd{
-		Path: "/proc/self/fd/" + strconv.Itoa(execFD),
-		// Its name inside, as /proc/1/cmdline shows it: not the host's path.
-		Args:       []string{agentInside},
-		Env:        []string{},
-		ExtraFiles: []*os.File{bin},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:  cloneFlags,
-			UidMappings: uids,
-			GidMappings: gids,
-			// Rootless, the kernel lets a user namespace map its creator's
-			// gid only once setgroups is denied in it.
-			GidMappingsEnableSetgroups: !d.rootless,
-			// Become the namespace's root before exec, so the agent keeps
-			// its capabilities inside it.
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
-			Setsid:     true,
-		},
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  cloneFlags,
+		UidMappings: uids,
+		GidMappings: gids,
+		// Rootless, the kernel lets a user namespace map its creator's gid
+		// only once setgroups is denied in it.
+		GidMappingsEnableSetgroups: !d.rootless,
+		// Become the namespace's root before exec, so the agent keeps its
+		// capabilities inside it.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
+		Setsid:     true,
 	}
 	var a *launch.Agent
 	if err := launch.InDir(st.Dir, func() (err error) {
@@ -178,7 +166,7 @@ func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
 	if err != nil {
 		return fmt.Errorf("the sandbox's template: %w", err)
 	}
-	ev.Socket, ev.ExecFD, ev.Namespace.Lower = agentSocket, execFD, lower
+	ev.Socket, ev.ExecFD, ev.Namespace.Lower = agentSocket, launch.ExecFD, lower
 	return nil
 }
 

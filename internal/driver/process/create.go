@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/driver/hostproc"
@@ -127,7 +123,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		Confine:        d.confinement(root, spec.Limits, sp.st.UID != 0, port),
 		CommandRlimits: commandRlimits(spec.Limits),
 		Prlimit:        d.prlimit,
-		ExecFD:         execFD,
+		ExecFD:         launch.ExecFD,
 	}
 	if err := launch.WriteEnvelope(dir, ev); err != nil {
 		return nil, sp.st, err
@@ -210,7 +206,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if err != nil {
 		return h, err
 	}
-	ev.ExecFD = execFD
+	ev.ExecFD = launch.ExecFD
 	sp, err := d.spawn(st, ev.Workdir)
 	if err == nil {
 		st = sp.st
@@ -226,10 +222,6 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	return h, nil
 }
 
-// execFD is the agent binary's descriptor in the agent (exec.Cmd.ExtraFiles
-// numbers them from 3), which the envelope names so the agent closes it.
-const execFD = 3
-
 // spawned is an agent started for a sandbox, waiting for its envelope.
 type spawned struct {
 	st    state
@@ -243,19 +235,13 @@ func (sp *spawned) close() { sp.agent.Close() }
 func (d *Driver) spawn(st state, dir string) (*spawned, error) {
 	// Through a descriptor: the sandbox's uid need not reach the agent's
 	// directory.
-	bin, err := os.OpenFile(d.agentPath, os.O_RDONLY|unix.O_PATH|unix.O_CLOEXEC, 0)
+	cmd, done, err := launch.AgentCommand(d.agentPath, d.agentPath)
 	if err != nil {
-		return nil, fmt.Errorf("open the agent binary: %w", err)
+		return nil, err
 	}
-	defer bin.Close()
-	cmd := &exec.Cmd{
-		Path:        "/proc/self/fd/" + strconv.Itoa(execFD),
-		Args:        []string{d.agentPath},
-		Dir:         dir,
-		Env:         []string{},
-		ExtraFiles:  []*os.File{bin},
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
+	defer done()
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if st.UID != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: st.UID, Gid: st.UID, Groups: []uint32{}}
 	}

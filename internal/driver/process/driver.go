@@ -115,12 +115,8 @@ func (d *Driver) Open(ctx context.Context) error {
 		if err := launch.EnsureDir(d.dir, 0o711, d.log); err != nil {
 			return fmt.Errorf("process driver: %w", err)
 		}
-		closed, err := launch.Unreachable(d.dir)
-		if err != nil {
-			return fmt.Errorf("process driver: %w", err)
-		}
-		if len(closed) > 0 {
-			return fmt.Errorf("process driver: as root it runs each sandbox as a uid of its own, so %w", launch.ReachFix("its directory "+d.dir, closed))
+		if err := launch.Reachable(d.dir); err != nil {
+			return fmt.Errorf("process driver: as root it runs each sandbox as a uid of its own, so its directory %w", err)
 		}
 		if st.Mode().Perm()&0o001 == 0 {
 			return fmt.Errorf("process driver: the agent %s must be executable by other users (mode %04o); run 'chmod o+x %s'", d.agentPath, st.Mode().Perm(), d.agentPath)
