@@ -33,6 +33,17 @@ func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Made the way an operator who runs the process driver as root makes
+	// it: each sandbox's uid looks its directory up by path.
+	for _, p := range []string{dir, filepath.Join(dir, "data"), filepath.Join(dir, "data", "sandboxes")} {
+		if err := os.MkdirAll(p, 0o711); err == nil {
+			err = os.Chmod(p, 0o711)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(dir, "data")
