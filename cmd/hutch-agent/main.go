@@ -43,6 +43,12 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) == 2 && os.Args[1] == "-protocol" {
+		// The control plane asks a binary what it speaks before it writes
+		// the binary an envelope. An agent of protocol 1 knows no
+		// arguments: it reads an envelope from stdin and fails.
+		return printProtocol()
+	}
 	// Whatever descriptor the agent was started with beyond stdin, stdout
 	// and stderr (one hutch's own parent left open, say) must not pass on
 	// to a command: one of a host directory would be a way out of any
@@ -184,7 +190,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		}
 		report = &r
 	}
-	if err := ready(agentproto.Ready{Ready: true, Pid: os.Getpid(), Confine: report}); err != nil {
+	if err := ready(agentproto.Ready{Ready: true, Pid: os.Getpid(), Confine: report, Info: agentproto.Current()}); err != nil {
 		return nil, nil, nil, fmt.Errorf("write the ready line: %w", err)
 	}
 	// Nothing else goes to stdout: it becomes stderr.
@@ -223,6 +229,18 @@ func listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	return ln, nil
+}
+
+// printProtocol writes this agent's protocol and features on stdout.
+func printProtocol() int {
+	b, err := json.Marshal(agentproto.Current())
+	if err != nil {
+		return 1
+	}
+	if _, err := os.Stdout.Write(append(b, '\n')); err != nil {
+		return 1
+	}
+	return 0
 }
 
 // ready writes the one ready line to stdout.

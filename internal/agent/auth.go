@@ -1,6 +1,11 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
 	"net/http"
 	"sync"
 
@@ -11,10 +16,14 @@ import (
 // replayWindow is how many recent nonces the agent remembers and refuses.
 const replayWindow = 4096
 
-// authenticate checks every request's MAC (agentproto.RequestMAC) and
-// refuses a nonce seen among the last replayWindow, and answers every
-// request that carries a well-formed nonce with the agent's proof, errors
-// included, so the client knows it reached this sandbox's agent.
+// authenticate checks every request's MAC and refuses a nonce seen among
+// the last replayWindow, and answers every request that carries a
+// well-formed nonce with the agent's proof, errors included, so the client
+// knows it reached this sandbox's agent. A control plane of protocol 2
+// signs method, path, query and body (agentproto.RequestMAC), and the body
+// is checked as the handler reads it (verifiedBody); protocol 1's MAC
+// (method and path) is accepted only when the envelope came from a control
+// plane of protocol 1 (Config.ClientProtocol).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nonce := r.Header.Get(agentproto.HeaderNonce)
@@ -23,10 +32,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set(agentproto.HeaderProof, agentproto.Proof(s.cfg.Token, nonce))
-		want := agentproto.RequestMAC(s.cfg.Token, nonce, r.Method, r.URL.Path)
-		if !agentproto.Equal(r.Header.Get(agentproto.HeaderAuth), want) {
-			s.writeError(w, r, unauthorized("the request's signature does not match"))
-			return
+		if s.cfg.ClientProtocol == 1 {
+			want := agentproto.RequestMACv1(s.cfg.Token, nonce, r.Method, r.URL.Path)
+			if !agentproto.Equal(r.Header.Get(agentproto.HeaderAuth), want) {
+				s.writeError(w, r, unauthorized("the request's signature does not match"))
+				return
+			}
+		} else {
+			body := r.Header.Get(agentproto.HeaderBody)
+			want := agentproto.RequestMAC(s.cfg.Token, nonce, r.Method, r.URL.Path, r.URL.RawQuery, body)
+			if !agentproto.Equal(r.Header.Get(agentproto.HeaderAuth), want) {
+				s.writeError(w, r, unauthorized("the request's signature does not match"))
+				return
+			}
+			if err := s.checkBody(r, nonce, body); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if !s.nonces.add(nonce) {
 			s.writeError(w, r, unauthorized("the request's nonce was already used"))
@@ -34,6 +56,67 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkBody puts a verifiedBody in place of r's body, as its signed
+// HeaderBody says: the body's hash, or framed with its MAC at its end.
+func (s *Server) checkBody(r *http.Request, nonce, body string) error {
+	switch {
+	case body == agentproto.BodyFramed:
+		r.Body = &verifiedBody{r: agentproto.UnframeBody(r.Body, s.cfg.Token, nonce), c: r.Body}
+	case len(body) == sha256.Size*2:
+		r.Body = &verifiedBody{r: r.Body, c: r.Body, h: sha256.New(), want: body}
+	default:
+		return unauthorized("the request carries no valid %s header", agentproto.HeaderBody)
+	}
+	return nil
+}
+
+// errBodyUnverified is what reading a body that does not match its
+// signature ends with, in place of io.EOF: a handler that reads to the
+// end before it commits (JSON, file writes) then commits nothing.
+var errBodyUnverified = unauthorized("the request's body does not match its signature")
+
+// verifiedBody ends a body that does not match its signature with
+// errBodyUnverified: a hashed body is hashed as it is read and compared at
+// its end (h and want set); a framed one checks its own MAC.
+type verifiedBody struct {
+	r    io.Reader
+	c    io.Closer
+	h    hash.Hash
+	want string
+	err  error
+}
+
+func (v *verifiedBody) Read(p []byte) (int, error) {
+	if v.err != nil {
+		return 0, v.err
+	}
+	n, err := v.r.Read(p)
+	if v.h != nil {
+		v.h.Write(p[:n])
+		if err == io.EOF && !agentproto.Equal(hex.EncodeToString(v.h.Sum(nil)), v.want) {
+			err = errBodyUnverified
+		}
+	}
+	if errors.Is(err, agentproto.ErrBodyMismatch) {
+		err = errBodyUnverified
+	}
+	if err != nil {
+		v.err = err
+	}
+	return n, err
+}
+
+func (v *verifiedBody) Close() error { return v.c.Close() }
+
+// drainVerified reads what is left of a body to its end, so its signature
+// is checked, and returns errBodyUnverified if it does not match; a
+// handler whose reader may stop before the end (a tar reader stops at the
+// archive's end marker) calls it before it answers.
+func drainVerified(body io.Reader) error {
+	_, err := io.Copy(io.Discard, body)
+	return err
 }
 
 func unauthorized(format string, args ...any) error {

@@ -1,12 +1,17 @@
 package agent_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
@@ -24,19 +29,26 @@ func rawClient(sock string) *http.Client {
 	}}
 }
 
+// signed is what a request's MAC covers.
+type signed struct{ method, path, query, body string }
+
+// sign sets the nonce, HeaderBody and MAC of a protocol 2 request.
+func sign(req *http.Request, token, nonce string, s signed) {
+	req.Header.Set(agentproto.HeaderNonce, nonce)
+	req.Header.Set(agentproto.HeaderBody, s.body)
+	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(token, nonce, s.method, s.path, s.query, s.body))
+}
+
+func sha(b string) string {
+	h := sha256.Sum256([]byte(b))
+	return hex.EncodeToString(h[:])
+}
+
 func TestAuth(t *testing.T) {
 	f := newFixture(t)
 	hc := rawClient(f.sock)
-	send := func(token, nonce, method, path, sigPath string) (*http.Response, api.Error) {
+	do := func(req *http.Request) (*http.Response, api.Error) {
 		t.Helper()
-		req, err := http.NewRequest(method, "http://agent"+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if nonce != "" {
-			req.Header.Set(agentproto.HeaderNonce, nonce)
-			req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(token, nonce, method, sigPath))
-		}
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -46,38 +58,52 @@ func TestAuth(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&e)
 		return resp, e
 	}
+	send := func(token, nonce, method, path string, sig signed) (*http.Response, api.Error) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://agent"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nonce != "" {
+			sign(req, token, nonce, sig)
+		}
+		return do(req)
+	}
 	nonce := agentproto.NewNonce
+	get := func(path string) signed { return signed{"GET", path, "", agentproto.EmptyBody} }
 	tests := []struct {
-		name                   string
-		token, nonce           string
-		method, path           string
-		signMethod, signedPath string
-		status                 int
-		proof                  bool
+		name         string
+		token, nonce string
+		method, url  string
+		sig          signed
+		status       int
+		proof        bool
 	}{
-		{"good", testToken, nonce(), "GET", "/health", "GET", "/health", http.StatusOK, true},
-		{"wrong token", "wrong-token-wrong-token-wrong-token", nonce(), "GET", "/health", "GET", "/health", http.StatusUnauthorized, true},
-		{"signed for another path", testToken, nonce(), "GET", "/files?path=x", "GET", "/health", http.StatusUnauthorized, true},
-		{"signed for another method", testToken, nonce(), "POST", "/shutdown", "GET", "/shutdown", http.StatusUnauthorized, true},
-		{"no nonce", testToken, "", "GET", "/health", "GET", "/health", http.StatusUnauthorized, false},
-		{"short nonce", testToken, "abcd", "GET", "/health", "GET", "/health", http.StatusUnauthorized, false},
+		{"good", testToken, nonce(), "GET", "/health", get("/health"), http.StatusOK, true},
+		{"wrong token", "wrong-token-wrong-token-wrong-token", nonce(), "GET", "/health", get("/health"), http.StatusUnauthorized, true},
+		{"signed for another path", testToken, nonce(), "GET", "/files/stat?path=x", signed{"GET", "/health", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
+		{"signed for another method", testToken, nonce(), "POST", "/shutdown", get("/shutdown"), http.StatusUnauthorized, true},
+		{"signed for another query", testToken, nonce(), "GET", "/files/stat?path=/etc", signed{"GET", "/files/stat", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
+		{"query signed", testToken, nonce(), "GET", "/files/stat?path=.", signed{"GET", "/files/stat", "path=.", agentproto.EmptyBody}, http.StatusOK, true},
+		{"no body header", testToken, nonce(), "GET", "/health", signed{"GET", "/health", "", ""}, http.StatusUnauthorized, true},
+		{"body neither hashed nor framed", testToken, nonce(), "GET", "/health", signed{"GET", "/health", "", "stream"}, http.StatusUnauthorized, true},
+		{"protocol 1 signature", testToken, nonce(), "GET", "/health", signed{}, http.StatusUnauthorized, true},
+		{"no nonce", testToken, "", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
+		{"short nonce", testToken, "abcd", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tt.method, "http://agent"+tt.path, nil)
+			req, _ := http.NewRequest(tt.method, "http://agent"+tt.url, nil)
 			if tt.nonce != "" {
-				req.Header.Set(agentproto.HeaderNonce, tt.nonce)
-				req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(tt.token, tt.nonce, tt.signMethod, tt.signedPath))
+				sign(req, tt.token, tt.nonce, tt.sig)
+				if tt.sig == (signed{}) {
+					req.Header.Del(agentproto.HeaderBody)
+					req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMACv1(tt.token, tt.nonce, tt.method, tt.url))
+				}
 			}
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var e api.Error
-			json.NewDecoder(resp.Body).Decode(&e)
-			resp.Body.Close()
+			resp, e := do(req)
 			if resp.StatusCode != tt.status {
-				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+				t.Errorf("status %d, want %d (%+v)", resp.StatusCode, tt.status, e)
 			}
 			if tt.status == http.StatusUnauthorized && e.Error.Code != "unauthorized" {
 				t.Errorf("error %+v, want code unauthorized", e)
@@ -92,12 +118,65 @@ func TestAuth(t *testing.T) {
 		})
 	}
 
+	// A body that is not the one signed is refused before it is acted
+	// on: the JSON of a mkdir, and a file upload whose signed trailer does
+	// not match what arrived.
+	t.Run("body swapped", func(t *testing.T) {
+		body := `{"path":"swapped"}`
+		req, _ := http.NewRequest("POST", "http://agent/files/mkdir", strings.NewReader(body))
+		sign(req, testToken, nonce(), signed{"POST", "/files/mkdir", "", sha(`{"path":"signed"}`)})
+		if resp, e := do(req); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
+			t.Errorf("status %d %+v, want 401 unauthorized", resp.StatusCode, e)
+		}
+		if _, err := os.Lstat(filepath.Join(f.work, "swapped")); !os.IsNotExist(err) {
+			t.Errorf("the swapped body was acted on: %v", err)
+		}
+	})
+	// A framed upload whose MAC is of other data (here: framed for another
+	// nonce, which the request's MAC does not cover) is refused, and the
+	// file is not written; a tar upload is rolled back.
+	upload := func(path, query, data string, frameNonce func(string) string) (*http.Response, api.Error) {
+		n := nonce()
+		req, _ := http.NewRequest("PUT", "http://agent"+path+"?"+query, agentproto.FrameBody(strings.NewReader(data), testToken, frameNonce(n)))
+		sign(req, testToken, n, signed{"PUT", path, query, agentproto.BodyFramed})
+		return do(req)
+	}
+	other := func(string) string { return nonce() }
+	same := func(n string) string { return n }
+	t.Run("framed body of another request", func(t *testing.T) {
+		if resp, e := upload("/files", "path=up.txt", "what arrived", other); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
+			t.Errorf("status %d %+v, want 401 unauthorized", resp.StatusCode, e)
+		}
+		if _, err := os.Lstat(filepath.Join(f.work, "up.txt")); !os.IsNotExist(err) {
+			t.Errorf("the unverified upload was written: %v", err)
+		}
+		var tb bytes.Buffer
+		tw := tar.NewWriter(&tb)
+		tw.WriteHeader(&tar.Header{Name: "t.txt", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+		tw.Write([]byte("t"))
+		tw.Close()
+		if resp, e := upload("/files/tar", "path=untarred", tb.String(), other); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
+			t.Errorf("tar: status %d %+v, want 401 unauthorized", resp.StatusCode, e)
+		}
+		if _, err := os.Lstat(filepath.Join(f.work, "untarred")); !os.IsNotExist(err) {
+			t.Errorf("the unverified tar upload was not rolled back: %v", err)
+		}
+	})
+	t.Run("framed body of this request", func(t *testing.T) {
+		if resp, e := upload("/files", "path=up.txt", "what arrived", same); resp.StatusCode != http.StatusOK {
+			t.Errorf("status %d %+v, want 200", resp.StatusCode, e)
+		}
+		if b, err := os.ReadFile(filepath.Join(f.work, "up.txt")); err != nil || string(b) != "what arrived" {
+			t.Errorf("read %q, %v", b, err)
+		}
+	})
+
 	t.Run("replayed nonce", func(t *testing.T) {
 		nonce := agentproto.NewNonce()
-		if resp, _ := send(testToken, nonce, "GET", "/health", "/health"); resp.StatusCode != http.StatusOK {
+		if resp, _ := send(testToken, nonce, "GET", "/health", get("/health")); resp.StatusCode != http.StatusOK {
 			t.Fatalf("first use: status %d", resp.StatusCode)
 		}
-		resp, e := send(testToken, nonce, "GET", "/health", "/health")
+		resp, e := send(testToken, nonce, "GET", "/health", get("/health"))
 		if resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
 			t.Errorf("replay: status %d %+v, want 401 unauthorized", resp.StatusCode, e)
 		}
@@ -113,7 +192,7 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("unknown route", func(t *testing.T) {
-		resp, e := send(testToken, agentproto.NewNonce(), "POST", "/health", "/health")
+		resp, e := send(testToken, agentproto.NewNonce(), "POST", "/health", signed{"POST", "/health", "", agentproto.EmptyBody})
 		if resp.StatusCode != http.StatusNotFound || e.Error.Code != "unknown_route" {
 			t.Errorf("POST /health: status %d %+v, want 404 unknown_route", resp.StatusCode, e)
 		}
@@ -160,6 +239,8 @@ func TestImpostor(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Write([]byte(`{"ok":true,"sandbox_id":"sb-test","pid":1}`))
 			})}
+			srv.Protocols = new(http.Protocols)
+			srv.Protocols.SetUnencryptedHTTP2(true)
 			go srv.Serve(ln)
 			t.Cleanup(func() { srv.Close() })
 			c := agentclient.New("unix", sock, testToken)

@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -17,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -47,7 +46,7 @@ type execSpec struct {
 }
 
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
-	var req api.ExecRequest
+	var req agentproto.ExecRequest
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -57,19 +56,17 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ew := newEventWriter(w)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
+	ew := newEventWriter(w, r)
 	ew.flush()
 	res := s.run(r.Context(), spec, ew)
-	ew.event(api.ExecEvent{Type: api.ExecExit, Exit: &res})
+	ew.event(agentproto.ExecEvent{Type: agentproto.Exit, Exit: &res})
 	ew.flush()
 	s.log.Info("exec", "program", spec.argv[0], "exit_code", res.ExitCode,
 		"signal", res.Signal, "timed_out", res.TimedOut, "duration_ms", res.DurationMS)
 }
 
 // checkExec validates req and builds its environment and directory.
-func (s *Server) checkExec(req api.ExecRequest) (execSpec, error) {
+func (s *Server) checkExec(req agentproto.ExecRequest) (execSpec, error) {
 	if len(req.Cmd) == 0 || req.Cmd[0] == "" {
 		return execSpec{}, errdefs.Invalid("invalid_cmd", "cmd is empty")
 	}
@@ -128,10 +125,10 @@ func (s *Server) checkExec(req api.ExecRequest) (execSpec, error) {
 // run starts spec, streams its output to ew and returns its result. The
 // process gets its own process group, which is SIGKILLed at the timeout
 // or when ctx (the request) ends.
-func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.ExecResult {
+func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) agentproto.ExitStatus {
 	start := time.Now()
-	result := func(code int, msg string) api.ExecResult {
-		return api.ExecResult{ExitCode: code, Error: msg, DurationMS: since(start)}
+	result := func(code int, msg string) agentproto.ExitStatus {
+		return agentproto.ExitStatus{ExitCode: code, Error: msg, DurationMS: since(start)}
 	}
 	prog, code, msg := lookPath(spec.argv[0], spec.dir, spec.path)
 	if code != 0 {
@@ -185,11 +182,11 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) api.Ex
 		w.Close()
 	}(pipes[0][1], spec.stdin)
 
-	chunks := make(chan api.ExecEvent, 16)
+	chunks := make(chan agentproto.ExecEvent, 16)
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go pump(pipes[1][0], api.ExecStdout, chunks, &pumps)
-	go pump(pipes[2][0], api.ExecStderr, chunks, &pumps)
+	go pump(pipes[1][0], agentproto.Stdout, chunks, &pumps)
+	go pump(pipes[2][0], agentproto.Stderr, chunks, &pumps)
 	go func() { pumps.Wait(); close(chunks) }()
 
 	// The kills do not wait for the loop below, which may be blocked
@@ -280,13 +277,13 @@ func (s *Server) settle(pid int) error {
 // pump reads f into events of type typ until EOF or the drain deadline;
 // then it sweeps what is already in the pipe without waiting, so output
 // the command wrote before it exited is never lost to a slow reader.
-func pump(f *os.File, typ string, out chan<- api.ExecEvent, wg *sync.WaitGroup) {
+func pump(f *os.File, typ string, out chan<- agentproto.ExecEvent, wg *sync.WaitGroup) {
 	defer wg.Done()
 	buf := make([]byte, chunkSize)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			out <- api.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+			out <- agentproto.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
 		}
 		if err == nil {
 			continue
@@ -298,7 +295,7 @@ func pump(f *os.File, typ string, out chan<- api.ExecEvent, wg *sync.WaitGroup) 
 	}
 }
 
-func sweep(f *os.File, typ string, buf []byte, out chan<- api.ExecEvent) {
+func sweep(f *os.File, typ string, buf []byte, out chan<- agentproto.ExecEvent) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
@@ -308,7 +305,7 @@ func sweep(f *os.File, typ string, buf []byte, out chan<- api.ExecEvent) {
 		if rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), buf) }) != nil || n <= 0 {
 			return
 		}
-		out <- api.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+		out <- agentproto.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
 		total += n
 	}
 }
@@ -367,29 +364,4 @@ func executable(p string) error {
 
 func since(t time.Time) float64 {
 	return float64(time.Since(t).Microseconds()) / 1000
-}
-
-// eventWriter writes the NDJSON exec stream. After the first failed write
-// (the client went away) it writes nothing more; the request's context
-// ending is what stops the command.
-type eventWriter struct {
-	rc  *http.ResponseController
-	enc *json.Encoder
-	err error
-}
-
-func newEventWriter(w http.ResponseWriter) *eventWriter {
-	return &eventWriter{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
-}
-
-func (e *eventWriter) event(ev any) {
-	if e.err == nil {
-		e.err = e.enc.Encode(ev)
-	}
-}
-
-func (e *eventWriter) flush() {
-	if e.err == nil {
-		e.err = e.rc.Flush()
-	}
 }

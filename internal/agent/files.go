@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -81,34 +81,34 @@ func (s *Server) handleWrite(w http.ResponseWriter, r *http.Request) {
 // writeFile writes body to a temporary file next to the target (created
 // with O_EXCL, so never through a link), sets its mode and renames it over
 // the target. Nothing is left behind on failure.
-func (s *Server) writeFile(rawPath, rawMode string, parents bool, length int64, body io.Reader) (api.FileInfo, error) {
+func (s *Server) writeFile(rawPath, rawMode string, parents bool, length int64, body io.Reader) (agentproto.FileInfo, error) {
 	p, err := s.resolve(rawPath)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	mode, err := parseMode(rawMode, 0o644)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	if p.isRoot() {
-		return api.FileInfo{}, errdefs.Invalid("is_a_directory", "%s is a directory", p.Abs)
+		return agentproto.FileInfo{}, errdefs.Invalid("is_a_directory", "%s is a directory", p.Abs)
 	}
 	if length > s.cfg.MaxFileBytes {
-		return api.FileInfo{}, tooLarge(p.Abs, s.cfg.MaxFileBytes)
+		return agentproto.FileInfo{}, tooLarge(p.Abs, s.cfg.MaxFileBytes)
 	}
 	if parents {
 		dir, _ := p.split()
 		if _, err := s.root.mkdirAll(sandboxPath{Abs: path.Dir(p.Abs), Rel: dir}, 0o755); err != nil {
-			return api.FileInfo{}, err
+			return agentproto.FileInfo{}, err
 		}
 	}
 	dirfd, name, err := s.root.parent(p)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	defer unix.Close(dirfd)
 	if err := writeAtomic(dirfd, name, mode, body, s.cfg.MaxFileBytes); err != nil {
-		return api.FileInfo{}, writeError(err, p.Abs, s.cfg.MaxFileBytes)
+		return agentproto.FileInfo{}, writeError(err, p.Abs, s.cfg.MaxFileBytes)
 	}
 	return statAt(dirfd, name, p.Abs)
 }
@@ -163,6 +163,9 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 	switch {
 	case err != nil:
 		var re readError
+		if errors.Is(err, errBodyUnverified) {
+			return errBodyUnverified
+		}
 		if errors.As(err, &re) {
 			return errdefs.Wrap(errdefs.ErrInvalid, "upload_failed", re.err, "reading the upload failed")
 		}
@@ -337,29 +340,29 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-func (s *Server) list(rawPath string) (api.FileList, error) {
+func (s *Server) list(rawPath string) (agentproto.FileList, error) {
 	p, err := s.resolve(rawPath)
 	if err != nil {
-		return api.FileList{}, err
+		return agentproto.FileList{}, err
 	}
 	fd, err := s.root.open(p.Rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return api.FileList{}, fsError(err, p.Abs)
+		return agentproto.FileList{}, fsError(err, p.Abs)
 	}
 	defer unix.Close(fd)
 	names, err := readDirNames(fd)
 	if err != nil {
-		return api.FileList{}, fsError(err, p.Abs)
+		return agentproto.FileList{}, fsError(err, p.Abs)
 	}
 	sort.Strings(names)
-	list := api.FileList{Path: p.Abs, Entries: make([]api.FileInfo, 0, len(names))}
+	list := agentproto.FileList{Path: p.Abs, Entries: make([]agentproto.FileInfo, 0, len(names))}
 	for _, n := range names {
 		fi, err := statAt(fd, n, path.Join(p.Abs, n))
 		if errors.Is(err, errdefs.ErrNotFound) {
 			continue // removed while listing
 		}
 		if err != nil {
-			return api.FileList{}, err
+			return agentproto.FileList{}, err
 		}
 		list.Entries = append(list.Entries, fi)
 	}
@@ -376,17 +379,17 @@ func (s *Server) handleStat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, fi)
 }
 
-func (s *Server) stat(rawPath string) (api.FileInfo, error) {
+func (s *Server) stat(rawPath string) (agentproto.FileInfo, error) {
 	p, err := s.resolve(rawPath)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	if p.isRoot() {
 		return statAt(s.root.fd, "", p.Abs)
 	}
 	dirfd, name, err := s.root.parent(p)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	defer unix.Close(dirfd)
 	return statAt(dirfd, name, p.Abs)
@@ -394,7 +397,7 @@ func (s *Server) stat(rawPath string) (api.FileInfo, error) {
 
 // handleMkdir answers POST /files/mkdir: mkdir -p.
 func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) {
-	var req api.MkdirRequest
+	var req agentproto.MkdirRequest
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -407,33 +410,33 @@ func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, fi)
 }
 
-func (s *Server) mkdir(req api.MkdirRequest) (api.FileInfo, error) {
+func (s *Server) mkdir(req agentproto.MkdirRequest) (agentproto.FileInfo, error) {
 	p, err := s.resolve(req.Path)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	mode, err := parseMode(req.Mode, 0o755)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	created, err := s.root.mkdirAll(p, mode)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	fd, err := s.root.open(p.Rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return api.FileInfo{}, fsError(err, p.Abs)
+		return agentproto.FileInfo{}, fsError(err, p.Abs)
 	}
 	defer unix.Close(fd)
 	if created && req.Mode != "" {
 		// mkdirat's mode went through the umask; an explicit mode is exact.
 		if err := unix.Fchmod(fd, mode); err != nil {
-			return api.FileInfo{}, fsError(err, p.Abs)
+			return agentproto.FileInfo{}, fsError(err, p.Abs)
 		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return api.FileInfo{}, fsError(err, p.Abs)
+		return agentproto.FileInfo{}, fsError(err, p.Abs)
 	}
 	return fileInfo(p.Abs, &st), nil
 }
@@ -505,7 +508,7 @@ func (r *fsRoot) removeEmptyDir(p sandboxPath) {
 // handleMove answers POST /files/move: renameat2, RENAME_NOREPLACE unless
 // the request overwrites.
 func (s *Server) handleMove(w http.ResponseWriter, r *http.Request) {
-	var req api.MoveRequest
+	var req agentproto.MoveRequest
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -518,26 +521,26 @@ func (s *Server) handleMove(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, fi)
 }
 
-func (s *Server) move(req api.MoveRequest) (api.FileInfo, error) {
+func (s *Server) move(req agentproto.MoveRequest) (agentproto.FileInfo, error) {
 	from, err := s.resolve(req.From)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	to, err := s.resolve(req.To)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	if from.isRoot() || to.isRoot() {
-		return api.FileInfo{}, errdefs.Invalid("invalid_path", "the sandbox root cannot be moved or replaced")
+		return agentproto.FileInfo{}, errdefs.Invalid("invalid_path", "the sandbox root cannot be moved or replaced")
 	}
 	fromfd, fromName, err := s.root.parent(from)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	defer unix.Close(fromfd)
 	tofd, toName, err := s.root.parent(to)
 	if err != nil {
-		return api.FileInfo{}, err
+		return agentproto.FileInfo{}, err
 	}
 	defer unix.Close(tofd)
 	var flags uint
@@ -546,11 +549,11 @@ func (s *Server) move(req api.MoveRequest) (api.FileInfo, error) {
 	}
 	switch err := unix.Renameat2(fromfd, fromName, tofd, toName, flags); {
 	case err == unix.ENOENT:
-		return api.FileInfo{}, fsError(err, from.Abs)
+		return agentproto.FileInfo{}, fsError(err, from.Abs)
 	case err == unix.EINVAL:
-		return api.FileInfo{}, errdefs.Wrap(errdefs.ErrInvalid, "invalid_path", err, "cannot move %s into itself", from.Abs)
+		return agentproto.FileInfo{}, errdefs.Wrap(errdefs.ErrInvalid, "invalid_path", err, "cannot move %s into itself", from.Abs)
 	case err != nil:
-		return api.FileInfo{}, fsError(err, to.Abs)
+		return agentproto.FileInfo{}, fsError(err, to.Abs)
 	}
 	return statAt(tofd, toName, to.Abs)
 }

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -136,16 +136,16 @@ func fdPath(fd int) (string, error) {
 
 // statAt describes name in dirfd without following it (lstat), as the
 // sandbox path abs.
-func statAt(dirfd int, name, abs string) (api.FileInfo, error) {
+func statAt(dirfd int, name, abs string) (agentproto.FileInfo, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW|emptyPath(name)); err != nil {
-		return api.FileInfo{}, fsError(err, abs)
+		return agentproto.FileInfo{}, fsError(err, abs)
 	}
 	fi := fileInfo(abs, &st)
-	if fi.Type == api.FileSymlink {
+	if fi.Type == agentproto.FileSymlink {
 		link, err := readlinkAt(dirfd, name)
 		if err != nil {
-			return api.FileInfo{}, fsError(err, abs)
+			return agentproto.FileInfo{}, fsError(err, abs)
 		}
 		fi.LinkTarget = link
 	}
@@ -160,8 +160,8 @@ func emptyPath(name string) int {
 	return 0
 }
 
-func fileInfo(abs string, st *unix.Stat_t) api.FileInfo {
-	return api.FileInfo{
+func fileInfo(abs string, st *unix.Stat_t) agentproto.FileInfo {
+	return agentproto.FileInfo{
 		Name:    path.Base(abs),
 		Path:    abs,
 		Type:    fileType(st.Mode),
@@ -174,13 +174,13 @@ func fileInfo(abs string, st *unix.Stat_t) api.FileInfo {
 func fileType(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		return api.FileRegular
+		return agentproto.FileRegular
 	case unix.S_IFDIR:
-		return api.FileDir
+		return agentproto.FileDir
 	case unix.S_IFLNK:
-		return api.FileSymlink
+		return agentproto.FileSymlink
 	}
-	return api.FileOther
+	return agentproto.FileOther
 }
 
 func readlinkAt(dirfd int, name string) (string, error) {

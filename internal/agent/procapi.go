@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -27,7 +27,7 @@ var signals = map[string]unix.Signal{
 }
 
 func (s *Server) handleStartProcess(w http.ResponseWriter, r *http.Request) {
-	var req api.ProcessRequest
+	var req agentproto.ProcessRequest
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -36,7 +36,7 @@ func (s *Server) handleStartProcess(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	spec, err := s.checkExec(api.ExecRequest{Cmd: req.Cmd, Env: withTerm(req.Env, req.PTY != nil), Cwd: req.Cwd})
+	spec, err := s.checkExec(agentproto.ExecRequest{Cmd: req.Cmd, Env: withTerm(req.Env, req.PTY != nil), Cwd: req.Cwd})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -50,7 +50,7 @@ func (s *Server) handleStartProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkProcessRequest is what the agent, and the API before it, refuse.
-func checkProcessRequest(req api.ProcessRequest) error {
+func checkProcessRequest(req agentproto.ProcessRequest) error {
 	if len(req.Tag) > maxTag || strings.ContainsRune(req.Tag, 0) {
 		return errdefs.Invalid("invalid_tag", "tag must be at most %d bytes without NUL", maxTag)
 	}
@@ -73,7 +73,7 @@ func withTerm(env map[string]string, pty bool) map[string]string {
 }
 
 func (s *Server) handleListProcesses(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.ProcessList{Processes: s.procs.list()})
+	writeJSON(w, http.StatusOK, agentproto.ProcessList{Processes: s.procs.list()})
 }
 
 // process finds the process the path names.
@@ -95,7 +95,7 @@ func (s *Server) handleGetProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleProcessOutput answers GET /processes/{pid}/output?cursor=&follow=:
-// the output from cursor on as NDJSON api.OutputEvents; with follow, it
+// the output from cursor on as NDJSON agentproto.OutputEvents; with follow, it
 // goes on as output arrives and ends with an "exit" event.
 func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 	p, err := s.process(r)
@@ -110,9 +110,7 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	follow, _ := strconv.ParseBool(q.Get("follow"))
-	ew := newEventWriter(w)
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
+	ew := newEventWriter(w, r)
 	ew.flush()
 	for {
 		evs, next, ended, wake := p.out.read(cursor)
@@ -122,7 +120,7 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 		cursor = next
 		if ended {
 			info := p.snapshot()
-			ew.event(api.OutputEvent{Type: api.OutputExit, Offset: cursor, Process: &info})
+			ew.event(agentproto.OutputEvent{Type: agentproto.Exit, Offset: cursor, Process: &info})
 		}
 		ew.flush()
 		if ended || !follow || ew.err != nil {
@@ -204,7 +202,7 @@ func (s *Server) handleProcessSignal(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req api.SignalRequest
+	var req agentproto.SignalRequest
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -236,7 +234,7 @@ func (s *Server) handleProcessResize(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var size api.TermSize
+	var size agentproto.TermSize
 	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &size); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -250,8 +248,8 @@ func (s *Server) handleProcessResize(w http.ResponseWriter, r *http.Request) {
 
 // resize changes the terminal's size; the kernel tells the foreground
 // process group with SIGWINCH.
-func (p *proc) resize(size api.TermSize) error {
-	if err := checkProcessRequest(api.ProcessRequest{PTY: &size}); err != nil {
+func (p *proc) resize(size agentproto.TermSize) error {
+	if err := checkProcessRequest(agentproto.ProcessRequest{PTY: &size}); err != nil {
 		return err
 	}
 	if p.pty == nil {

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -28,7 +28,7 @@ type source struct {
 	stream string
 }
 
-func newProcIO(pty *api.TermSize) (*procIO, error) {
+func newProcIO(pty *agentproto.TermSize) (*procIO, error) {
 	if pty != nil {
 		return newPTY(*pty)
 	}
@@ -47,14 +47,14 @@ func newProcIO(pty *api.TermSize) (*procIO, error) {
 	return &procIO{
 		stdin: p[0][1],
 		child: [3]*os.File{p[0][0], p[1][1], p[2][1]},
-		outs:  []source{{p[1][0], api.OutputStdout}, {p[2][0], api.OutputStderr}},
+		outs:  []source{{p[1][0], agentproto.Stdout}, {p[2][0], agentproto.Stderr}},
 	}, nil
 }
 
 // newPTY opens a pseudo-terminal of the sandbox's own devpts and sets its
 // size. The child's end comes from TIOCGPTPEER, never from a path the
 // sandbox could have replaced.
-func newPTY(size api.TermSize) (*procIO, error) {
+func newPTY(size agentproto.TermSize) (*procIO, error) {
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "pty_unavailable", err, "cannot open a pseudo-terminal: %s", err.Error())
@@ -92,11 +92,11 @@ func newPTY(size api.TermSize) (*procIO, error) {
 		stdin:  master,
 		master: master,
 		child:  [3]*os.File{slave, slave, slave},
-		outs:   []source{{master, api.OutputStdout}},
+		outs:   []source{{master, agentproto.Stdout}},
 	}, nil
 }
 
-func setSize(fd int, size api.TermSize) error {
+func setSize(fd int, size agentproto.TermSize) error {
 	return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -47,13 +47,13 @@ type proc struct {
 	done chan struct{} // closed once it has exited and its output ended
 
 	mu    sync.Mutex
-	info  api.Process
+	info  agentproto.Process
 	stdin *os.File // the pipe's write end, or the PTY master; nil once closed
 	pty   *os.File // the PTY master, nil without a PTY
 }
 
 // snapshot is the process's info now.
-func (p *proc) snapshot() api.Process {
+func (p *proc) snapshot() agentproto.Process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	info := p.info
@@ -72,18 +72,18 @@ func (t *procTable) get(pid int) (*proc, error) {
 	return nil, errdefs.NotFound("process_not_found", "process %d is not running and not among the recently exited ones", pid)
 }
 
-func (t *procTable) list() []api.Process {
+func (t *procTable) list() []agentproto.Process {
 	t.mu.Lock()
 	procs := make([]*proc, 0, len(t.byPID))
 	for _, p := range t.byPID {
 		procs = append(procs, p)
 	}
 	t.mu.Unlock()
-	out := make([]api.Process, 0, len(procs))
+	out := make([]agentproto.Process, 0, len(procs))
 	for _, p := range procs {
 		out = append(out, p.snapshot())
 	}
-	slices.SortFunc(out, func(a, b api.Process) int { return a.StartedAt.Compare(b.StartedAt) })
+	slices.SortFunc(out, func(a, b agentproto.Process) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out
 }
 
@@ -112,14 +112,14 @@ func (t *procTable) retire(pid int, p *proc) {
 
 // startBackground starts spec in the background, on a PTY of size pty
 // when it is set, and registers it.
-func (s *Server) startBackground(spec execSpec, tag string, pty *api.TermSize) (api.Process, error) {
+func (s *Server) startBackground(spec execSpec, tag string, pty *agentproto.TermSize) (agentproto.Process, error) {
 	prog, code, msg := lookPath(spec.argv[0], spec.dir, spec.path)
 	if code != 0 {
-		return api.Process{}, errdefs.Invalid("program_not_found", "%s", msg)
+		return agentproto.Process{}, errdefs.Invalid("program_not_found", "%s", msg)
 	}
 	io, err := newProcIO(pty)
 	if err != nil {
-		return api.Process{}, err
+		return agentproto.Process{}, err
 	}
 	attr := &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: io.childFiles(), Sys: io.sysProcAttr(s.cfg.Credential)}
 	pid, exited, err := s.forkCommand(prog, spec.argv, attr)
@@ -127,16 +127,16 @@ func (s *Server) startBackground(spec execSpec, tag string, pty *api.TermSize) (
 	if err != nil {
 		io.closeAll()
 		if errors.Is(err, errShuttingDown) {
-			return api.Process{}, errdefs.Unavailable("agent_shutting_down", "the agent is shutting down")
+			return agentproto.Process{}, errdefs.Unavailable("agent_shutting_down", "the agent is shutting down")
 		}
-		return api.Process{}, errdefs.Wrap(errdefs.ErrInvalid, "start_failed", err, "%s: %s", spec.argv[0], err.Error())
+		return agentproto.Process{}, errdefs.Wrap(errdefs.ErrInvalid, "start_failed", err, "%s: %s", spec.argv[0], err.Error())
 	}
 	p := &proc{
 		out:   newOutRing(s.procs.ringBytes),
 		done:  make(chan struct{}),
 		stdin: io.stdin,
 		pty:   io.master,
-		info: api.Process{PID: pid, Tag: tag, Cmd: spec.argv, PTY: pty != nil, Running: true,
+		info: agentproto.Process{PID: pid, Tag: tag, Cmd: spec.argv, PTY: pty != nil, Running: true,
 			StartedAt: time.Now().UTC()},
 	}
 	s.procs.add(pid, p)

@@ -3,7 +3,7 @@ package agent
 import (
 	"sync"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 )
 
 // outRing keeps the most recent output of a process, at most limit bytes,
@@ -90,14 +90,14 @@ func (r *outRing) size() int64 {
 // cursor points before what the ring still holds), the cursor after them,
 // whether the output has ended and everything was returned, and a channel
 // closed at the next change.
-func (r *outRing) read(cursor int64) (evs []api.OutputEvent, next int64, ended bool, wake <-chan struct{}) {
+func (r *outRing) read(cursor int64) (evs []agentproto.OutputEvent, next int64, ended bool, wake <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cursor > r.end {
 		cursor = r.end
 	}
 	if cursor < r.start {
-		evs = append(evs, api.OutputEvent{Type: api.OutputDropped, Offset: r.start, Dropped: r.start - cursor})
+		evs = append(evs, agentproto.OutputEvent{Type: agentproto.Dropped, Offset: r.start, Dropped: r.start - cursor})
 		cursor = r.start
 	}
 	merged := false // the last event's data is a buffer of its own
@@ -123,7 +123,7 @@ func (r *outRing) read(cursor int64) (evs []api.OutputEvent, next int64, ended b
 			}
 			evs[n-1].Data = append(prev, data...)
 		} else {
-			evs = append(evs, api.OutputEvent{Type: c.stream, Offset: cend - int64(len(data)), Data: data})
+			evs = append(evs, agentproto.OutputEvent{Type: c.stream, Offset: cend - int64(len(data)), Data: data})
 			merged = false
 		}
 		cursor = cend

@@ -1,17 +1,16 @@
 package agent
 
 import (
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/hutchdev/hutch/api"
 )
 
 func TestOutRing(t *testing.T) {
 	r := newOutRing(10)
-	r.write(api.OutputStdout, []byte("abcd"))
-	r.write(api.OutputStderr, []byte("efg"))
+	r.write(agentproto.Stdout, []byte("abcd"))
+	r.write(agentproto.Stderr, []byte("efg"))
 	evs, next, ended, _ := r.read(0)
 	if got := render(evs); got != "stdout@0:abcd stderr@4:efg " || next != 7 || ended {
 		t.Fatalf("read(0) = %q, %d, %v", got, next, ended)
@@ -21,13 +20,13 @@ func TestOutRing(t *testing.T) {
 		t.Fatalf("read(2) = %q", render(evs))
 	}
 	// Overflow drops the oldest chunks; a reader behind is told how much.
-	r.write(api.OutputStdout, []byte("hijklm"))
+	r.write(agentproto.Stdout, []byte("hijklm"))
 	evs, next, _, _ = r.read(0)
 	if got := render(evs); got != "dropped@4:4 stderr@4:efg stdout@7:hijklm " || next != 13 {
 		t.Fatalf("after overflow read(0) = %q, %d", got, next)
 	}
 	// A write larger than the ring keeps its tail.
-	r.write(api.OutputStdout, []byte(strings.Repeat("x", 15)+"END"))
+	r.write(agentproto.Stdout, []byte(strings.Repeat("x", 15)+"END"))
 	evs, next, _, _ = r.read(13)
 	if got := render(evs); got != "dropped@21:8 stdout@21:xxxxxxxEND " || next != 31 {
 		t.Fatalf("big write read(13) = %q, %d", got, next)
@@ -53,11 +52,11 @@ func TestOutRing(t *testing.T) {
 	}
 }
 
-func render(evs []api.OutputEvent) string {
+func render(evs []agentproto.OutputEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
 		b.WriteString(e.Type + "@")
-		if e.Type == api.OutputDropped {
+		if e.Type == agentproto.Dropped {
 			b.WriteString(itoa(e.Offset) + ":" + itoa(e.Dropped) + " ")
 			continue
 		}

@@ -28,7 +28,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/envelope"
@@ -59,6 +58,11 @@ type Config struct {
 	SandboxID string
 	// Token is the shared secret of the HMAC authentication.
 	Token string
+	// ClientProtocol is the protocol of the control plane that started
+	// the agent (the envelope's version): 1 means requests are signed the
+	// protocol 1 way, over method and path only; zero means
+	// agentproto.Protocol.
+	ClientProtocol int
 	// Root bounds the file API; Workdir is the default directory of
 	// commands and of relative paths. Both are clean absolute paths,
 	// Workdir inside Root.
@@ -109,6 +113,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 	return Config{
 		SandboxID:          e.SandboxID,
 		Token:              e.Token,
+		ClientProtocol:     e.Version,
 		Root:               e.Root,
 		Workdir:            e.Workdir,
 		Env:                e.Env,
@@ -156,6 +161,10 @@ func (c *Config) validate() error {
 func hasDirPrefix(p, dir string) bool {
 	return len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
 }
+
+// maxStreams bounds the streams open at once on one HTTP/2 connection; the
+// control plane bounds calls per sandbox well below it.
+const maxStreams = 4096
 
 // errShuttingDown refuses to start a process once shutdown has begun.
 var errShuttingDown = errors.New("the agent is shutting down")
@@ -219,12 +228,31 @@ func New(cfg Config) (*Server, error) {
 		shutdownReq: make(chan struct{}),
 		stopping:    make(chan struct{}),
 	}
+	// HTTP/1.1 for a control plane of protocol 1, and HTTP/2 with prior
+	// knowledge (h2c) on the same socket for protocol 2: one connection
+	// then carries every call, stream and pushed event.
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
 	s.http = &http.Server{
 		Handler:           s.authenticate(s.routes()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		Protocols:         protos,
+		HTTP2: &http.HTTP2Config{
+			// Every background process's output stream, every watch and
+			// every terminal's input is a stream of the one connection.
+			MaxConcurrentStreams: maxStreams,
+			// Room for a burst of output or an upload before the peer
+			// must read; the control plane reads as it goes.
+			MaxReceiveBufferPerStream:     1 << 20,
+			MaxReceiveBufferPerConnection: 8 << 20,
+			// Pings keep a dead control plane from holding streams open.
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
 	}
 	s.http.RegisterOnShutdown(func() { close(s.stopping) })
 	if cfg.EgressDial != nil {
@@ -322,11 +350,15 @@ func (s *Server) startProcess(fork func() (int, error)) (int, <-chan unix.WaitSt
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, agentproto.Health{OK: true, SandboxID: s.cfg.SandboxID, Pid: os.Getpid()})
+	writeJSON(w, http.StatusOK, s.health())
+}
+
+func (s *Server) health() agentproto.Health {
+	return agentproto.Health{OK: true, SandboxID: s.cfg.SandboxID, Pid: os.Getpid(), Info: agentproto.Current()}
 }
 
 func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusAccepted, agentproto.Health{OK: true, SandboxID: s.cfg.SandboxID, Pid: os.Getpid()})
+	writeJSON(w, http.StatusAccepted, s.health())
 	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
 }
 
@@ -335,7 +367,7 @@ func (s *Server) resolve(p string) (sandboxPath, error) {
 	return resolvePath(s.cfg.Root, s.cfg.Workdir, p)
 }
 
-// writeError answers err as an api.Error with the status errdefs gives its
+// writeError answers err as an agentproto.Error with the status errdefs gives its
 // class. Internal detail goes to the log only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := errdefs.HTTPStatus(err)
@@ -344,7 +376,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
 	}
-	writeJSON(w, status, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
+	writeJSON(w, status, agentproto.Error{Error: agentproto.ErrorBody{Code: code, Message: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -353,16 +385,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// decodeJSON reads one JSON value of at most limit bytes into v, strictly.
+// decodeJSON reads one JSON value of at most limit bytes into v. Fields
+// it does not know are ignored: a newer control plane may send them, and
+// gates on the agent's features whatever needs them understood.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
-		if dec.Decode(&struct{}{}) != io.EOF {
+		// To the end, so a signed body's check runs.
+		if err := dec.Decode(&struct{}{}); err != io.EOF {
+			if errors.Is(err, errBodyUnverified) {
+				return err
+			}
 			return errdefs.Invalid("invalid_json", "the request body holds more than one JSON value")
 		}
 		return nil
+	}
+	if errors.Is(err, errBodyUnverified) {
+		return err
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -33,14 +33,14 @@ func (s *Server) handleTarUpload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr error) {
+func (s *Server) untar(rawPath string, body io.Reader) (_ agentproto.TarResult, retErr error) {
 	p, err := s.resolve(rawPath)
 	if err != nil {
-		return api.TarResult{}, err
+		return agentproto.TarResult{}, err
 	}
 	created, err := s.root.mkdirAll(p, 0o755)
 	if err != nil {
-		return api.TarResult{}, err
+		return agentproto.TarResult{}, err
 	}
 	if created {
 		defer func() {
@@ -51,7 +51,7 @@ func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr 
 	}
 	base, err := s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return api.TarResult{}, fsError(err, p.Abs)
+		return agentproto.TarResult{}, fsError(err, p.Abs)
 	}
 	defer unix.Close(base)
 	x := &extractor{base: base, abs: p.Abs, limit: s.cfg.MaxFileBytes, maxBytes: s.cfg.MaxTarBytes, maxMade: s.cfg.MaxTarEntries}
@@ -67,14 +67,19 @@ func (s *Server) untar(rawPath string, body io.Reader) (_ api.TarResult, retErr 
 			break
 		}
 		if err != nil {
-			return api.TarResult{}, errdefs.Wrap(errdefs.ErrInvalid, "invalid_tar", err, "the upload is not a valid tar archive")
+			return agentproto.TarResult{}, errdefs.Wrap(errdefs.ErrInvalid, "invalid_tar", err, "the upload is not a valid tar archive")
 		}
 		if err := x.entry(hdr, tr); err != nil {
-			return api.TarResult{}, err
+			return agentproto.TarResult{}, err
 		}
 	}
+	// The archive ended; its body's signature is checked at the body's
+	// end, and a mismatch rolls back what the upload made.
+	if err := drainVerified(body); err != nil {
+		return agentproto.TarResult{}, err
+	}
 	x.applyDirModes()
-	return api.TarResult{Path: p.Abs, Files: x.files, Bytes: x.bytes}, nil
+	return agentproto.TarResult{Path: p.Abs, Files: x.files, Bytes: x.bytes}, nil
 }
 
 // extractor writes entries below base and remembers what it created.

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -167,7 +166,7 @@ func (t *tunnels) refuseDial(w http.ResponseWriter, r *http.Request, port int, e
 		return
 	}
 	t.log.Debug("tunnel: nothing answers", "port", port, "err", err)
-	writeJSON(w, http.StatusBadGateway, api.Error{Error: api.ErrorBody{
+	writeJSON(w, http.StatusBadGateway, agentproto.Error{Error: agentproto.ErrorBody{
 		Code:    codePortClosed,
 		Message: "nothing listens on port " + strconv.Itoa(port) + " in the sandbox",
 	}})

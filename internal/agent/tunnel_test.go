@@ -128,8 +128,7 @@ func TestTunnelRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequest("GET", "http://agent"+tt.path, nil)
 			nonce := agentproto.NewNonce()
-			req.Header.Set(agentproto.HeaderNonce, nonce)
-			req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(testToken, nonce, "GET", tt.path))
+			sign(req, testToken, nonce, signed{"GET", tt.path, "", agentproto.EmptyBody})
 			if tt.upgrade {
 				req.Header.Set("Connection", "Upgrade")
 				req.Header.Set("Upgrade", agentclient.TunnelProtocol)

@@ -36,7 +36,7 @@ var (
 )
 
 // handleWatch answers GET /files/watch?path=&recursive=: the changes under
-// a directory as an NDJSON stream of api.WatchEvent, flushed as they are
+// a directory as an NDJSON stream of agentproto.WatchEvent, flushed as they are
 // sent, until the client goes away or the directory is removed (a clean
 // end) or the agent shuts down (a broken stream). The watch is in place
 // before the answer's header is sent.

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -247,7 +247,7 @@ func (w *watcher) handle(wd int, mask, cookie uint32, name string) bool {
 		return wd == w.rootWD
 	case mask&unix.IN_DELETE_SELF != 0:
 		if wd == w.rootWD {
-			w.push(api.WatchRemove, ".", "", true)
+			w.push(agentproto.WatchRemove, ".", "", true)
 		}
 		return false
 	case name == "":
@@ -256,26 +256,26 @@ func (w *watcher) handle(wd int, mask, cookie uint32, name string) bool {
 	p := watchJoin(dir, name)
 	switch {
 	case mask&unix.IN_CREATE != 0:
-		w.push(api.WatchCreate, p, "", isDir)
+		w.push(agentproto.WatchCreate, p, "", isDir)
 		if isDir && w.recursive {
 			w.addTree(p, true, false)
 		}
 	case mask&(unix.IN_MODIFY|unix.IN_CLOSE_WRITE) != 0:
-		w.push(api.WatchWrite, p, "", isDir)
+		w.push(agentproto.WatchWrite, p, "", isDir)
 	case mask&unix.IN_DELETE != 0:
-		w.push(api.WatchRemove, p, "", isDir)
+		w.push(agentproto.WatchRemove, p, "", isDir)
 	case mask&unix.IN_MOVED_FROM != 0:
 		w.held = &heldMove{cookie: cookie, path: p, isDir: isDir}
 	case mask&unix.IN_MOVED_TO != 0:
 		if h := w.held; h != nil && h.cookie == cookie {
 			w.held = nil
-			w.push(api.WatchRename, p, h.path, isDir)
+			w.push(agentproto.WatchRename, p, h.path, isDir)
 			if isDir {
 				w.moveTree(h.path, p)
 			}
 			return false
 		}
-		w.push(api.WatchCreate, p, "", isDir)
+		w.push(agentproto.WatchCreate, p, "", isDir)
 		if isDir && w.recursive {
 			w.addTree(p, true, false)
 		}
@@ -291,14 +291,14 @@ func (w *watcher) flushHeld() {
 		return
 	}
 	w.held = nil
-	w.push(api.WatchRemove, h.path, "", h.isDir)
+	w.push(agentproto.WatchRemove, h.path, "", h.isDir)
 	if h.isDir {
 		w.dropTree(h.path)
 	}
 }
 
 func (w *watcher) push(typ, p, old string, isDir bool) {
-	w.q.push(api.WatchEvent{Type: typ, Path: p, OldPath: old, IsDir: isDir, Time: watchTime()})
+	w.q.push(agentproto.WatchEvent{Type: typ, Path: p, OldPath: old, IsDir: isDir, Time: watchTime()})
 }
 
 // addTree watches the directory rel and the directories below it, as
@@ -309,7 +309,7 @@ func (w *watcher) addTree(rel string, emit, rescan bool) {
 	fd, err := w.reopen()
 	if err != nil {
 		w.log.Debug("watch: reopen the watched directory", "path", w.p.Abs, "err", err)
-		w.push(api.WatchOverflow, rel, "", true)
+		w.push(agentproto.WatchOverflow, rel, "", true)
 		return
 	}
 	defer unix.Close(fd)
@@ -349,7 +349,7 @@ func (w *watcher) addDir(base int, rel string, emit, rescan bool) []string {
 	case isKnown && rel == ".":
 		// The watched directory: its watch is there from the start.
 	case len(w.dirs) >= watchMaxDirs:
-		w.push(api.WatchOverflow, rel, "", true)
+		w.push(agentproto.WatchOverflow, rel, "", true)
 		return nil
 	default:
 		wd, err := w.addWatch(fd)
@@ -362,7 +362,7 @@ func (w *watcher) addDir(base int, rel string, emit, rescan bool) []string {
 				return nil
 			}
 		case err == unix.ENOSPC:
-			w.push(api.WatchOverflow, rel, "", true)
+			w.push(agentproto.WatchOverflow, rel, "", true)
 			return nil
 		case err != nil:
 			w.log.Debug("watch: directory not watched", "path", w.p.Abs, "dir", rel, "err", err)
@@ -389,7 +389,7 @@ func (w *watcher) addDir(base int, rel string, emit, rescan bool) []string {
 		p := watchJoin(rel, n)
 		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 		if emit {
-			w.push(api.WatchCreate, p, "", isDir)
+			w.push(agentproto.WatchCreate, p, "", isDir)
 		}
 		if isDir {
 			subdirs = append(subdirs, p)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 )
 
 // watchQueue holds a watch's events between the inotify reader and the
@@ -36,7 +36,7 @@ type watchQueue struct {
 }
 
 type queuedEvent struct {
-	ev api.WatchEvent
+	ev agentproto.WatchEvent
 	at time.Time // when it was queued, with the monotonic clock
 }
 
@@ -51,7 +51,7 @@ func newWatchQueue(limit int, window time.Duration) *watchQueue {
 
 // push queues ev, coalescing it into a waiting event of its path when it
 // can, or turns it into the overflow event when the queue is full.
-func (q *watchQueue) push(ev api.WatchEvent) {
+func (q *watchQueue) push(ev agentproto.WatchEvent) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed || q.lost {
@@ -60,9 +60,9 @@ func (q *watchQueue) push(ev api.WatchEvent) {
 	if s, ok := q.last[ev.Path]; ok {
 		prev := q.items[q.off+int(s-q.seq)].ev.Type
 		switch {
-		case ev.Type == api.WatchWrite && (prev == api.WatchCreate || prev == api.WatchWrite):
+		case ev.Type == agentproto.WatchWrite && (prev == agentproto.WatchCreate || prev == agentproto.WatchWrite):
 			return
-		case ev.Type == api.WatchCreate && prev == api.WatchCreate:
+		case ev.Type == agentproto.WatchCreate && prev == agentproto.WatchCreate:
 			return
 		}
 	}
@@ -70,7 +70,7 @@ func (q *watchQueue) push(ev api.WatchEvent) {
 		q.overflowLocked()
 		return
 	}
-	if ev.Type == api.WatchRename || (ev.IsDir && ev.Type == api.WatchRemove) {
+	if ev.Type == agentproto.WatchRename || (ev.IsDir && ev.Type == agentproto.WatchRemove) {
 		// The paths below the directory changed meaning: coalescing starts
 		// afresh rather than track every one of them.
 		clear(q.last)
@@ -95,7 +95,7 @@ func (q *watchQueue) overflow() {
 }
 
 func (q *watchQueue) overflowLocked() {
-	q.items = append(q.items, queuedEvent{ev: api.WatchEvent{Type: api.WatchOverflow, Time: watchTime()}, at: time.Now()})
+	q.items = append(q.items, queuedEvent{ev: agentproto.WatchEvent{Type: agentproto.WatchOverflow, Time: watchTime()}, at: time.Now()})
 	q.lost = true
 	clear(q.last)
 	q.signal()
@@ -119,7 +119,7 @@ func (q *watchQueue) signal() {
 
 // take waits for events that have waited their window and returns them,
 // oldest first; io.EOF once the queue is closed and empty, or ctx's error.
-func (q *watchQueue) take(ctx context.Context) ([]api.WatchEvent, error) {
+func (q *watchQueue) take(ctx context.Context) ([]agentproto.WatchEvent, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -152,7 +152,7 @@ func (q *watchQueue) take(ctx context.Context) ([]api.WatchEvent, error) {
 // ripe removes and returns the events whose window has passed (all of
 // them once closed); with none, how long until the oldest ripens (zero:
 // the queue is empty).
-func (q *watchQueue) ripe() ([]api.WatchEvent, time.Duration, error) {
+func (q *watchQueue) ripe() ([]agentproto.WatchEvent, time.Duration, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	live := q.items[q.off:]
@@ -170,7 +170,7 @@ func (q *watchQueue) ripe() ([]api.WatchEvent, time.Duration, error) {
 	if n == 0 {
 		return nil, live[0].at.Sub(cut), nil
 	}
-	evs := make([]api.WatchEvent, n)
+	evs := make([]agentproto.WatchEvent, n)
 	for i, it := range live[:n] {
 		evs[i] = it.ev
 		s := q.seq + uint64(i)
@@ -180,7 +180,7 @@ func (q *watchQueue) ripe() ([]api.WatchEvent, time.Duration, error) {
 		if it.ev.OldPath != "" && q.last[it.ev.OldPath] == s {
 			delete(q.last, it.ev.OldPath)
 		}
-		if it.ev.Type == api.WatchOverflow && it.ev.Path == "" {
+		if it.ev.Type == agentproto.WatchOverflow && it.ev.Path == "" {
 			q.lost = false
 		}
 	}

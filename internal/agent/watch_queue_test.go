@@ -2,64 +2,63 @@ package agent
 
 import (
 	"context"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/hutchdev/hutch/api"
 )
 
 func TestWatchQueue(t *testing.T) {
-	e := func(typ, p string) api.WatchEvent { return api.WatchEvent{Type: typ, Path: p} }
+	e := func(typ, p string) agentproto.WatchEvent { return agentproto.WatchEvent{Type: typ, Path: p} }
 	for _, c := range []struct {
 		name  string
 		limit int
-		push  []api.WatchEvent
-		want  []api.WatchEvent
+		push  []agentproto.WatchEvent
+		want  []agentproto.WatchEvent
 	}{
 		{
 			name: "writes coalesce into a waiting write or create",
-			push: []api.WatchEvent{
-				e(api.WatchCreate, "a"), e(api.WatchWrite, "a"), e(api.WatchWrite, "b"),
-				e(api.WatchWrite, "a"), e(api.WatchWrite, "b"), e(api.WatchWrite, "c"),
+			push: []agentproto.WatchEvent{
+				e(agentproto.WatchCreate, "a"), e(agentproto.WatchWrite, "a"), e(agentproto.WatchWrite, "b"),
+				e(agentproto.WatchWrite, "a"), e(agentproto.WatchWrite, "b"), e(agentproto.WatchWrite, "c"),
 			},
-			want: []api.WatchEvent{e(api.WatchCreate, "a"), e(api.WatchWrite, "b"), e(api.WatchWrite, "c")},
+			want: []agentproto.WatchEvent{e(agentproto.WatchCreate, "a"), e(agentproto.WatchWrite, "b"), e(agentproto.WatchWrite, "c")},
 		},
 		{
 			name: "a repeated create is dropped",
-			push: []api.WatchEvent{e(api.WatchCreate, "a"), e(api.WatchCreate, "a")},
-			want: []api.WatchEvent{e(api.WatchCreate, "a")},
+			push: []agentproto.WatchEvent{e(agentproto.WatchCreate, "a"), e(agentproto.WatchCreate, "a")},
+			want: []agentproto.WatchEvent{e(agentproto.WatchCreate, "a")},
 		},
 		{
 			name: "nothing coalesces across a remove",
-			push: []api.WatchEvent{
-				e(api.WatchCreate, "a"), e(api.WatchRemove, "a"), e(api.WatchCreate, "a"), e(api.WatchWrite, "a"),
+			push: []agentproto.WatchEvent{
+				e(agentproto.WatchCreate, "a"), e(agentproto.WatchRemove, "a"), e(agentproto.WatchCreate, "a"), e(agentproto.WatchWrite, "a"),
 			},
-			want: []api.WatchEvent{e(api.WatchCreate, "a"), e(api.WatchRemove, "a"), e(api.WatchCreate, "a")},
+			want: []agentproto.WatchEvent{e(agentproto.WatchCreate, "a"), e(agentproto.WatchRemove, "a"), e(agentproto.WatchCreate, "a")},
 		},
 		{
 			name: "a rename ends coalescing of both its paths and what is below them",
-			push: []api.WatchEvent{
-				e(api.WatchCreate, "d/f"), e(api.WatchCreate, "a"),
-				{Type: api.WatchRename, Path: "b", OldPath: "a", IsDir: true},
-				e(api.WatchCreate, "a"), e(api.WatchCreate, "d/f"),
+			push: []agentproto.WatchEvent{
+				e(agentproto.WatchCreate, "d/f"), e(agentproto.WatchCreate, "a"),
+				{Type: agentproto.WatchRename, Path: "b", OldPath: "a", IsDir: true},
+				e(agentproto.WatchCreate, "a"), e(agentproto.WatchCreate, "d/f"),
 			},
-			want: []api.WatchEvent{
-				e(api.WatchCreate, "d/f"), e(api.WatchCreate, "a"),
-				{Type: api.WatchRename, Path: "b", OldPath: "a", IsDir: true},
-				e(api.WatchCreate, "a"), e(api.WatchCreate, "d/f"),
+			want: []agentproto.WatchEvent{
+				e(agentproto.WatchCreate, "d/f"), e(agentproto.WatchCreate, "a"),
+				{Type: agentproto.WatchRename, Path: "b", OldPath: "a", IsDir: true},
+				e(agentproto.WatchCreate, "a"), e(agentproto.WatchCreate, "d/f"),
 			},
 		},
 		{
 			name:  "a full queue overflows once and drops the rest",
 			limit: 2,
-			push: []api.WatchEvent{
-				e(api.WatchCreate, "a"), e(api.WatchCreate, "b"), e(api.WatchCreate, "c"), e(api.WatchCreate, "d"),
-				e(api.WatchWrite, "a"),
+			push: []agentproto.WatchEvent{
+				e(agentproto.WatchCreate, "a"), e(agentproto.WatchCreate, "b"), e(agentproto.WatchCreate, "c"), e(agentproto.WatchCreate, "d"),
+				e(agentproto.WatchWrite, "a"),
 			},
-			want: []api.WatchEvent{e(api.WatchCreate, "a"), e(api.WatchCreate, "b"), {Type: api.WatchOverflow}},
+			want: []agentproto.WatchEvent{e(agentproto.WatchCreate, "a"), e(agentproto.WatchCreate, "b"), {Type: agentproto.WatchOverflow}},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,9 +79,9 @@ func TestWatchQueue(t *testing.T) {
 	}
 }
 
-func takeAll(t *testing.T, q *watchQueue) []api.WatchEvent {
+func takeAll(t *testing.T, q *watchQueue) []agentproto.WatchEvent {
 	t.Helper()
-	var got []api.WatchEvent
+	var got []agentproto.WatchEvent
 	for {
 		evs, err := q.take(context.Background())
 		if err == io.EOF {
@@ -102,10 +101,10 @@ func TestWatchQueueWindowAndOverflowRecovery(t *testing.T) {
 	const window = 100 * time.Millisecond
 	q := newWatchQueue(1, window)
 	start := time.Now()
-	q.push(api.WatchEvent{Type: api.WatchCreate, Path: "a"})
-	q.push(api.WatchEvent{Type: api.WatchCreate, Path: "b"}) // over the limit: overflow
-	q.push(api.WatchEvent{Type: api.WatchCreate, Path: "c"}) // dropped
-	q.overflow()                                             // one is waiting already
+	q.push(agentproto.WatchEvent{Type: agentproto.WatchCreate, Path: "a"})
+	q.push(agentproto.WatchEvent{Type: agentproto.WatchCreate, Path: "b"}) // over the limit: overflow
+	q.push(agentproto.WatchEvent{Type: agentproto.WatchCreate, Path: "c"}) // dropped
+	q.overflow()                                                           // one is waiting already
 	var got []string
 	for len(got) < 2 {
 		evs, err := q.take(context.Background())
@@ -123,7 +122,7 @@ func TestWatchQueueWindowAndOverflowRecovery(t *testing.T) {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 	// With the overflow sent, events are queued again.
-	q.push(api.WatchEvent{Type: api.WatchWrite, Path: "a"})
+	q.push(agentproto.WatchEvent{Type: agentproto.WatchWrite, Path: "a"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	evs, err := q.take(ctx)

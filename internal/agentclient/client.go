@@ -4,12 +4,24 @@
 // agent's proof before its body is read, so the token never crosses the
 // socket and an impostor on the socket is refused. Error answers come back
 // as errdefs errors with their class, code and message intact.
+//
+// It speaks the protocol the agent reported (agentproto.Info): with an
+// agent of protocol 2, one HTTP/2 connection (prior knowledge, no TLS on a
+// Unix socket) carries every call and stream, requests are signed over
+// method, path, query and body, and output comes as binary frames; with an
+// agent of protocol 1 (an old template's), HTTP/1.1, the old signature and
+// NDJSON. Calls that need a feature the agent lacks say so (Has, and
+// errdefs code agent_too_old). The wire types are agentproto's; what the
+// rest of the control plane sees are api's, converted here (convert.go).
 package agentclient
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -28,38 +40,80 @@ const maxErrorBody = 64 << 10
 // Health is the agent's answer to a health check.
 type Health = agentproto.Health
 
-// Client talks to one sandbox's agent. It is safe for concurrent use; its
-// connections are kept alive and pooled.
+// Client talks to one sandbox's agent. It is safe for concurrent use.
 type Client struct {
 	token string
+	info  agentproto.Info
+	dial  func(ctx context.Context) (net.Conn, error)
 	tr    *http.Transport
 	hc    *http.Client
 }
 
+// Option adjusts a client.
+type Option func(*Client)
+
+// Speaking makes the client speak to an agent that reported info; without
+// it, the client assumes an agent of this build (agentproto.Current). A
+// zero Info is an agent of protocol 1, which reports none.
+func Speaking(info agentproto.Info) Option {
+	return func(c *Client) { c.info = info }
+}
+
 // New returns a client of the agent listening at address on network
 // ("unix" for a socket path, "tcp" for host:port). It connects lazily.
-func New(network, address, token string) *Client {
+func New(network, address, token string, opts ...Option) *Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if network != "unix" {
-				return dialer.DialContext(ctx, network, address)
-			}
-			p, done, err := agentproto.SocketPath(address)
-			if err != nil {
-				return nil, err
-			}
-			defer done()
-			return dialer.DialContext(ctx, network, p)
-		},
+	c := &Client{token: token, info: agentproto.Current()}
+	for _, o := range opts {
+		o(c)
+	}
+	c.dial = func(ctx context.Context) (net.Conn, error) {
+		if network != "unix" {
+			return dialer.DialContext(ctx, network, address)
+		}
+		p, done, err := agentproto.SocketPath(address)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		return dialer.DialContext(ctx, network, p)
+	}
+	c.tr = &http.Transport{
+		DialContext:           func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
 		MaxIdleConns:          16,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // exec answers its header at once; files may take a while
 		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
 	}
-	return &Client{token: token, tr: tr, hc: &http.Client{Transport: tr}}
+	if c.info.Has(agentproto.FeatureH2) {
+		// One connection for every call: HTTP/2 with prior knowledge.
+		// Streams beyond the agent's limit wait rather than open a second
+		// connection.
+		c.tr.Protocols = new(http.Protocols)
+		c.tr.Protocols.SetUnencryptedHTTP2(true)
+		c.tr.HTTP2 = &http.HTTP2Config{
+			StrictMaxConcurrentRequests:   true,
+			MaxReceiveBufferPerStream:     4 << 20,
+			MaxReceiveBufferPerConnection: 64 << 20,
+			SendPingTimeout:               30 * time.Second,
+			PingTimeout:                   15 * time.Second,
+		}
+	}
+	c.hc = &http.Client{Transport: c.tr}
+	return c
+}
+
+// Info is what the agent reported: its protocol and features.
+func (c *Client) Info() agentproto.Info { return c.info }
+
+// Has reports whether the agent has feature f (agentproto.Feature…).
+func (c *Client) Has(f string) bool { return c.info.Has(f) }
+
+// tooOld is the error of a call that needs a feature the agent lacks.
+func (c *Client) tooOld(what, feature string) error {
+	return errdefs.New(errdefs.ErrUnsupported, "agent_too_old",
+		"%s needs an agent with %q; this sandbox's agent speaks protocol %d (recreate the sandbox from a newer template)", what, feature, c.info.Version())
 }
 
 // Close drops the client's idle connections.
@@ -89,7 +143,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // stream early; the agent then kills the command's process group.
 type ExecStream struct {
 	body io.ReadCloser
-	dec  *json.Decoder
+	ev   events
 	err  error // io.EOF after the exit event, or what broke the stream
 }
 
@@ -97,15 +151,11 @@ type ExecStream struct {
 // A program that cannot be started is not an error here: its exit event
 // says 127 or 126.
 func (c *Client) Exec(ctx context.Context, req api.ExecRequest) (*ExecStream, error) {
-	b, err := json.Marshal(req)
+	resp, err := c.do(ctx, http.MethodPost, "/exec", nil, jsonBody{wireExec(req)}, agentproto.MediaFrames)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.do(ctx, http.MethodPost, "/exec", nil, bytes.NewReader(b), "application/json")
-	if err != nil {
-		return nil, err
-	}
-	return &ExecStream{body: resp.Body, dec: json.NewDecoder(resp.Body)}, nil
+	return &ExecStream{body: resp.Body, ev: newEvents(resp)}, nil
 }
 
 // Next returns the next event; after the exit event, io.EOF; if the stream
@@ -115,22 +165,22 @@ func (s *ExecStream) Next() (api.ExecEvent, error) {
 	if s.err != nil {
 		return api.ExecEvent{}, s.err
 	}
-	var ev api.ExecEvent
-	if err := s.dec.Decode(&ev); err != nil {
+	ev, err := s.ev.exec()
+	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
 		s.err = errdefs.Wrap(errdefs.ErrUnavailable, "agent_stream_broken", err, "the command's output stream ended before its exit status")
 		return api.ExecEvent{}, s.err
 	}
-	if ev.Type == api.ExecExit {
+	if ev.Type == agentproto.Exit {
 		if ev.Exit == nil {
 			s.err = errdefs.New(errdefs.ErrUnavailable, "agent_stream_broken", "the agent sent an exit event without a status")
 			return api.ExecEvent{}, s.err
 		}
 		s.err = io.EOF
 	}
-	return ev, nil
+	return apiExecEvent(ev), nil
 }
 
 // Close ends the stream; if the command still runs, the agent kills its
@@ -142,109 +192,24 @@ func (s *ExecStream) Close() error {
 	return s.body.Close()
 }
 
-// ReadFile returns the content of a regular file; the caller closes it.
-func (c *Client) ReadFile(ctx context.Context, path string) (io.ReadCloser, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/files", url.Values{"path": {path}}, nil, "")
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
-// WriteFile replaces path atomically with body; mode is octal such as
-// "0644", empty for the default; parents makes missing directories above
-// path.
-func (c *Client) WriteFile(ctx context.Context, path, mode string, parents bool, body io.Reader) (api.FileInfo, error) {
-	q := url.Values{"path": {path}}
-	if parents {
-		q.Set("parents", "true")
-	}
-	if mode != "" {
-		q.Set("mode", mode)
-	}
-	var fi api.FileInfo
-	err := c.doJSON(ctx, http.MethodPut, "/files", q, rawBody{body}, &fi)
-	return fi, err
-}
-
-// Remove removes path; a non-empty directory needs recursive.
-func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
-	q := url.Values{"path": {path}}
-	if recursive {
-		q.Set("recursive", "true")
-	}
-	resp, err := c.do(ctx, http.MethodDelete, "/files", q, nil, "")
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	return nil
-}
-
-// List returns the entries of a directory.
-func (c *Client) List(ctx context.Context, path string) (api.FileList, error) {
-	var l api.FileList
-	err := c.doJSON(ctx, http.MethodGet, "/files/list", url.Values{"path": {path}}, nil, &l)
-	return l, err
-}
-
-// Stat describes path without following a final symlink.
-func (c *Client) Stat(ctx context.Context, path string) (api.FileInfo, error) {
-	var fi api.FileInfo
-	err := c.doJSON(ctx, http.MethodGet, "/files/stat", url.Values{"path": {path}}, nil, &fi)
-	return fi, err
-}
-
-// Mkdir creates a directory and its parents.
-func (c *Client) Mkdir(ctx context.Context, req api.MkdirRequest) (api.FileInfo, error) {
-	var fi api.FileInfo
-	err := c.doJSON(ctx, http.MethodPost, "/files/mkdir", nil, req, &fi)
-	return fi, err
-}
-
-// Move renames a path; it refuses to replace one unless req.Overwrite.
-func (c *Client) Move(ctx context.Context, req api.MoveRequest) (api.FileInfo, error) {
-	var fi api.FileInfo
-	err := c.doJSON(ctx, http.MethodPost, "/files/move", nil, req, &fi)
-	return fi, err
-}
-
-// TarDownload returns a tar of a directory; the caller closes it.
-func (c *Client) TarDownload(ctx context.Context, path string) (io.ReadCloser, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/files/tar", url.Values{"path": {path}}, nil, "")
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
-// TarUpload extracts the tar body under the directory path.
-func (c *Client) TarUpload(ctx context.Context, path string, body io.Reader) (api.TarResult, error) {
-	var res api.TarResult
-	err := c.doJSON(ctx, http.MethodPut, "/files/tar", url.Values{"path": {path}}, rawBody{body}, &res)
-	return res, err
-}
-
-// rawBody marks a request body sent as is rather than as JSON.
-type rawBody struct{ r io.Reader }
+// rawBody marks a request body sent as is rather than as JSON, hashed as
+// it goes and signed in a trailer; streamBody, a process's input, which is
+// not hashed (agentproto.BodyStream); jsonBody, a value sent as JSON.
+type (
+	rawBody    struct{ r io.Reader }
+	streamBody struct{ r io.Reader }
+	jsonBody   struct{ v any }
+)
 
 // doJSON sends in (nil, a rawBody, or a value to encode as JSON) and
 // decodes the answer into out.
 func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
-	var body io.Reader
-	ctype := ""
-	switch v := in.(type) {
-	case nil:
-	case rawBody:
-		body, ctype = v.r, "application/octet-stream"
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
+	if in != nil {
+		if _, ok := in.(rawBody); !ok {
+			in = jsonBody{in}
 		}
-		body, ctype = bytes.NewReader(b), "application/json"
 	}
-	resp, err := c.do(ctx, method, path, q, body, ctype)
+	resp, err := c.do(ctx, method, path, q, in, "")
 	if err != nil {
 		return err
 	}
@@ -257,25 +222,24 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 
 // do signs and sends one request, verifies the agent's proof and turns an
 // error answer into an errdefs error. On success the caller owns the body.
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader, ctype string) (*http.Response, error) {
-	u := "http://agent" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+// in is nil, a rawBody, a streamBody or a jsonBody; accept, when set, is
+// the request's Accept.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in any, accept string) (*http.Response, error) {
+	req, nonce, err := c.newRequest(ctx, method, path, q, in)
 	if err != nil {
 		return nil, err
 	}
-	nonce := agentproto.NewNonce()
-	req.Header.Set(agentproto.HeaderNonce, nonce)
-	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(c.token, nonce, method, req.URL.Path))
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var classified *errdefs.Error
+		if errors.As(err, &classified) {
+			return nil, classified
 		}
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent is unreachable")
 	}
@@ -290,10 +254,67 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	return resp, nil
 }
 
+// newRequest builds a signed request and returns it with its nonce.
+func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, in any) (*http.Request, string, error) {
+	u := "http://agent" + path
+	rawQuery := q.Encode()
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	var body io.Reader
+	ctype, sum := "", agentproto.EmptyBody
+	var framed io.Reader
+	switch v := in.(type) {
+	case nil:
+	case jsonBody:
+		b, err := json.Marshal(v.v)
+		if err != nil {
+			return nil, "", err
+		}
+		h := sha256.Sum256(b)
+		body, ctype, sum = bytes.NewReader(b), "application/json", hex.EncodeToString(h[:])
+	case rawBody:
+		if v.r == nil {
+			v.r = bytes.NewReader(nil)
+		}
+		framed, ctype, sum = v.r, "application/octet-stream", agentproto.BodyFramed
+		body = &lateBody{}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, "", err
+	}
+	nonce := agentproto.NewNonce()
+	req.Header.Set(agentproto.HeaderNonce, nonce)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.info.Version() < 2 {
+		req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMACv1(c.token, nonce, method, path))
+		if framed != nil {
+			req.Body.(*lateBody).r = framed
+		}
+		return req, nonce, nil
+	}
+	req.Header.Set(agentproto.HeaderBody, sum)
+	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(c.token, nonce, method, path, rawQuery, sum))
+	if framed != nil {
+		req.Body.(*lateBody).r = agentproto.FrameBody(framed, c.token, nonce)
+	}
+	return req, nonce, nil
+}
+
+// lateBody is a request body whose reader is chosen once the request's
+// nonce is (a framed body is signed with it).
+type lateBody struct{ r io.Reader }
+
+func (b *lateBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *lateBody) Close() error               { return nil }
+
 // answerError rebuilds the error an agent answered.
 func answerError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var e api.Error
+	var e agentproto.Error
 	if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
 		e.Error.Code = "agent_error"
 		e.Error.Message = "the agent answered " + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)

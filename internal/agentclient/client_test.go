@@ -34,12 +34,14 @@ func provingServer(t *testing.T, h http.HandlerFunc) *agentclient.Client {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nonce := r.Header.Get(agentproto.HeaderNonce)
-		if r.Header.Get(agentproto.HeaderAuth) != agentproto.RequestMAC(token, nonce, r.Method, r.URL.Path) {
+		if r.Header.Get(agentproto.HeaderAuth) != agentproto.RequestMAC(token, nonce, r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get(agentproto.HeaderBody)) {
 			t.Errorf("request %s %s is not signed", r.Method, r.URL.Path)
 		}
 		w.Header().Set(agentproto.HeaderProof, agentproto.Proof(token, nonce))
 		h(w, r)
 	})}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go srv.Serve(ln)
 	c := agentclient.New("unix", sock, token)
 	t.Cleanup(func() {
@@ -82,7 +84,15 @@ func TestErrorAnswers(t *testing.T) {
 func TestRequests(t *testing.T) {
 	var got []string
 	c := provingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
+		// Uploads come framed, with their MAC at the end.
+		body := io.Reader(r.Body)
+		if r.Header.Get(agentproto.HeaderBody) == agentproto.BodyFramed {
+			body = agentproto.UnframeBody(r.Body, token, r.Header.Get(agentproto.HeaderNonce))
+		}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			t.Errorf("%s %s: body: %v", r.Method, r.URL, err)
+		}
 		got = append(got, r.Method+" "+r.URL.RequestURI()+" "+string(b))
 		switch r.URL.Path {
 		case "/files":

@@ -2,7 +2,6 @@ package agentclient
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -10,62 +9,70 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
 // StartProcess starts a background process.
 func (c *Client) StartProcess(ctx context.Context, req api.ProcessRequest) (api.Process, error) {
-	var p api.Process
-	return p, c.doJSON(ctx, http.MethodPost, "/processes", nil, req, &p)
+	var p agentproto.Process
+	err := c.doJSON(ctx, http.MethodPost, "/processes", nil, wireProcessRequest(req), &p)
+	return apiProcess(p), err
 }
 
 // ListProcesses lists running and recently exited processes.
 func (c *Client) ListProcesses(ctx context.Context) (api.ProcessList, error) {
-	var l api.ProcessList
-	return l, c.doJSON(ctx, http.MethodGet, "/processes", nil, nil, &l)
+	var l agentproto.ProcessList
+	err := c.doJSON(ctx, http.MethodGet, "/processes", nil, nil, &l)
+	return apiProcessList(l), err
 }
 
 // GetProcess returns one process.
 func (c *Client) GetProcess(ctx context.Context, pid int) (api.Process, error) {
-	var p api.Process
-	return p, c.doJSON(ctx, http.MethodGet, processPath(pid, ""), nil, nil, &p)
+	var p agentproto.Process
+	err := c.doJSON(ctx, http.MethodGet, processPath(pid, ""), nil, nil, &p)
+	return apiProcess(p), err
 }
 
 // WriteStdin sends body to the process's stdin, and closes it after when
 // closeAfter is set.
 func (c *Client) WriteStdin(ctx context.Context, pid int, body io.Reader, closeAfter bool) (api.Process, error) {
-	var p api.Process
+	var p agentproto.Process
 	q := url.Values{}
 	if closeAfter {
 		q.Set("close", "true")
 	}
-	return p, c.doJSON(ctx, http.MethodPost, processPath(pid, "/stdin"), q, rawBody{body}, &p)
+	err := c.doJSON(ctx, http.MethodPost, processPath(pid, "/stdin"), q, rawBody{body}, &p)
+	return apiProcess(p), err
 }
 
 // SignalProcess sends a signal to the process or its group.
 func (c *Client) SignalProcess(ctx context.Context, pid int, req api.SignalRequest) (api.Process, error) {
-	var p api.Process
-	return p, c.doJSON(ctx, http.MethodPost, processPath(pid, "/signal"), nil, req, &p)
+	var p agentproto.Process
+	err := c.doJSON(ctx, http.MethodPost, processPath(pid, "/signal"), nil, agentproto.SignalRequest{Signal: req.Signal, Group: req.Group}, &p)
+	return apiProcess(p), err
 }
 
 // ResizeProcess changes the size of the process's terminal.
 func (c *Client) ResizeProcess(ctx context.Context, pid int, size api.TermSize) (api.Process, error) {
-	var p api.Process
-	return p, c.doJSON(ctx, http.MethodPost, processPath(pid, "/resize"), nil, size, &p)
+	var p agentproto.Process
+	err := c.doJSON(ctx, http.MethodPost, processPath(pid, "/resize"), nil, agentproto.TermSize{Rows: size.Rows, Cols: size.Cols}, &p)
+	return apiProcess(p), err
 }
 
 // WaitProcess waits up to timeout for the process to end and returns it
 // as it then is.
 func (c *Client) WaitProcess(ctx context.Context, pid int, timeout time.Duration) (api.Process, error) {
-	var p api.Process
+	var p agentproto.Process
 	q := url.Values{"timeout_ms": {strconv.FormatInt(timeout.Milliseconds(), 10)}}
-	return p, c.doJSON(ctx, http.MethodGet, processPath(pid, "/wait"), q, nil, &p)
+	err := c.doJSON(ctx, http.MethodGet, processPath(pid, "/wait"), q, nil, &p)
+	return apiProcess(p), err
 }
 
 // OutputStream is a process's output from a cursor on.
 type OutputStream struct {
 	body io.ReadCloser
-	dec  *json.Decoder
+	ev   events
 	err  error
 }
 
@@ -76,11 +83,11 @@ func (c *Client) ProcessOutput(ctx context.Context, pid int, cursor int64, follo
 	if follow {
 		q.Set("follow", "true")
 	}
-	resp, err := c.do(ctx, http.MethodGet, processPath(pid, "/output"), q, nil, "")
+	resp, err := c.do(ctx, http.MethodGet, processPath(pid, "/output"), q, nil, agentproto.MediaFrames)
 	if err != nil {
 		return nil, err
 	}
-	return &OutputStream{body: resp.Body, dec: json.NewDecoder(resp.Body)}, nil
+	return &OutputStream{body: resp.Body, ev: newEvents(resp)}, nil
 }
 
 // Next returns the next event; io.EOF after the last one (the exit event,
@@ -89,15 +96,15 @@ func (s *OutputStream) Next() (api.OutputEvent, error) {
 	if s.err != nil {
 		return api.OutputEvent{}, s.err
 	}
-	var ev api.OutputEvent
-	if err := s.dec.Decode(&ev); err != nil {
+	ev, err := s.ev.output()
+	if err != nil {
 		if err != io.EOF {
 			err = errdefs.Wrap(errdefs.ErrUnavailable, "agent_stream_broken", err, "the process's output stream broke")
 		}
 		s.err = err
-		return ev, err
+		return api.OutputEvent{}, err
 	}
-	return ev, nil
+	return apiOutputEvent(ev), nil
 }
 
 // Close ends the stream; the process goes on.

@@ -46,7 +46,7 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	if port < 1 || port > 65535 {
 		return nil, errdefs.Invalid("invalid_port", "port %d is not from 1 to 65535", port)
 	}
-	conn, err := c.tr.DialContext(ctx, "unix", "agent")
+	conn, err := c.dial(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -67,14 +67,13 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	path := "/tunnel/" + strconv.Itoa(port)
-	req, err := http.NewRequest(http.MethodGet, "http://agent"+path, nil)
+	// A tunnel is a connection of its own, HTTP/1.1 upgraded, whatever
+	// the protocol: its bytes pass straight through, with no HTTP/2
+	// framing or flow control between the preview and the port.
+	req, nonce, err := c.newRequest(context.WithoutCancel(ctx), http.MethodGet, "/tunnel/"+strconv.Itoa(port), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	nonce := agentproto.NewNonce()
-	req.Header.Set(agentproto.HeaderNonce, nonce)
-	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(c.token, nonce, http.MethodGet, path))
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", TunnelProtocol)
 	br := bufio.NewReader(conn)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -45,7 +46,7 @@ func (w *Watch) Next() (api.WatchEvent, error) {
 	if w.err != nil {
 		return api.WatchEvent{}, w.err
 	}
-	var ev api.WatchEvent
+	var ev agentproto.WatchEvent
 	if err := w.dec.Decode(&ev); err != nil {
 		if err == io.EOF {
 			w.err = io.EOF
@@ -54,7 +55,7 @@ func (w *Watch) Next() (api.WatchEvent, error) {
 		}
 		return api.WatchEvent{}, w.err
 	}
-	return ev, nil
+	return apiWatchEvent(ev), nil
 }
 
 // Close ends the watch; the agent then closes its inotify instance.

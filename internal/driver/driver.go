@@ -27,6 +27,7 @@ import (
 	"net"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 )
 
 // ErrHostUnsupported marks an Open or Probe error that no setting of hutch
@@ -150,10 +151,13 @@ type Handle struct {
 	State json.RawMessage `json:"state,omitempty"`
 }
 
-// Endpoint is a dialable address.
+// Endpoint is a dialable address, and the protocol and features of the
+// agent there (zero for an agent of protocol 1, or a handle recorded
+// before protocols were).
 type Endpoint struct {
 	Network string `json:"network"`
 	Address string `json:"address"`
+	agentproto.Info
 }
 
 // Status is what a driver sees of a sandbox.

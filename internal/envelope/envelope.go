@@ -17,8 +17,16 @@ import (
 	"github.com/hutchdev/hutch/internal/nsinit"
 )
 
-// Version is the envelope format this build writes and reads.
-const Version = 1
+// Version is the envelope format this build writes; it reads MinVersion
+// up to Version. The version is also the protocol of the control plane
+// that wrote it (agentproto.Protocol): 1 from a control plane that signs
+// requests the protocol 1 way. A control plane writes the highest version
+// the agent binary it starts reports (hutch-agent -protocol), so an old
+// agent, which reads only version 1, still starts.
+const (
+	Version    = 2
+	MinVersion = 1
+)
 
 // MaxSize bounds an envelope; a larger length prefix is refused before any
 // allocation.
@@ -90,8 +98,8 @@ type RunAs struct {
 // Validate checks what the agent relies on.
 func (e *Envelope) Validate() error {
 	switch {
-	case e.Version != Version:
-		return fmt.Errorf("envelope version %d, want %d", e.Version, Version)
+	case e.Version < MinVersion || e.Version > Version:
+		return fmt.Errorf("envelope version %d, want %d to %d", e.Version, MinVersion, Version)
 	case e.SandboxID == "":
 		return errors.New("envelope has no sandbox id")
 	case len(e.Token) < 32:

@@ -69,7 +69,7 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	s.active[id] = now
 	a, ok := s.agents[id]
 	if !ok {
-		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 		s.agents[id] = a
 	}
 	s.mu.Unlock()
@@ -178,7 +178,7 @@ func (s *Service) readBody(ctx context.Context, id, op string, fn func(*agentcli
 // attach starts following a running sandbox's agent: the client (kept for
 // calls), its egress proxy and, for a new sandbox, its OOM count.
 func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
-	a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 	s.mu.Lock()
 	if old, ok := s.agents[rec.ID]; ok {
 		old.Close()

@@ -14,13 +14,29 @@ import (
 )
 
 // Headers of the mutual authentication. Every request carries a fresh
-// nonce and a MAC over it, its method and its path; every answer carries a
-// proof over the same nonce. The token itself never crosses the socket.
+// nonce and a MAC over it and the request (RequestMAC); every answer
+// carries a proof over the same nonce. The token itself never crosses the
+// socket.
+//
+// In protocol 2 the MAC covers the method, the path, the raw query and
+// HeaderBody: the hex SHA-256 of the body when the client knows the body
+// before it sends it (JSON requests, and no body: EmptyBody), or
+// BodyFramed for a streamed body (file and tar uploads), which then comes
+// in chunks with its MAC at its end (body.go), checked before the agent
+// commits what it read.
 const (
 	HeaderNonce = "X-Hutch-Nonce"
 	HeaderAuth  = "X-Hutch-Auth"
 	HeaderProof = "X-Hutch-Proof"
+	HeaderBody  = "X-Hutch-Body"
 )
+
+// BodyFramed is the value of HeaderBody of a framed body.
+const BodyFramed = "framed"
+
+// EmptyBody is HeaderBody of a request without a body: the SHA-256 of
+// nothing.
+const EmptyBody = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // NonceLen is the length of a nonce in bytes; on the wire it is hex.
 const NonceLen = 16
@@ -47,11 +63,27 @@ func ValidNonce(s string) bool {
 	return true
 }
 
-// RequestMAC is what the control plane sends in HeaderAuth:
-// hex(HMAC-SHA256(token, "cp\n"+nonce+"\n"+method+" "+path)), where path is
-// the URL path without its query.
-func RequestMAC(token, nonce, method, path string) string {
+// RequestMAC is what a control plane of protocol 2 sends in HeaderAuth:
+// hex(HMAC-SHA256(token, "cp2\n"+nonce+"\n"+method+"\n"+path+"\n"+
+// rawQuery+"\n"+body)), where path is the URL's path, rawQuery its query
+// exactly as sent, and body the request's HeaderBody.
+func RequestMAC(token, nonce, method, path, rawQuery, body string) string {
+	return mac(token, "cp2\n"+nonce+"\n"+method+"\n"+path+"\n"+rawQuery+"\n"+body)
+}
+
+// RequestMACv1 is protocol 1's MAC, over method and path only:
+// hex(HMAC-SHA256(token, "cp\n"+nonce+"\n"+method+" "+path)). An agent
+// accepts it only from a control plane of protocol 1 (its envelope says
+// so), and the control plane sends it only to an agent of protocol 1.
+func RequestMACv1(token, nonce, method, path string) string {
 	return mac(token, "cp\n"+nonce+"\n"+method+" "+path)
+}
+
+// BodyMAC ends a framed body, as 32 raw bytes:
+// hex(HMAC-SHA256(token, "body\n"+nonce+"\n"+sum)), sum the body's hex
+// SHA-256.
+func BodyMAC(token, nonce, sum string) string {
+	return mac(token, "body\n"+nonce+"\n"+sum)
 }
 
 // Proof is what the agent sends in HeaderProof on every answer:

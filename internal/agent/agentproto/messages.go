@@ -7,6 +7,7 @@ type Health struct {
 	OK        bool   `json:"ok"`
 	SandboxID string `json:"sandbox_id"`
 	Pid       int    `json:"pid"`
+	Info
 }
 
 // Ready is the one line hutch-agent writes to its stdout once it listens
@@ -18,6 +19,7 @@ type Ready struct {
 	Pid     int             `json:"pid,omitempty"`
 	Confine *confine.Report `json:"confine"`
 	Error   string          `json:"error,omitempty"`
+	Info
 }
 
 // EgressAddr is where the agent's egress forwarder listens inside a

@@ -85,7 +85,7 @@ func create(t *testing.T, d driver.Driver, sp driver.Spec) *sandbox {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	sb := &sandbox{id: sp.SandboxID, handle: h, agent: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)}
+	sb := &sandbox{id: sp.SandboxID, handle: h, agent: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))}
 	t.Cleanup(func() {
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(sb.handle.Agent.Address)), "agent.log")); err == nil {

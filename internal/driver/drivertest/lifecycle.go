@@ -74,7 +74,7 @@ func testLifecycle(t *testing.T, s Suite) {
 	}
 	sb.handle = h
 	sb.agent.Close()
-	sb.agent = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	sb.agent = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 	if got := sh(t, sb, "cat kept.txt"); got != "kept\n" {
 		t.Fatalf("file after Stop/Start = %q, want kept", got)
 	}

@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/logattr"
@@ -207,7 +208,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (_ driver.Handle,
 	h := driver.Handle{
 		Version: driver.HandleVersion,
 		Driver:  d.cfg.Name,
-		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, "agent.sock")},
+		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, "agent.sock"), Info: agentproto.Current()},
 		Token:   spec.Token,
 		Workdir: workdir,
 		State:   raw,

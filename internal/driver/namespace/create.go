@@ -76,7 +76,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	return driver.Handle{
 		Version: driver.HandleVersion,
 		Driver:  Name,
-		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, agentSocket)},
+		Agent:   driver.Endpoint{Network: "unix", Address: filepath.Join(dir, agentSocket), Info: d.agentInfo},
 		Token:   spec.Token,
 		Workdir: workdir,
 		State:   raw,

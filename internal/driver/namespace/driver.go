@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"io"
 	"log/slog"
 	"os"
@@ -85,6 +86,7 @@ type Driver struct {
 	cfg        Config
 	dir        string
 	agentPath  string
+	agentInfo  agentproto.Info // what the agent binary speaks
 	log        *slog.Logger
 	rootless   bool             // hutch is not root: one host uid for every sandbox (ids.go)
 	userLimits map[string]int64 // of each sandbox's user namespace (userlimits.go)
@@ -147,11 +149,15 @@ func (d *Driver) Open(ctx context.Context) error {
 			return fmt.Errorf("namespace driver: not root, and %w: %w", err, driver.ErrHostUnsupported)
 		}
 	}
+	var err error
+	if d.agentInfo, err = launch.Protocol(ctx, d.agentPath); err != nil {
+		return fmt.Errorf("namespace driver: %w", err)
+	}
+	d.log.Info("agent binary", "path", d.agentPath, "protocol", d.agentInfo.Version(), "features", d.agentInfo.Features)
 	d.probe = confine.Probe()
 	if err := d.makeDir(); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)
 	}
-	var err error
 	if d.rootless {
 		d.cgErr = errors.New("hutch is not root")
 	} else {

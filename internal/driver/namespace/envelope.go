@@ -8,6 +8,7 @@ import (
 	"github.com/hutchdev/hutch/internal/cgroups"
 	"github.com/hutchdev/hutch/internal/confine"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/driver/launch"
 	"github.com/hutchdev/hutch/internal/envelope"
 	"github.com/hutchdev/hutch/internal/nsinit"
 )
@@ -28,7 +29,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 		tmp = int64(spec.Limits.MemoryMB) << 20
 	}
 	return &envelope.Envelope{
-		Version:      envelope.Version,
+		Version:      launch.EnvelopeVersion(d.agentInfo),
 		SandboxID:    spec.SandboxID,
 		Token:        spec.Token,
 		Root:         "/",

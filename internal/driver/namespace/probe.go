@@ -33,7 +33,7 @@ func (d *Driver) Probe(ctx context.Context) (retErr error) {
 			retErr = fmt.Errorf("destroy the test sandbox: %w", err)
 		}
 	}()
-	c := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	c := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 	defer c.Close()
 	st, err := c.Exec(ctx, api.ExecRequest{Cmd: []string{"true"}})
 	if err != nil {

@@ -65,7 +65,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	return driver.Handle{
 		Version: driver.HandleVersion,
 		Driver:  Name,
-		Agent:   driver.Endpoint{Network: "unix", Address: ev.Socket},
+		Agent:   driver.Endpoint{Network: "unix", Address: ev.Socket, Info: d.agentInfo},
 		Token:   spec.Token,
 		Workdir: workdir,
 		State:   raw,
@@ -111,7 +111,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
 	ev := &envelope.Envelope{
-		Version:        envelope.Version,
+		Version:        launch.EnvelopeVersion(d.agentInfo),
 		SandboxID:      spec.SandboxID,
 		Token:          spec.Token,
 		Socket:         filepath.Join(dir, "run", "agent.sock"),

@@ -11,6 +11,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"io"
 	"log/slog"
 	"os"
@@ -50,6 +51,7 @@ type Driver struct {
 	cfg       Config
 	dir       string
 	agentPath string
+	agentInfo agentproto.Info // what the agent binary speaks
 	log       *slog.Logger
 	uids      *hostids.Pool // nil when hutch is not root: sandboxes share its uid
 	caps      driver.Capabilities
@@ -99,6 +101,10 @@ func (d *Driver) Open(ctx context.Context) error {
 	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("process driver: agent %s is not an executable file", d.agentPath)
 	}
+	if d.agentInfo, err = launch.Protocol(ctx, d.agentPath); err != nil {
+		return fmt.Errorf("process driver: %w", err)
+	}
+	d.log.Info("agent binary", "path", d.agentPath, "protocol", d.agentInfo.Version(), "features", d.agentInfo.Features)
 	d.probe = confine.Probe()
 	if err := os.MkdirAll(filepath.Dir(d.dir), 0o700); err != nil {
 		return fmt.Errorf("process driver: %w", err)
