@@ -75,6 +75,26 @@ type OutputEvent struct {
 	Process *Process `json:"process,omitempty"`
 }
 
+// OutputProtocolBinary is the WebSocket subprotocol of binary process
+// output (GET …/processes/{pid}/output as a WebSocket): each binary
+// message is output of one stream, its first byte the stream
+// (OutputTagStdout, OutputTagStderr) and the rest the bytes, which follow
+// on from the stream's cursor and the message before; text messages are
+// OutputEvents as JSON: dropped and exit, which say where the stream goes
+// on, and output that does not follow on (only when the cursor was past
+// the end of the output), which carries its offset. A client that does not
+// ask for the subprotocol gets one OutputEvent as JSON per text message.
+const OutputProtocolBinary = "hutch.output.v2"
+
+// The first byte of a binary output message: which stream the rest is.
+const (
+	OutputTagStdout byte = 1
+	OutputTagStderr byte = 2
+)
+
+// MaxOutputMessage bounds the bytes of output in one binary message.
+const MaxOutputMessage = 1 << 20
+
 // SignalRequest is the body of POST …/processes/{pid}/signal.
 type SignalRequest struct {
 	// Signal is TERM, KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT or

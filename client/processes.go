@@ -1,15 +1,21 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/hutchdev/hutch/api"
 )
@@ -93,59 +99,252 @@ func (c *Client) WaitProcess(ctx context.Context, id string, pid int, timeout ti
 	return p, c.do(ctx, http.MethodGet, processPath(id, pid, "wait"), q, nil, &p)
 }
 
+// OutputTransport is how a process's output is read.
+type OutputTransport int
+
+const (
+	// OutputSSE reads Server-Sent Events: each event JSON with the
+	// output in base64; the default, and what passes any HTTP proxy.
+	OutputSSE OutputTransport = iota
+	// OutputWebSocket reads binary WebSocket messages
+	// (api.OutputProtocolBinary): the bytes as they are, the fastest. A
+	// server without them answers as OutputWebSocketJSON, which this
+	// reads as well.
+	OutputWebSocket
+	// OutputWebSocketJSON reads WebSocket text messages of one
+	// api.OutputEvent as JSON each.
+	OutputWebSocketJSON
+)
+
 // OutputStream is a process's output from a cursor on. Cursor tells where
 // a new stream would resume after the events read so far.
 type OutputStream struct {
 	sse    *sseReader
+	ws     *websocket.Conn
+	ctx    context.Context // the stream's, for reading WebSocket messages
+	hint   int             // the size of the last WebSocket message
 	cursor int64
 	err    error
 }
 
 // ProcessOutput streams the output of a process from cursor on (stdout and
-// stderr counted together, from 0). With follow it goes on until the
-// process's output ends, with an "exit" event; a "dropped" event says how
-// many bytes were pushed out of the process's buffer before they were
-// read. After a broken connection, call it again with Cursor().
+// stderr counted together, from 0) as Server-Sent Events. With follow it
+// goes on until the process's output ends, with an "exit" event; a
+// "dropped" event says how many bytes were pushed out of the process's
+// buffer before they were read. After a broken connection, call it again
+// with Cursor().
 func (c *Client) ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (*OutputStream, error) {
+	return c.ProcessOutputOver(ctx, id, pid, cursor, follow, OutputSSE)
+}
+
+// ProcessOutputOver is ProcessOutput over the transport t. Whichever it
+// is, Next returns the same events: output as "stdout" and "stderr"
+// events with their offsets, "dropped" and "exit". Cancelling ctx ends
+// the stream.
+func (c *Client) ProcessOutputOver(ctx context.Context, id string, pid int, cursor int64, follow bool, t OutputTransport) (*OutputStream, error) {
 	if id == "" {
 		return nil, errNoID
 	}
 	q := url.Values{"cursor": {strconv.FormatInt(cursor, 10)}, "follow": {strconv.FormatBool(follow)}}
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: processPath(id, pid, "output"), query: q, accept: "text/event-stream"})
+	path := processPath(id, pid, "output")
+	switch t {
+	case OutputSSE:
+	case OutputWebSocket:
+		conn, err := c.dialWebSocket(ctx, path, q, api.OutputProtocolBinary)
+		if err != nil {
+			return nil, err
+		}
+		return &OutputStream{ws: conn, ctx: ctx, cursor: cursor}, nil
+	case OutputWebSocketJSON:
+		conn, err := c.dialWebSocket(ctx, path, q)
+		if err != nil {
+			return nil, err
+		}
+		return &OutputStream{ws: conn, ctx: ctx, cursor: cursor}, nil
+	default:
+		return nil, fmt.Errorf("client: unknown output transport %d", t)
+	}
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: path, query: q, accept: "text/event-stream"})
 	if err != nil {
 		return nil, err
 	}
 	return &OutputStream{sse: newSSEReader(resp.Body), cursor: cursor}, nil
 }
 
-// Next returns the next event; io.EOF after the last.
-func (s *OutputStream) Next() (api.OutputEvent, error) {
-	var ev api.OutputEvent
-	if s.err != nil {
-		return ev, s.err
+// dialWebSocket opens a WebSocket to path, offering the subprotocols.
+func (c *Client) dialWebSocket(ctx context.Context, path string, q url.Values, subprotocols ...string) (*websocket.Conn, error) {
+	if c.baseErr != nil {
+		return nil, c.baseErr
 	}
-	raw, err := s.sse.next()
+	u := "ws" + strings.TrimPrefix(c.base, "http") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	h := http.Header{}
+	if c.key != "" {
+		h.Set("Authorization", "Bearer "+c.key)
+	}
+	if c.userAgent != "" {
+		h.Set("User-Agent", c.userAgent)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h, Subprotocols: subprotocols})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			defer resp.Body.Close()
+			return nil, readError(resp)
+		}
+		return nil, fmt.Errorf("client: open %s: %w", path, err)
+	}
+	conn.SetReadLimit(MaxEventSize)
+	return conn, nil
+}
+
+// Next returns the next event; io.EOF after the last. The event's Data is
+// its own: later calls do not touch it.
+func (s *OutputStream) Next() (api.OutputEvent, error) {
+	if s.err != nil {
+		return api.OutputEvent{}, s.err
+	}
+	var ev api.OutputEvent
+	var err error
+	if s.ws != nil {
+		ev, err = s.nextMessage()
+	} else {
+		ev, err = s.nextEvent()
+	}
 	if err != nil {
 		s.err = err
+		return api.OutputEvent{}, err
+	}
+	return ev, nil
+}
+
+// nextEvent reads a Server-Sent Event.
+func (s *OutputStream) nextEvent() (api.OutputEvent, error) {
+	id, _, data, err := s.sse.nextBytes()
+	if err != nil {
+		return api.OutputEvent{}, err
+	}
+	ev, err := decodeOutputEvent(data)
+	if err != nil {
 		return ev, err
 	}
-	if err := json.Unmarshal([]byte(raw.Data), &ev); err != nil {
-		s.err = fmt.Errorf("client: decode output event: %w", err)
-		return ev, s.err
-	}
-	if raw.ID != "" {
-		if n, err := strconv.ParseInt(raw.ID, 10, 64); err == nil {
+	if id != "" {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
 			s.cursor = n
 		}
 	}
 	return ev, nil
 }
 
+// nextMessage reads a WebSocket message: binary output, its stream in
+// its first byte, at the cursor; or an event as JSON.
+func (s *OutputStream) nextMessage() (api.OutputEvent, error) {
+	typ, r, err := s.ws.Reader(s.ctx)
+	if err != nil {
+		if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+			return api.OutputEvent{}, io.EOF
+		}
+		return api.OutputEvent{}, fmt.Errorf("client: output stream: %w", err)
+	}
+	b, err := readMessage(r, s.hint)
+	if err != nil {
+		return api.OutputEvent{}, fmt.Errorf("client: output stream: %w", err)
+	}
+	s.hint = len(b)
+	if typ == websocket.MessageText {
+		ev, err := decodeOutputEvent(b)
+		if err == nil {
+			s.cursor = ev.Offset + int64(len(ev.Data))
+		}
+		return ev, err
+	}
+	if len(b) == 0 {
+		return api.OutputEvent{}, errors.New("client: output stream: empty binary message")
+	}
+	ev := api.OutputEvent{Offset: s.cursor, Data: b[1:len(b):len(b)]}
+	switch b[0] {
+	case api.OutputTagStdout:
+		ev.Type = api.OutputStdout
+	case api.OutputTagStderr:
+		ev.Type = api.OutputStderr
+	default:
+		return api.OutputEvent{}, fmt.Errorf("client: output stream: unknown stream %d", b[0])
+	}
+	s.cursor += int64(len(ev.Data))
+	return ev, nil
+}
+
+// readMessage reads a message into a buffer of its own, sized for hint
+// bytes (one copy, and no more, of each byte).
+func readMessage(r io.Reader, hint int) ([]byte, error) {
+	b := make([]byte, 0, max(hint+1, 512))
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// decodeOutputEvent decodes an event's JSON. Output in the one form the
+// server writes it, {"type":"stdout","offset":N,"data":"<base64>"}, is
+// decoded without the JSON decoder's passes over the data.
+func decodeOutputEvent(b []byte) (api.OutputEvent, error) {
+	if ev, ok := fastOutputEvent(b); ok {
+		return ev, nil
+	}
+	var ev api.OutputEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, fmt.Errorf("client: decode output event: %w", err)
+	}
+	return ev, nil
+}
+
+func fastOutputEvent(b []byte) (api.OutputEvent, bool) {
+	for _, typ := range [...]string{api.OutputStdout, api.OutputStderr} {
+		rest, ok := bytes.CutPrefix(b, []byte(`{"type":"`+typ+`","offset":`))
+		if !ok {
+			continue
+		}
+		num, rest, ok := bytes.Cut(rest, []byte(`,"data":"`))
+		if !ok {
+			return api.OutputEvent{}, false
+		}
+		off, err := strconv.ParseInt(string(num), 10, 64)
+		if err != nil || off < 0 || strconv.FormatInt(off, 10) != string(num) {
+			return api.OutputEvent{}, false
+		}
+		data, ok := bytes.CutSuffix(rest, []byte(`"}`))
+		if !ok || bytes.IndexByte(data, '\r') >= 0 || bytes.IndexByte(data, '\n') >= 0 {
+			return api.OutputEvent{}, false
+		}
+		d, err := base64.StdEncoding.AppendDecode(nil, data)
+		if err != nil {
+			return api.OutputEvent{}, false
+		}
+		return api.OutputEvent{Type: typ, Offset: off, Data: d}, true
+	}
+	return api.OutputEvent{}, false
+}
+
 // Cursor is where the output resumes after what Next returned.
 func (s *OutputStream) Cursor() int64 { return s.cursor }
 
 // Close ends the stream; the process goes on.
-func (s *OutputStream) Close() error { return s.sse.close() }
+func (s *OutputStream) Close() error {
+	if s.ws != nil {
+		return s.ws.CloseNow()
+	}
+	return s.sse.close()
+}
 
 // CopyOutput writes a process's output from cursor on to stdout and
 // stderr as it arrives and returns the process once it exits. Dropped

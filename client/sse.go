@@ -2,8 +2,8 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"io"
-	"strings"
 )
 
 // SSEEvent is one Server-Sent Event as the server sent it.
@@ -17,6 +17,7 @@ type SSEEvent struct {
 type sseReader struct {
 	body io.ReadCloser
 	sc   *bufio.Scanner
+	data []byte // the data of the event nextBytes returned; reused
 }
 
 func newSSEReader(body io.ReadCloser) *sseReader {
@@ -28,37 +29,46 @@ func newSSEReader(body io.ReadCloser) *sseReader {
 // next returns the next event, skipping comments; io.EOF when the stream
 // ends.
 func (r *sseReader) next() (SSEEvent, error) {
-	var ev SSEEvent
-	var data []string
-	seen := false
+	id, typ, data, err := r.nextBytes()
+	return SSEEvent{ID: id, Type: typ, Data: string(data)}, err
+}
+
+// nextBytes is next with the data as bytes, which are good until the
+// next call: one copy of each event's data, and no more.
+func (r *sseReader) nextBytes() (id, typ string, data []byte, err error) {
+	r.data = r.data[:0]
+	seen, lines := false, 0
 	for r.sc.Scan() {
-		line := r.sc.Text()
-		if line == "" {
+		line := r.sc.Bytes()
+		if len(line) == 0 {
 			if seen {
-				ev.Data = strings.Join(data, "\n")
-				return ev, nil
+				return id, typ, r.data, nil
 			}
 			continue
 		}
-		if strings.HasPrefix(line, ":") {
+		if line[0] == ':' {
 			continue
 		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
 		seen = true
-		switch field {
+		switch string(field) {
 		case "id":
-			ev.ID = value
+			id = string(value)
 		case "event":
-			ev.Type = value
+			typ = string(value)
 		case "data":
-			data = append(data, value)
+			if lines > 0 {
+				r.data = append(r.data, '\n')
+			}
+			r.data = append(r.data, value...)
+			lines++
 		}
 	}
 	if err := r.sc.Err(); err != nil {
-		return ev, err
+		return id, typ, nil, err
 	}
-	return ev, io.EOF
+	return id, typ, nil, io.EOF
 }
 
 func (r *sseReader) close() error { return r.body.Close() }

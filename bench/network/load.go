@@ -18,6 +18,7 @@ type result struct {
 	errors  int
 	elapsed time.Duration
 	lat     []time.Duration
+	cpu     cpuUse // spent in the window, by each party
 }
 
 func (r result) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -30,10 +31,19 @@ func (r result) pct(p float64) time.Duration {
 	return r.lat[min(len(r.lat)-1, int(p/100*float64(len(r.lat))))]
 }
 
+// perReq is the CPU spent per request completed.
+func (r result) perReq(d time.Duration) time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	return d / time.Duration(r.n)
+}
+
 // load keeps conns keep-alive connections to dial busy with GET url (Host:
 // host when set) for d, after a warm-up of a second, and returns what the
-// window saw. Every connection goes to addr.
-func load(ctx context.Context, addr, url, host string, hdr http.Header, conns int, d time.Duration) (result, error) {
+// window saw, with the CPU each of who spent in it. Every connection goes
+// to addr.
+func load(ctx context.Context, addr, url, host string, hdr http.Header, conns int, d time.Duration, who parties) (result, error) {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
@@ -76,7 +86,14 @@ func load(ctx context.Context, addr, url, host string, hdr http.Header, conns in
 		start = time.Now()
 		warm  = start.Add(time.Second)
 		end   = warm.Add(d)
+		cpu   = make(chan cpuUse, 1)
 	)
+	go func() {
+		time.Sleep(time.Until(warm))
+		c0 := who.sample()
+		time.Sleep(time.Until(end))
+		cpu <- who.sample().sub(c0)
+	}()
 	for range conns {
 		wg.Go(func() {
 			var lat []time.Duration
@@ -107,6 +124,7 @@ func load(ctx context.Context, addr, url, host string, hdr http.Header, conns in
 	}
 	wg.Wait()
 	res.elapsed = d
+	res.cpu = <-cpu
 	slices.Sort(res.lat)
 	return res, nil
 }

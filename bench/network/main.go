@@ -90,7 +90,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	hostAddr, stop, err := startHostServer(self, o.body)
+	host, stop, err := startHostServer(self, o.body)
 	if err != nil {
 		return err
 	}
@@ -120,13 +120,15 @@ func run(ctx context.Context, o options) error {
 		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 
 	if info.Driver == "namespace" {
-		if err := previews(ctx, c, bs.Addr(), bs.Key, sb.ID, self, hostAddr, o); err != nil {
+		sets, err := previews(ctx, c, bs.Addr(), bs.Key, sb.ID, self, host, o)
+		if err != nil {
 			return fmt.Errorf("previews: %w", err)
 		}
+		targets(sets)
 	} else {
 		fmt.Printf("(previews: the %s driver has none)\n\n", info.Driver)
 	}
-	if err := egress(ctx, c, sb.ID, hostAddr, o); err != nil {
+	if err := egress(ctx, c, sb.ID, host.addr, o); err != nil {
 		return fmt.Errorf("egress: %w", err)
 	}
 	return nil
@@ -146,94 +148,149 @@ func list[T any](name, v string, parse func(string) (T, bool)) []T {
 	return out
 }
 
-// startHostServer runs `self serve` on the host's loopback and returns its
-// address.
-func startHostServer(self string, body int) (string, func(), error) {
+// hostServer is `self serve` on the host's loopback.
+type hostServer struct {
+	addr string
+	pid  int
+}
+
+// startHostServer runs `self serve` on the host's loopback.
+func startHostServer(self string, body int) (hostServer, func(), error) {
 	cmd := exec.Command(self, "serve", "-body", strconv.Itoa(body))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return hostServer{}, nil, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return hostServer{}, nil, err
 	}
 	stop := func() { cmd.Process.Kill(); cmd.Wait() }
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("host server: %w", err)
+		return hostServer{}, nil, fmt.Errorf("host server: %w", err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	return hostServer{addr: strings.TrimSpace(line), pid: cmd.Process.Pid}, stop, nil
+}
+
+// loadSet is the three loads of one number of connections and one amount
+// of work per request.
+type loadSet struct {
+	conns                   int
+	work                    time.Duration
+	direct, public, private result
 }
 
 // previews loads the same server inside the sandbox through its preview
 // URL (public, then private with an API key) and on the host directly.
-func previews(ctx context.Context, c *client.Client, apiAddr, key, id, self, hostAddr string, o options) error {
+func previews(ctx context.Context, c *client.Client, apiAddr, key, id, self string, hs hostServer, o options) ([]loadSet, error) {
 	f, err := os.Open(self)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = c.WriteFile(ctx, id, "netbench", 0o755, f)
 	f.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: []string{"./netbench", "serve", "-addr", "127.0.0.1:" + strconv.Itoa(appPort), "-body", strconv.Itoa(o.body)}}); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := c.SetPortPublic(ctx, id, appPort, true); err != nil {
-		return err
+		return nil, err
 	}
 	_, port, _ := strings.Cut(apiAddr, ":")
 	host := fmt.Sprintf("%d-%s.localhost:%s", appPort, id, port)
 	if err := waitServing(ctx, apiAddr, host); err != nil {
-		return err
+		return nil, err
 	}
 	auth := http.Header{"Authorization": {"Bearer " + key}}
+	var sets []loadSet
 	for _, work := range o.work {
-		if err := previewLoads(ctx, c, apiAddr, host, hostAddr, id, auth, work, o); err != nil {
-			return err
+		s, err := previewLoads(ctx, c, apiAddr, host, hs, id, auth, work, o)
+		if err != nil {
+			return nil, err
 		}
+		sets = append(sets, s...)
 	}
-	return nil
+	return sets, nil
 }
 
 // previewLoads runs the loads of one amount of work per request.
-func previewLoads(ctx context.Context, c *client.Client, apiAddr, host, hostAddr, id string, auth http.Header, work time.Duration, o options) error {
+func previewLoads(ctx context.Context, c *client.Client, apiAddr, host string, hs hostServer, id string, auth http.Header, work time.Duration, o options) ([]loadSet, error) {
 	path := "/?work=" + work.String()
+	direct, inSandbox := parties{hostServer: hs.pid}, parties{sandbox: id}
+	var sets []loadSet
 	for _, conns := range o.conns {
+		s := loadSet{conns: conns, work: work}
 		if _, err := c.SetPortPublic(ctx, id, appPort, true); err != nil {
-			return err
+			return nil, err
 		}
-		direct, err := load(ctx, hostAddr, "http://"+hostAddr+path, "", nil, conns, o.duration)
-		if err != nil {
-			return fmt.Errorf("direct: %w", err)
+		var err error
+		if s.direct, err = load(ctx, hs.addr, "http://"+hs.addr+path, "", nil, conns, o.duration, direct); err != nil {
+			return nil, fmt.Errorf("direct: %w", err)
 		}
-		public, err := load(ctx, apiAddr, "http://"+host+path, host, nil, conns, o.duration)
-		if err != nil {
-			return fmt.Errorf("public preview: %w", err)
+		if s.public, err = load(ctx, apiAddr, "http://"+host+path, host, nil, conns, o.duration, inSandbox); err != nil {
+			return nil, fmt.Errorf("public preview: %w", err)
 		}
 		if _, err := c.SetPortPublic(ctx, id, appPort, false); err != nil {
-			return err
+			return nil, err
 		}
-		private, err := load(ctx, apiAddr, "http://"+host+path, host, auth, conns, o.duration)
-		if err != nil {
-			return fmt.Errorf("private preview: %w", err)
+		if s.private, err = load(ctx, apiAddr, "http://"+host+path, host, auth, conns, o.duration, inSandbox); err != nil {
+			return nil, fmt.Errorf("private preview: %w", err)
 		}
 		fmt.Printf("### Preview vs direct: %d connections, %s per run, %d-byte answers, %s of CPU per request\n", conns, o.duration, o.body, work)
-		fmt.Println("| path | requests | errors | req/s | / direct | p50 | p99 | p99 added |")
-		fmt.Println("|---|---|---|---|---|---|---|---|")
-		row := func(name string, r result) {
-			fmt.Printf("| %s | %d | %d | %.0f | %.2f | %s | %s | %s |\n", name, r.n, r.errors, r.rps(), r.rps()/direct.rps(),
-				ms(r.pct(50)), ms(r.pct(99)), ms(r.pct(99)-direct.pct(99)))
-		}
-		row("the same server on the host, direct (floor)", direct)
-		row("preview, public port", public)
-		row("preview, private, API key", private)
+		fmt.Println("CPU per request, in µs: this process (the control plane, with the router, and the load generator), the sandbox's agent, the server.")
 		fmt.Println()
+		fmt.Println("| path | requests | errors | req/s | / direct | p50 | p99 | p99 added | CPU: hutch + load | agent | server |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		row := func(name string, r result) {
+			fmt.Printf("| %s | %d | %d | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n", name, r.n, r.errors, r.rps(), r.rps()/s.direct.rps(),
+				ms(r.pct(50)), ms(r.pct(99)), ms(r.pct(99)-s.direct.pct(99)), us(r.perReq(r.cpu.self)), us(r.perReq(r.cpu.agent)), us(r.perReq(r.cpu.server)))
+		}
+		row("the same server on the host, direct (floor)", s.direct)
+		row("preview, public port", s.public)
+		row("preview, private, API key", s.private)
+		fmt.Println()
+		sets = append(sets, s)
 	}
-	return nil
+	return sets, nil
+}
+
+// targets prints the figures issue 11 sets targets for: at the most
+// connections measured, throughput against direct and p99 added, for each
+// amount of work.
+func targets(sets []loadSet) {
+	most := 0
+	for _, s := range sets {
+		most = max(most, s.conns)
+	}
+	fmt.Printf("### Targets: %d connections, the preview against direct in the same run\n", most)
+	fmt.Println("| figure | public port | private, API key | target |")
+	fmt.Println("|---|---|---|---|")
+	for _, s := range sets {
+		if s.conns != most {
+			continue
+		}
+		goal := "—"
+		switch s.work {
+		case 0:
+			goal = "≥ 0.60"
+		case time.Millisecond:
+			goal = "≥ 0.95"
+		}
+		fmt.Printf("| throughput / direct, %s of CPU per request | %.2f | %.2f | %s |\n", s.work,
+			s.public.rps()/s.direct.rps(), s.private.rps()/s.direct.rps(), goal)
+	}
+	for _, s := range sets {
+		if s.conns != most {
+			continue
+		}
+		fmt.Printf("| p99 added, %s of CPU per request (direct p99 %s) | %+.2f ms | %+.2f ms | ≤ +2 ms |\n", s.work, ms(s.direct.pct(99)),
+			msf(s.public.pct(99)-s.direct.pct(99)), msf(s.private.pct(99)-s.direct.pct(99)))
+	}
+	fmt.Println()
 }
 
 // waitServing waits until the preview answers 200.
@@ -312,4 +369,8 @@ func curlTime(out string, want int64) (time.Duration, error) {
 
 func mibps(n int64, d time.Duration) float64 { return float64(n) / (1 << 20) / d.Seconds() }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", msf(d)) }
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }

@@ -1,14 +1,17 @@
 // Command streams measures long-running work through the whole stack, in
-// one run: a process's output read through the API (Server-Sent Events)
-// against the same program's pipe read directly; the keystroke → echo
-// round trip of a terminal over the WebSocket; and many output streams
-// followed at once. It starts its own hutch server on loopback.
+// one run: output read through the API against the same program's pipe
+// read directly (a command's exec stream, NDJSON; a background process's
+// output as Server-Sent Events, as JSON WebSocket messages and as binary
+// WebSocket messages); the keystroke → echo round trip of a terminal over
+// the WebSocket; and many output streams followed at once. It starts its
+// own hutch server on loopback, in this process.
 //
 //	go build -o bin/ ./cmd/... ./bench/... && bin/streams -agent bin/hutch-agent
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,18 +39,24 @@ func main() {
 	keys := flag.Int("keys", 300, "keystrokes to time on the terminal")
 	streams := flag.Int("streams", 100, "output streams to follow at once")
 	lines := flag.Int("lines", 20000, "lines each of those streams' processes prints")
+	rounds := flag.Int("rounds", 3, "rounds of each throughput path (the median is shown)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput part to this file")
 	flag.Parse()
 	ctx := context.Background()
-	if err := run(ctx, *agent, *driver, *size<<20, *keys, *streams, *lines); err != nil {
+	if err := run(ctx, *agent, *driver, *size<<20, *rounds, *cpuprofile, *keys, *streams, *lines); err != nil {
 		fmt.Fprintln(os.Stderr, "streams:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, agent, driver string, size, keys, streams, lines int) error {
-	direct, err := directPipe(size)
-	if err != nil {
-		return err
+func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile string, keys, streams, lines int) error {
+	var direct []throughput
+	for range rounds {
+		d, err := directPipe(size)
+		if err != nil {
+			return err
+		}
+		direct = append(direct, throughput{delivered: int64(size), elapsed: d})
 	}
 	bs, err := benchserver.Start(ctx, func(cfg *config.Config) { cfg.AgentPath, cfg.Driver = agent, driver })
 	if err != nil {
@@ -66,16 +76,46 @@ func run(ctx context.Context, agent, driver string, size, keys, streams, lines i
 	fmt.Printf("hutch streams benchmark — driver %s (%s), %d CPUs, %s, %s\n\n",
 		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 
-	thr, err := throughAPI(ctx, c, sb.ID, size)
-	if err != nil {
-		return fmt.Errorf("throughput: %w", err)
+	paths := []struct {
+		name string
+		run  func() (throughput, error)
+	}{
+		{"exec stream, NDJSON (base64)", func() (throughput, error) { return throughExec(ctx, c, sb.ID, size) }},
+		{"process output, SSE (base64)", func() (throughput, error) { return throughOutput(ctx, c, sb.ID, size, client.OutputSSE) }},
+		{"process output, WebSocket JSON (base64)", func() (throughput, error) {
+			return throughOutput(ctx, c, sb.ID, size, client.OutputWebSocketJSON)
+		}},
+		{"process output, WebSocket binary", func() (throughput, error) { return throughOutput(ctx, c, sb.ID, size, client.OutputWebSocket) }},
 	}
-	fmt.Println("### Output throughput, `head -c N /dev/zero`")
-	fmt.Println("| path | bytes delivered | dropped | time | MiB/s | / direct |")
+	stop := func() {}
+	if cpuprofile != "" {
+		if stop, err = startProfile(cpuprofile); err != nil {
+			return err
+		}
+	}
+	results := make([]throughput, len(paths))
+	for i, p := range paths {
+		var all []throughput
+		for range rounds {
+			t, err := p.run()
+			if err != nil {
+				return fmt.Errorf("throughput, %s: %w", p.name, err)
+			}
+			all = append(all, t)
+		}
+		results[i] = median(all)
+	}
+	stop()
+	floor := median(direct)
+	fmt.Printf("### Output throughput, `head -c %d MiB /dev/zero` (median of %d rounds)\n", size>>20, rounds)
+	fmt.Println("| path | bytes delivered | dropped | time | MiB/s | / pipe |")
 	fmt.Println("|---|---|---|---|---|---|")
-	fmt.Printf("| pipe read directly (floor) | %d | 0 | %s | %.0f | 1.00 |\n", size, direct.Round(time.Millisecond), mibps(int64(size), direct))
-	fmt.Printf("| API, SSE, following from cursor 0 | %d | %d | %s | %.0f | %.2f |\n\n", thr.delivered, thr.dropped, thr.elapsed.Round(time.Millisecond),
-		mibps(thr.delivered, thr.elapsed), mibps(thr.delivered, thr.elapsed)/mibps(int64(size), direct))
+	fmt.Printf("| pipe read directly (floor) | %d | 0 | %s | %.0f | 1.00 |\n", floor.delivered, floor.elapsed.Round(time.Millisecond), floor.rate())
+	for i, p := range paths {
+		t := results[i]
+		fmt.Printf("| %s | %d | %d | %s | %.0f | %.2f |\n", p.name, t.delivered, t.dropped, t.elapsed.Round(time.Millisecond), t.rate(), t.rate()/floor.rate())
+	}
+	fmt.Println()
 
 	rtts, err := keystrokes(ctx, c, sb.ID, keys)
 	if err != nil {
@@ -128,16 +168,56 @@ type throughput struct {
 	elapsed            time.Duration
 }
 
-// throughAPI starts the same program in the sandbox and follows its
-// output from the start through the API until its exit event.
-func throughAPI(ctx context.Context, c *client.Client, id string, size int) (throughput, error) {
+// rate is the bytes delivered per second, in MiB.
+func (t throughput) rate() float64 { return mibps(t.delivered, t.elapsed) }
+
+// median is the round of the median rate.
+func median(ts []throughput) throughput {
+	s := slices.Clone(ts)
+	slices.SortFunc(s, func(a, b throughput) int { return cmp.Compare(a.rate(), b.rate()) })
+	return s[len(s)/2]
+}
+
+// throughExec runs the same program as a command in the sandbox and reads
+// its exec stream until the exit event. The command's pipe is read no
+// faster than the stream is: nothing is dropped.
+func throughExec(ctx context.Context, c *client.Client, id string, size int) (throughput, error) {
 	var t throughput
 	start := time.Now()
+	st, err := c.ExecStream(ctx, id, api.ExecRequest{Cmd: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}})
+	if err != nil {
+		return t, err
+	}
+	defer st.Close()
+	for {
+		ev, err := st.Next()
+		if err == io.EOF {
+			t.elapsed = time.Since(start)
+			if t.delivered != int64(size) {
+				return t, fmt.Errorf("%d delivered, want %d", t.delivered, size)
+			}
+			return t, nil
+		}
+		if err != nil {
+			return t, err
+		}
+		t.delivered += int64(len(ev.Data))
+	}
+}
+
+// throughOutput starts the same program in the sandbox as a background
+// process and follows its output from the start over transport until its
+// exit event, timed from opening the stream. The process is never slowed
+// by its readers: what the stream could not keep up with is dropped from
+// the process's buffer and counted.
+func throughOutput(ctx context.Context, c *client.Client, id string, size int, transport client.OutputTransport) (throughput, error) {
+	var t throughput
 	p, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}})
 	if err != nil {
 		return t, err
 	}
-	st, err := c.ProcessOutput(ctx, id, p.PID, 0, true)
+	start := time.Now()
+	st, err := c.ProcessOutputOver(ctx, id, p.PID, 0, true, transport)
 	if err != nil {
 		return t, err
 	}
@@ -249,6 +329,20 @@ func manyStreams(ctx context.Context, c *client.Client, id string, n, lines int)
 	wg.Wait()
 	res.wall = time.Since(start)
 	return res, firstErr
+}
+
+// startProfile writes a CPU profile of this process (the server and the
+// client) to path until the returned stop.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func mibps(n int64, d time.Duration) float64 { return float64(n) / (1 << 20) / d.Seconds() }

@@ -277,6 +277,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /processes/{pid}/resize", s.handleProcessResize)
 	mux.HandleFunc("GET /processes/{pid}/wait", s.handleProcessWait)
 	mux.Handle("GET /tunnel/{port}", s.tunnelHandler())
+	mux.HandleFunc("GET /ports", s.handlePorts)
 	mux.HandleFunc("GET /files", s.handleRead)
 	mux.HandleFunc("PUT /files", s.handleWrite)
 	mux.HandleFunc("DELETE /files", s.handleRemove)

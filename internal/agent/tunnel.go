@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,9 +20,11 @@ import (
 )
 
 // Tunnels: GET /tunnel/{port} is an upgrade to the "hutch-tunnel" protocol.
-// The agent dials 127.0.0.1:{port}, the sandbox's own loopback, answers 101
-// and then copies bytes both ways between the socket the request came on
-// and that connection. The control plane's router carries previews over
+// The agent dials {port} on the sandbox's own loopback: 127.0.0.1, then,
+// when nothing answers there, [::1] (agentproto.FeatureLoopbackV6), then
+// any other loopback address a socket listens at on that port. It answers
+// 101 and then copies bytes both ways between the socket the request came
+// on and that connection. The control plane's router carries previews over
 // it. The port is in the path so that the request's MAC covers it.
 const (
 	// TunnelProtocol is the Upgrade token of a tunnel.
@@ -43,10 +47,23 @@ const (
 // shrink it).
 var tunnelSlots = MaxTunnels
 
-// tunnelNetCheck says whether 127.0.0.1 is the sandbox's own loopback; a
-// variable so tests of the agent, which run in the host's network
-// namespace, can stand in for a sandbox.
-var tunnelNetCheck = ownLoopback
+// netCheck says whether the loopback is the sandbox's own: nil when it
+// is, else why tunnels and the port list are refused. The real check runs
+// once, when the first server builds its tunnel handler, before the agent
+// confines itself; the network namespace of a process does not change
+// after that. A variable so tests of the agent, which run in the host's
+// network namespace, can stand in for a sandbox.
+var netCheck = sync.OnceValue(ownLoopback)
+
+// loopbacks are the addresses a tunnel dials, in order. 127.0.0.1 first:
+// a server on 0.0.0.0, on 127.0.0.1 or on a dual-stack [::] (Node's and
+// Python's default without a host) answers there at the first try, which
+// keeps what worked before the fallback exactly as fast. [::1] second: a
+// server that listened on "localhost", which the sandbox resolves to ::1
+// first (Vite's default, Node's listen(port, "localhost")), is there and
+// only there; it costs one refused connection on loopback, an answer the
+// kernel gives at once without a packet leaving the namespace.
+var loopbacks = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
 
 // ownLoopback returns nil when this agent is the init of a sandbox (pid 1)
 // whose network namespace holds loopback interfaces only: then 127.0.0.1
@@ -84,7 +101,7 @@ func (s *Server) tunnelHandler() http.Handler {
 	t := &tunnels{
 		s:       s,
 		log:     s.log,
-		refused: tunnelNetCheck(),
+		refused: netCheck(),
 		slots:   make(chan struct{}, tunnelSlots),
 		dialer:  net.Dialer{Timeout: tunnelDialTimeout},
 	}
@@ -123,9 +140,9 @@ func (t *tunnels) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-t.slots }()
 
-	backend, err := t.dialer.DialContext(r.Context(), "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	backend, tried, err := t.dial(r, port)
 	if err != nil {
-		t.refuseDial(w, r, port, err)
+		t.refuseDial(w, r, port, tried, err)
 		return
 	}
 	defer backend.Close()
@@ -153,10 +170,65 @@ func (t *tunnels) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	splice(conn, client, backend)
 }
 
+// dial connects to port on each of loopbacks in turn and, when nothing
+// listens at either, on each other loopback address a socket listens at
+// on that port (127.0.1.1, the sandbox's hostname; another of
+// 127.0.0.0/8), as the sandbox's socket table shows it. It returns the
+// first connection, or the addresses it tried and the last error. Only an
+// address where nothing listens, or that the namespace lacks (a kernel
+// without IPv6), passes to the next; any other failure (Landlock's
+// refusal, a backlog so full the dial times out, the request gone) ends
+// the dial there.
+func (t *tunnels) dial(r *http.Request, port int) (net.Conn, []netip.AddrPort, error) {
+	var tried []netip.AddrPort
+	var err error
+	addrs := loopbacks
+	for i := 0; i < len(addrs); i++ {
+		ap := netip.AddrPortFrom(addrs[i], uint16(port))
+		tried = append(tried, ap)
+		var c net.Conn
+		if c, err = t.dialer.DialContext(r.Context(), "tcp", ap.String()); err == nil || !nothingThere(err) {
+			return c, tried, err
+		}
+		if i == len(loopbacks)-1 {
+			addrs = slices.Concat(loopbacks, otherLoopbacks(port))
+		}
+	}
+	return nil, tried, err
+}
+
+// otherLoopbacks are the loopback addresses, other than loopbacks, that a
+// socket listens at on port; none when the table cannot be read.
+func otherLoopbacks(port int) []netip.Addr {
+	socks, err := readListening()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, ls := range socks {
+		a, err := netip.ParseAddr(ls.Address)
+		if err != nil || ls.Port != port || ls.Scope != ScopeLoopback {
+			continue
+		}
+		a = a.Unmap()
+		if !slices.Contains(loopbacks, a) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// nothingThere reports whether a dial failed because nothing listens at
+// the address, or the address is not there to dial.
+func nothingThere(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EADDRNOTAVAIL) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EAFNOSUPPORT)
+}
+
 // refuseDial answers a dial that failed: 502 port_closed when nothing
-// listens (the router shows its own page for that), 501 when the sandbox
-// may not make TCP connections at all.
-func (t *tunnels) refuseDial(w http.ResponseWriter, r *http.Request, port int, err error) {
+// listens at any address tried (the router shows its own page for that),
+// 501 when the sandbox may not make TCP connections at all.
+func (t *tunnels) refuseDial(w http.ResponseWriter, r *http.Request, port int, tried []netip.AddrPort, err error) {
 	switch {
 	case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
 		t.s.writeError(w, r, errdefs.Wrap(errdefs.ErrUnsupported, codePreviewsUnsupported, err,
@@ -165,11 +237,23 @@ func (t *tunnels) refuseDial(w http.ResponseWriter, r *http.Request, port int, e
 	case r.Context().Err() != nil:
 		return
 	}
-	t.log.Debug("tunnel: nothing answers", "port", port, "err", err)
+	t.log.Debug("tunnel: nothing answers", "port", port, "tried", tried, "err", err)
 	writeJSON(w, http.StatusBadGateway, agentproto.Error{Error: agentproto.ErrorBody{
 		Code:    codePortClosed,
-		Message: "nothing listens on port " + strconv.Itoa(port) + " in the sandbox",
+		Message: "nothing listens on port " + strconv.Itoa(port) + " in the sandbox (tried " + joinAddrs(tried) + ")",
 	}})
+}
+
+// joinAddrs is "127.0.0.1:80 and [::1]:80".
+func joinAddrs(as []netip.AddrPort) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // halfCloser is a connection whose sending side can be shut on its own.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,16 +55,108 @@ func echoBackend(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// closedPort is a loopback port nothing listens on.
+// closedPort is a port nothing listens on at 127.0.0.1 nor at [::1].
 func closedPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	for {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+		ln.Close()
+		if err == nil {
+			ln6.Close()
+			return port
+		}
+		if !hasIPv6Loopback() {
+			return port
+		}
+		// Taken at [::1]: try another.
+	}
+}
+
+// hasIPv6Loopback reports whether this host's loopback has ::1.
+func hasIPv6Loopback() bool {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// serveOn listens at addr on network and answers each connection with
+// reply, then closes it.
+func serveOn(t *testing.T, network, addr, reply string) *net.TCPAddr {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return port
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(reply))
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr)
+}
+
+// readTunnel opens a tunnel to port and reads what the backend sends
+// before it closes.
+func readTunnel(t *testing.T, f *fixture, port int) string {
+	t.Helper()
+	conn, err := f.c.Tunnel(context.Background(), port)
+	if err != nil {
+		t.Fatalf("tunnel to %d: %v", port, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("tunnel to %d: %v", port, err)
+	}
+	return string(b)
+}
+
+// TestTunnelOtherLoopback: a server elsewhere on loopback (127.0.1.1,
+// the sandbox's hostname, say) is found in the socket table and reached.
+func TestTunnelOtherLoopback(t *testing.T) {
+	f := tunnelFixture(t, 0)
+	other := serveOn(t, "tcp4", "127.0.0.2:"+strconv.Itoa(closedPort(t)), "from 127.0.0.2")
+	if got := readTunnel(t, f, other.Port); got != "from 127.0.0.2" {
+		t.Fatalf("the server on 127.0.0.2:%d: %q", other.Port, got)
+	}
+}
+
+// TestTunnelLoopbackV6: a server bound to ::1 only (what listen(port,
+// "localhost") does where localhost is ::1 first) is reached, and a port
+// served at both 127.0.0.1 and ::1 is reached at 127.0.0.1, tried first.
+func TestTunnelLoopbackV6(t *testing.T) {
+	if !hasIPv6Loopback() {
+		t.Skip("this host's loopback has no ::1")
+	}
+	f := tunnelFixture(t, 0)
+	if !f.c.Has(agentproto.FeatureLoopbackV6) {
+		t.Fatalf("the agent does not report %s", agentproto.FeatureLoopbackV6)
+	}
+	v6 := serveOn(t, "tcp6", net.JoinHostPort("::1", strconv.Itoa(closedPort(t))), "from ::1")
+	if got := readTunnel(t, f, v6.Port); got != "from ::1" {
+		t.Fatalf("the server on [::1]:%d: %q", v6.Port, got)
+	}
+
+	both := serveOn(t, "tcp4", "127.0.0.1:"+strconv.Itoa(closedPort(t)), "from 127.0.0.1")
+	serveOn(t, "tcp6", net.JoinHostPort("::1", strconv.Itoa(both.Port)), "from ::1")
+	if got := readTunnel(t, f, both.Port); got != "from 127.0.0.1" {
+		t.Fatalf("port %d at both addresses: %q, want 127.0.0.1's", both.Port, got)
+	}
 }
 
 func TestTunnel(t *testing.T) {
@@ -99,10 +192,16 @@ func TestTunnelRefusals(t *testing.T) {
 	f := tunnelFixture(t, 0)
 	ctx := context.Background()
 
-	_, err := f.c.Tunnel(ctx, closedPort(t))
+	closed := closedPort(t)
+	_, err := f.c.Tunnel(ctx, closed)
 	wantErr(t, "closed port", err, errdefs.ErrUnavailable, agentclient.CodePortClosed)
 	if !agentclient.IsPortClosed(err) {
 		t.Errorf("IsPortClosed(%v) = false", err)
+	}
+	// The message names every address tried.
+	var e *errdefs.Error
+	if p := strconv.Itoa(closed); errors.As(err, &e) && (!strings.Contains(e.Message, "127.0.0.1:"+p) || !strings.Contains(e.Message, "[::1]:"+p)) {
+		t.Errorf("closed port: message %q does not name 127.0.0.1:%s and [::1]:%s", e.Message, p, p)
 	}
 	_, err = f.c.Tunnel(ctx, 0)
 	wantErr(t, "port 0", err, errdefs.ErrInvalid, "invalid_port")

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"errors"
-	"io"
+	"encoding/base64"
 	"net/http"
 
 	"github.com/hutchdev/hutch/api"
@@ -27,13 +25,18 @@ func (a *API) exec(w http.ResponseWriter, r *http.Request) {
 // execStream relays the agent's NDJSON events as they come. Once the first
 // byte is out, a failure can only end the stream: the client sees no exit
 // event and knows the command's fate is unknown.
+//
+// The events the pump has already read go out in one write and one
+// flush, runs of one stream's output merged into one event (up to
+// maxJSONData bytes); nothing waits for more.
 func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 	var req api.ExecRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	st, err := a.cfg.Sandboxes.ExecStream(r.Context(), r.PathValue("id"), req)
+	ctx := r.Context()
+	st, err := a.cfg.Sandboxes.ExecStream(ctx, r.PathValue("id"), req)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -48,20 +51,67 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
-	enc := json.NewEncoder(w)
+	p := startPump(ctx, st)
+	var buf, merged []byte // the lines to send, merged output; reused
 	for {
-		ev, err := st.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", err)
+		ev, ok := <-p.events
+		if !ok {
+			if p.err != nil {
+				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.err)
 			}
 			return
 		}
-		if enc.Encode(ev) != nil || rc.Flush() != nil {
+		exit, isMerged := false, false
+		for {
+			next, ok := p.ready()
+			if ok && isOutput(ev.Type) && next.Type == ev.Type && len(ev.Data)+len(next.Data) <= maxJSONData {
+				if !isMerged {
+					if cap(merged) < maxJSONData {
+						merged = make([]byte, 0, maxJSONData)
+					}
+					merged, isMerged = append(merged[:0], ev.Data...), true
+				}
+				merged = append(merged, next.Data...)
+				ev.Data = merged
+				continue
+			}
+			buf = appendExecJSON(buf, ev)
+			exit = exit || ev.Type == api.ExecExit
+			if len(buf) >= maxJSONData {
+				if _, err := w.Write(buf); err != nil {
+					return
+				}
+				buf = buf[:0]
+			}
+			if !ok {
+				break
+			}
+			ev, isMerged = next, false
+		}
+		if _, err := w.Write(buf); err != nil || rc.Flush() != nil || exit {
 			return
 		}
-		if ev.Type == api.ExecExit {
-			return
+		buf = buf[:0]
+		if cap(buf) > 4*maxJSONData {
+			buf = nil
 		}
 	}
+}
+
+// isOutput reports whether an exec event of type typ carries output.
+func isOutput(typ string) bool { return typ == api.ExecStdout || typ == api.ExecStderr }
+
+// appendExecJSON appends ev as one NDJSON line, byte for byte what a
+// json.Encoder writes, without its allocations for output events.
+func appendExecJSON(b []byte, ev api.ExecEvent) []byte {
+	if !isOutput(ev.Type) || ev.Exit != nil {
+		return append(appendJSON(b, ev), '\n')
+	}
+	b = append(append(append(b, `{"type":"`...), ev.Type...), '"')
+	if len(ev.Data) > 0 {
+		b = append(b, `,"data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, ev.Data)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
 }

@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"cmp"
+	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -94,7 +99,22 @@ func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, portOf(rt, r, p))
 }
 
-// listPorts answers GET /v1/sandboxes/{id}/ports.
+// PortLister is what listPorts asks of the sandbox service to show which
+// ports listen in a sandbox (sandbox.Service.ListeningPorts). An API
+// without it (tests that stand a store in for the service) lists the
+// settings alone.
+type PortLister interface {
+	ListeningPorts(ctx context.Context, id string) ([]sandbox.Listener, error)
+}
+
+var _ PortLister = (*sandbox.Service)(nil)
+
+// listPorts answers GET /v1/sandboxes/{id}/ports: the ports with a
+// setting and the ports listening in the sandbox, in port order. When
+// what listens cannot be known (the sandbox is stopped, its agent is too
+// old, it has no network of its own, the agent fails), the settings come
+// without it and listening_error says why: the list of settings is never
+// refused for it.
 func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
 	rt, ports, t, ok := a.withPreviews(w, r, false)
 	if !ok {
@@ -109,14 +129,52 @@ func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
 	for _, p := range ps {
 		out.Ports = append(out.Ports, portOf(rt, r, p))
 	}
+	if pl, ok := a.cfg.Sandboxes.(PortLister); ok {
+		ls, err := pl.ListeningPorts(r.Context(), t.SandboxID)
+		switch {
+		case err == nil:
+			out.Ports = withListening(rt, r, t.SandboxID, out.Ports, ls)
+		case r.Context().Err() != nil:
+			return
+		default:
+			status, code, msg := errdefs.HTTPStatus(err)
+			if status >= 500 && status != http.StatusNotImplemented {
+				a.cfg.Log.Warn("list ports: what listens is unknown", logattr.Sandbox(t.SandboxID), "code", code, "err", err)
+			}
+			out.ListeningError = &api.ErrorBody{Code: code, Message: msg}
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// withListening marks each of ps listening or not, adds the ports that
+// listen without a setting, and keeps the list in port order.
+func withListening(rt Previews, r *http.Request, id string, ps []api.Port, ls []sandbox.Listener) []api.Port {
+	at := make(map[int]int, len(ps)) // port → its index in ps
+	for i := range ps {
+		ps[i].Listening = new(false)
+		at[ps[i].Port] = i
+	}
+	for _, l := range ls {
+		i, ok := at[l.Port]
+		if !ok {
+			i = len(ps)
+			ps = append(ps, api.Port{Port: l.Port, URL: rt.URL(r, router.Target{SandboxID: id, Port: l.Port})})
+			at[l.Port] = i
+		}
+		ps[i].Listening = new(true)
+		ps[i].Addresses = append(ps[i].Addresses, l.Addresses...)
+	}
+	slices.SortFunc(ps, func(a, b api.Port) int { return cmp.Compare(a.Port, b.Port) })
+	return ps
 }
 
 func portOf(rt Previews, r *http.Request, p store.PortSetting) api.Port {
 	return api.Port{
-		Port:      p.Port,
-		Public:    p.Public,
-		URL:       rt.URL(r, router.Target{SandboxID: p.SandboxID, Port: p.Port}),
-		UpdatedAt: p.UpdatedAt,
+		Port:       p.Port,
+		Public:     p.Public,
+		URL:        rt.URL(r, router.Target{SandboxID: p.SandboxID, Port: p.Port}),
+		Configured: true,
+		UpdatedAt:  p.UpdatedAt,
 	}
 }

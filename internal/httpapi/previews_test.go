@@ -15,9 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/tenancy"
@@ -206,5 +210,92 @@ func TestPreviewRoutesWithoutRouter(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// TestListPortsListening: the port list over the sandbox service. The
+// fake driver's agents run in the test's network namespace, the host's,
+// so they refuse to list its sockets: the settings still come, without
+// listening state, and listening_error says why; so for a stopped
+// sandbox.
+func TestListPortsListening(t *testing.T) {
+	f := newAPIFixture(t)
+	rt, err := router.New(router.Config{
+		Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: f.st,
+		Auth: &auth.Authenticator{Store: f.st}, Tunnels: f.svc, Log: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	srv := httptest.NewServer(rt.Wrap(New(Config{Sandboxes: f.svc, Store: f.st, Previews: rt, Auth: &auth.Authenticator{Store: f.st},
+		Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, f.keyA)
+	sb := f.sandbox(t)
+	if _, err := c.SetPortPublic(f.ctx, sb.ID, 3000, true); err != nil {
+		t.Fatal(err)
+	}
+
+	l, err := c.ListPorts(f.ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Ports) != 1 || !l.Ports[0].Configured || l.Ports[0].Listening != nil || l.Ports[0].Addresses != nil ||
+		l.ListeningError == nil || l.ListeningError.Code != "previews_unsupported" {
+		t.Fatalf("running, on the host's network: %+v, %+v", l.Ports, l.ListeningError)
+	}
+
+	if _, err := c.StopSandbox(f.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.ListPorts(f.ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Ports) != 1 || l.Ports[0].Listening != nil || l.ListeningError == nil || l.ListeningError.Code != "sandbox_not_running" {
+		t.Fatalf("stopped: %+v, %+v", l.Ports, l.ListeningError)
+	}
+}
+
+// TestWithListening: settings and listening sockets become one list in
+// port order; a port with a setting and nothing listening says so, one
+// listening without a setting is added.
+func TestWithListening(t *testing.T) {
+	st := newTenants(t).st
+	rt, err := router.New(router.Config{Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: st, Auth: &auth.Authenticator{Store: st},
+		Tunnels: router.DialFunc(func(context.Context, string, int) (net.Conn, error) { return nil, nil }), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	r := httptest.NewRequest("GET", "http://localhost:8080/v1/sandboxes/sb/ports", nil)
+	at := func(port int) string { return rt.URL(r, router.Target{SandboxID: "sb", Port: port}) }
+	when := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	settings := []api.Port{
+		{Port: 3000, Public: true, URL: at(3000), Configured: true, UpdatedAt: when},
+		{Port: 8080, URL: at(8080), Configured: true, UpdatedAt: when},
+	}
+	got := withListening(rt, r, "sb", settings, []sandbox.Listener{
+		{Port: 3000, Addresses: []string{"::1"}},
+		{Port: 5173, Addresses: []string{"127.0.0.1", "::1"}},
+	})
+	want := []api.Port{
+		{Port: 3000, Public: true, URL: at(3000), Configured: true, UpdatedAt: when, Listening: new(true), Addresses: []string{"::1"}},
+		{Port: 5173, URL: at(5173), Listening: new(true), Addresses: []string{"127.0.0.1", "::1"}},
+		{Port: 8080, URL: at(8080), Configured: true, UpdatedAt: when, Listening: new(false)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(got[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, "updated_at") || !strings.Contains(s, `"configured":false`) || !strings.Contains(s, `"listening":true`) {
+		t.Fatalf("a port listening without a setting: %s", s)
+	}
+	if b, _ := json.Marshal(api.Port{Port: 8080, URL: at(8080), Configured: true, UpdatedAt: when}); strings.Contains(string(b), "listening") || strings.Contains(string(b), "addresses") {
+		t.Fatalf("a setting without listening state: %s", b)
 	}
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -12,11 +11,17 @@ import (
 // comment line, so proxies keep it open and a dead client is noticed.
 const sseHeartbeat = 15 * time.Second
 
-// sseWriter writes a Server-Sent Events stream: one event per call, each
-// flushed at once (streams are never buffered).
+// sseKeep bounds the buffer an sseWriter keeps between sends.
+const sseKeep = 1 << 20
+
+// sseWriter writes a Server-Sent Events stream. event writes one event
+// and flushes it at once; a handler that has several events at hand
+// appends them with begin and end and sends them together with send, one
+// write and one flush (streams are never held back to wait for more).
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte // the events not yet sent; reused
 }
 
 // newSSE answers 200 with the event-stream headers.
@@ -37,15 +42,40 @@ func (s *sseWriter) event(id, typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	var sb strings.Builder
-	if id != "" {
-		fmt.Fprintf(&sb, "id: %s\n", id)
+	s.end(append(s.begin(id, typ), b...))
+	return s.send()
+}
+
+// begin appends the head of an event to the events not yet sent and
+// returns the buffer, for the caller to append the event's data (JSON,
+// one line) and hand it to end.
+// An id or a name that would break the event's framing (a line break) is
+// left out.
+func (s *sseWriter) begin(id, typ string) []byte {
+	b := s.buf
+	if id != "" && !strings.ContainsAny(id, "\r\n") {
+		b = append(append(append(b, "id: "...), id...), '\n')
 	}
-	if typ != "" {
-		fmt.Fprintf(&sb, "event: %s\n", typ)
+	if typ != "" && !strings.ContainsAny(typ, "\r\n") {
+		b = append(append(append(b, "event: "...), typ...), '\n')
 	}
-	fmt.Fprintf(&sb, "data: %s\n\n", b)
-	if _, err := s.w.Write([]byte(sb.String())); err != nil {
+	return append(b, "data: "...)
+}
+
+// end closes the event begun in b.
+func (s *sseWriter) end(b []byte) { s.buf = append(b, '\n', '\n') }
+
+// pending is how many bytes of events are waiting for send.
+func (s *sseWriter) pending() int { return len(s.buf) }
+
+// send writes the events appended so far and flushes them.
+func (s *sseWriter) send() error {
+	_, err := s.w.Write(s.buf)
+	s.buf = s.buf[:0]
+	if cap(s.buf) > sseKeep {
+		s.buf = nil // a rare big batch is not kept for the stream's life
+	}
+	if err != nil {
 		return err
 	}
 	return s.rc.Flush()

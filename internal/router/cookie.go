@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -34,11 +35,62 @@ import (
 // the whole preview domain; it does not shadow this host's.
 func (rt *Router) hasSession(r *http.Request, t Target, now time.Time) bool {
 	for _, c := range r.CookiesNamed(CookieName) {
-		if _, err := rt.sign.verify(purposeSession, c.Value, t, now); err == nil {
+		if rt.sessions.valid(rt.sign, c.Value, t, now) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxVerified bounds the sessions remembered as verified; past it,
+// expired ones are dropped, and then nothing more is remembered.
+const maxVerified = 4096
+
+// verifiedKey is a session cookie's value for a target.
+type verifiedKey struct {
+	token string
+	t     Target
+}
+
+// verified remembers the session cookies whose signature checked, until
+// their expiry, so a browser's requests do not each compute an HMAC. A
+// signature is a function of the token, the target and the router's key,
+// which does not change while the router runs, so the answer cannot go
+// stale before the token expires. The zero value is ready.
+type verified struct {
+	mu sync.Mutex
+	m  map[verifiedKey]time.Time // → the session's expiry
+}
+
+// valid reports whether tok is a session of t at now.
+func (v *verified) valid(s signer, tok string, t Target, now time.Time) bool {
+	k := verifiedKey{tok, t}
+	v.mu.Lock()
+	exp, ok := v.m[k]
+	v.mu.Unlock()
+	if ok {
+		return now.Before(exp)
+	}
+	exp, err := s.verify(purposeSession, tok, t, now)
+	if err != nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[verifiedKey]time.Time{}
+	}
+	if len(v.m) >= maxVerified {
+		for k, e := range v.m {
+			if !now.Before(e) {
+				delete(v.m, k)
+			}
+		}
+	}
+	if len(v.m) < maxVerified {
+		v.m[k] = exp
+	}
+	return true
 }
 
 // cookieAllowed reports whether the preview cookie may let r in: r comes

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -46,11 +47,30 @@ func (rt *Router) newProxy() (*http.Transport, *httputil.ReverseProxy) {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     false,
 	}
-	return tr, &httputil.ReverseProxy{
+	rp := &httputil.ReverseProxy{
 		Rewrite:      rt.rewrite,
 		Transport:    tr,
 		ErrorHandler: rt.proxyError,
 		ErrorLog:     slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
+		BufferPool:   copyBuffers{},
+	}
+	return tr, rp
+}
+
+// copyBuffers lends the proxy the buffers it copies bodies with: without
+// them it makes one of 32 KiB per request, most of what a small answer
+// allocates.
+type copyBuffers struct{}
+
+const copyBufferSize = 32 << 10
+
+var copyBufferPool = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+func (copyBuffers) Get() []byte { return copyBufferPool.Get().(*[copyBufferSize]byte)[:] }
+
+func (copyBuffers) Put(b []byte) {
+	if cap(b) == copyBufferSize {
+		copyBufferPool.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
 	}
 }
 
@@ -93,8 +113,11 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 // page's own requests name that address.
 func stripRefererToken(h http.Header) {
 	ref := h.Get("Referer")
+	if !mayHoldParam(ref, TokenParam) {
+		return
+	}
 	u, err := url.Parse(ref)
-	if ref == "" || err != nil || u.RawQuery == "" {
+	if err != nil || u.RawQuery == "" {
 		return
 	}
 	if q := stripQuery(u.RawQuery, TokenParam); q != u.RawQuery {
@@ -139,8 +162,8 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 // stripQuery removes the parameters named from a raw query and leaves the
 // others exactly as they were.
 func stripQuery(raw string, names ...string) string {
-	if raw == "" {
-		return ""
+	if !mayHoldParam(raw, names...) {
+		return raw
 	}
 	parts := strings.Split(raw, "&")
 	kept := parts[:0]
@@ -152,6 +175,21 @@ func stripQuery(raw string, names ...string) string {
 		kept = append(kept, p)
 	}
 	return strings.Join(kept, "&")
+}
+
+// mayHoldParam reports whether a raw query (or a URL) may name one of
+// names: it does when it holds one of them as it is, and it may when it
+// holds a percent escape, which could spell one.
+func mayHoldParam(raw string, names ...string) bool {
+	if strings.IndexByte(raw, '%') >= 0 {
+		return true
+	}
+	for _, n := range names {
+		if strings.Contains(raw, n) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {

@@ -35,7 +35,6 @@ import (
 	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // Names the router reads from requests and strips before forwarding.
@@ -106,16 +105,18 @@ type Config struct {
 
 // Router is the preview handler. It is safe for concurrent use.
 type Router struct {
-	cfg    Config
-	log    *slog.Logger
-	domain string
-	sign   signer
-	ports  store.Ports // nil: every port is private
-	tr     *http.Transport
-	proxy  *httputil.ReverseProxy
-	cache  lookups  // lookup.go
-	storms storms   // storm.go
-	public *url.URL // Config.PublicURL, nil when unset
+	cfg      Config
+	log      *slog.Logger
+	domain   string
+	sign     signer
+	ports    store.Ports // nil: every port is private
+	tr       *http.Transport
+	proxy    *httputil.ReverseProxy
+	cache    lookups  // lookup.go
+	grants   grants   // grants.go
+	sessions verified // cookie.go
+	storms   storms   // storm.go
+	public   *url.URL // Config.PublicURL, nil when unset
 }
 
 // New checks cfg and builds the router.
@@ -157,8 +158,12 @@ func New(cfg Config) (*Router, error) {
 // Domain is the preview domain, lowercase.
 func (rt *Router) Domain() string { return rt.domain }
 
-// Close drops the idle tunnels the proxy keeps for reuse.
-func (rt *Router) Close() { rt.tr.CloseIdleConnections() }
+// Close drops the idle tunnels the proxy keeps for reuse and the API keys'
+// grants.
+func (rt *Router) Close() {
+	rt.tr.CloseIdleConnections()
+	rt.grants.closeAll()
+}
 
 // Wrap returns the server's handler: requests for a preview host go to
 // the router, the rest to next.
@@ -187,6 +192,9 @@ type exchange struct {
 	target Target
 	access access
 	reason string // why it failed: a class, not a message
+	// release, when set, is called once the request is done: it lets go
+	// of what authorize holds for it (an API key's grant).
+	release func()
 }
 
 type exchangeKey struct{}
@@ -202,32 +210,39 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 	ex := &exchange{target: t}
 	rec := &recorder{ResponseWriter: w}
 	rt.handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
+	if ex.release != nil {
+		ex.release()
+	}
 	status := rec.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	attrs := []any{"method", r.Method, "path", r.URL.Path, logattr.Sandbox(t.SandboxID), "port", t.Port,
-		"status", status, "duration_ms", float64(time.Since(start).Microseconds()) / 1000}
-	if ex.access != "" {
-		attrs = append(attrs, "access", string(ex.access))
-	}
 	upgrade := upgradeType(r.Header)
+	if upgrade != "" && status != http.StatusSwitchingProtocols && ex.reason == "" {
+		ex.reason = "backend_refused_upgrade"
+	}
+	if !rt.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	var buf [10]slog.Attr // on the stack: a line per request allocates little
+	attrs := append(buf[:0], slog.String("method", r.Method), slog.String("path", r.URL.Path), logattr.Sandbox(t.SandboxID),
+		slog.Int("port", t.Port), slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	if ex.access != "" {
+		attrs = append(attrs, slog.String("access", string(ex.access)))
+	}
 	if upgrade != "" {
-		attrs = append(attrs, "upgrade", upgrade)
-		if status != http.StatusSwitchingProtocols && ex.reason == "" {
-			ex.reason = "backend_refused_upgrade"
-		}
+		attrs = append(attrs, slog.String("upgrade", upgrade))
 	}
 	if ex.reason != "" {
-		attrs = append(attrs, "reason", ex.reason)
+		attrs = append(attrs, slog.String("reason", ex.reason))
 	}
-	rt.log.Info("preview request", attrs...)
+	rt.log.LogAttrs(r.Context(), slog.LevelInfo, "preview request", attrs...)
 }
 
 // handle finds the sandbox, authorizes, and proxies.
 func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	t := ex.target
-	sb, public, err := rt.find(tenancy.System(r.Context()), t)
+	sb, public, err := rt.find(r.Context(), t)
 	if err != nil {
 		rt.log.Error("preview: read sandbox", logattr.Sandbox(t.SandboxID), "err", err)
 		rt.fail(w, r, ex, pageInternal, "internal")
@@ -279,8 +294,16 @@ func (rt *Router) isPublic(sys context.Context, t Target) bool {
 // answers it. sb is nil when the sandbox does not exist; without
 // credentials that answers 401 like a private port, so an anonymous caller
 // cannot tell the two apart. A request an API key let in is proxied with
-// a context that ends when the key is revoked (KeyAuthenticator.Begin), so
-// its stream or WebSocket ends with the key.
+// a context that ends when the key is revoked (KeyAuthenticator.Begin,
+// held by the key's grant: grants.go), so its stream or WebSocket ends
+// with the key.
+//
+// Every request is authorized on its own, also the second of a kept-alive
+// connection: what is cached is what a credential proves (a key's
+// principal, grants.go; a cookie's signature, cookie.go), never that a
+// connection was let in once. A connection can carry requests with other
+// credentials, and a browser may send a sibling preview's fetch() on the
+// connection a top-level page opened, which the cookie must refuse.
 func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, sb *store.Sandbox, public bool) (*http.Request, bool) {
 	t := ex.target
 	if public {
@@ -288,14 +311,19 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 		return r, true
 	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
-		ctx, end, err := rt.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		// The key's check is cached for grantTTL (grants.go); revoking
+		// the key ends the grant and every request it let in.
+		g, err := rt.admitKey(key)
 		if err != nil {
 			rt.fail(w, r, ex, pageBadKey, "unauthorized")
 			return nil, false
 		}
-		// The request's own context ends when its handler returns.
-		context.AfterFunc(ctx, end)
-		p, _ := tenancy.From(ctx)
+		ctx, stop := grantContext(r, g)
+		ex.release = func() {
+			stop()
+			rt.releaseGrant(g)
+		}
+		p := g.p
 		if sb == nil || p.TenantID != sb.TenantID {
 			rt.fail(w, r, ex, pageNotFound, "not_found")
 			return nil, false

@@ -35,6 +35,8 @@ type fakeStore struct {
 	mu    sync.Mutex
 	sbs   map[string]*store.Sandbox
 	ports map[Target]bool
+	reads int    // GetSandbox calls
+	onGet func() // if set, called (unlocked) by GetSandbox before it reads
 }
 
 func (f *fakeStore) GetSandbox(ctx context.Context, id string) (*store.Sandbox, error) {
@@ -42,7 +44,14 @@ func (f *fakeStore) GetSandbox(ctx context.Context, id string) (*store.Sandbox, 
 		return nil, errors.New("not the system")
 	}
 	f.mu.Lock()
+	on := f.onGet
+	f.mu.Unlock()
+	if on != nil {
+		on()
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	sb, ok := f.sbs[id]
 	if !ok {
 		return nil, store.SandboxNotFound(id)
@@ -81,8 +90,9 @@ func (f *fakeStore) setState(id string, s api.SandboxState) {
 	f.sbs[id].State = s
 }
 
-// fakeAuth knows three keys, two of tenant a; with sessions set, a key's
-// requests can be ended as a revocation ends them.
+// fakeAuth knows four keys, three of tenant a; with sessions set, it
+// counts its checks, and a key's requests can be ended as a revocation ends
+// them.
 type fakeAuth struct{ sessions *fakeSessions }
 
 const (
@@ -103,39 +113,75 @@ func (f fakeAuth) Begin(ctx context.Context, header string) (context.Context, fu
 		p = tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}
 	case "Bearer " + keyR:
 		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "rrrr", Role: api.RoleReader}
-	default:
-		return nil, nil, errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
+	}
+	invalid := errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
+	if f.sessions == nil {
+		if p.KeyID == "" {
+			return nil, nil, invalid
+		}
+		return tenancy.With(ctx, p), func() {}, nil
+	}
+	return f.sessions.begin(ctx, p, invalid)
+}
+
+// fakeSessions are the requests fakeAuth let in, by key id, as
+// auth.Authenticator keeps them: a revoked key ends its requests and
+// begins no more.
+type fakeSessions struct {
+	mu      sync.Mutex
+	open    map[string]map[*context.CancelFunc]bool
+	revoked map[string]bool
+	checks  int // Begin calls
+}
+
+func (s *fakeSessions) begin(ctx context.Context, p tenancy.Principal, invalid error) (context.Context, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks++
+	if p.KeyID == "" || s.revoked[p.KeyID] {
+		return nil, nil, invalid
+	}
+	if s.open == nil {
+		s.open = map[string]map[*context.CancelFunc]bool{}
+	}
+	if s.open[p.KeyID] == nil {
+		s.open[p.KeyID] = map[*context.CancelFunc]bool{}
 	}
 	ctx, cancel := context.WithCancel(tenancy.With(ctx, p))
-	if f.sessions != nil {
-		f.sessions.add(p.KeyID, cancel)
-	}
-	return ctx, cancel, nil
+	h := &cancel
+	s.open[p.KeyID][h] = true
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.open[p.KeyID], h)
+		s.mu.Unlock()
+		cancel()
+	}, nil
 }
 
-// fakeSessions are the requests fakeAuth let in, by key id.
-type fakeSessions struct {
-	mu   sync.Mutex
-	open map[string][]context.CancelFunc
-}
-
-func (s *fakeSessions) add(keyID string, cancel context.CancelFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.open == nil {
-		s.open = map[string][]context.CancelFunc{}
-	}
-	s.open[keyID] = append(s.open[keyID], cancel)
-}
-
-// revoke ends every request of keyID.
+// revoke ends every request of keyID; its key begins no more.
 func (s *fakeSessions) revoke(keyID string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, cancel := range s.open[keyID] {
-		cancel()
+	if s.revoked == nil {
+		s.revoked = map[string]bool{}
+	}
+	s.revoked[keyID] = true
+	var cancels []context.CancelFunc
+	for h := range s.open[keyID] {
+		cancels = append(cancels, *h)
 	}
 	delete(s.open, keyID)
+	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
+}
+
+// held is how many of keyID's requests are held, and how many checks
+// were made of any key.
+func (s *fakeSessions) held(keyID string) (held, checks int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open[keyID]), s.checks
 }
 
 const (
@@ -149,10 +195,11 @@ const (
 
 // env is a router in front of a backend that plays the sandbox's program.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	st    *fakeStore
 	rt    *Router
 	srv   *httptest.Server // the router (and a stand-in API)
+	app   *httptest.Server // the sandbox's program
 	logs  *testutil.Buffer
 	now   time.Time
 	dials int
@@ -161,11 +208,11 @@ type env struct {
 	sessions *fakeSessions
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	app := httptest.NewServer(testApp())
 	t.Cleanup(app.Close)
-	e := &env{t: t, logs: &testutil.Buffer{}, now: time.Now(), sessions: &fakeSessions{}}
+	e := &env{t: t, app: app, logs: &testutil.Buffer{}, now: time.Now(), sessions: &fakeSessions{}}
 	e.st = &fakeStore{
 		sbs: map[string]*store.Sandbox{
 			idRunning: {ID: idRunning, TenantID: "tenant-a", State: api.StateRunning},
@@ -217,6 +264,11 @@ func newEnv(t *testing.T) *env {
 // WebSocket echo.
 func testApp() http.Handler {
 	mux := http.NewServeMux()
+	page := bytes.Repeat([]byte("a"), 1024)
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+		w.Write(page)
+	})
 	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"host": r.Host, "uri": r.RequestURI, "headers": r.Header})
 	})
@@ -270,7 +322,7 @@ func (e *env) get(id string, port int, path string, hdr map[string]string) (*htt
 	return resp, string(b)
 }
 
-func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int, code string) {
+func wantStatus(t testing.TB, what string, resp *http.Response, body string, status int, code string) {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("%s: status %d, want %d; body %s", what, resp.StatusCode, status, body)
@@ -784,9 +836,43 @@ func TestStripQuery(t *testing.T) {
 		{"hutch%5Ftoken=x&a", "a"},
 		{"hutch_retry=3&hutch_token=x", ""},
 		{"a=hutch_token", "a=hutch_token"},
+		{"a=1&b=2", "a=1&b=2"},
+		{"%68utch_token=x&a=1", "a=1"},
+		{"hutch_tokens=x", "hutch_tokens=x"},
 	} {
 		if got := stripQuery(tt.in, TokenParam, RetryParam); got != tt.want {
 			t.Errorf("stripQuery(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// FuzzStripQuery: whatever the query, no parameter left names what was
+// stripped, however it is escaped, and a query that names none of them
+// is left as it was.
+func FuzzStripQuery(f *testing.F) {
+	for _, s := range []string{"", "a=1", "hutch_token=x&a", "%68utch%5Ftoken=x", "a=%zz&hutch_retry=1", "&&=&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		out := stripQuery(raw, TokenParam, RetryParam)
+		named := false
+		for _, p := range strings.Split(raw, "&") {
+			k, _, _ := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(k); err == nil && (n == TokenParam || n == RetryParam) {
+				named = true
+			}
+		}
+		if !named && out != raw && !(raw == "" && out == "") {
+			t.Fatalf("stripQuery(%q) = %q: changed a query naming nothing to strip", raw, out)
+		}
+		if out == "" {
+			return
+		}
+		for _, p := range strings.Split(out, "&") {
+			k, _, _ := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(k); err == nil && (n == TokenParam || n == RetryParam) {
+				t.Fatalf("stripQuery(%q) = %q: %q is left", raw, out, p)
+			}
+		}
+	})
 }

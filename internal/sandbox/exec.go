@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -26,6 +28,12 @@ func ValidateExec(req api.ExecRequest) error {
 	if strings.ContainsRune(req.Cwd, 0) {
 		return errdefs.Invalid("invalid_path", "cwd must not contain NUL bytes")
 	}
+	switch req.OutputEncoding {
+	case "", api.EncodingUTF8, api.EncodingBase64:
+	default:
+		return errdefs.Invalid("invalid_output_encoding", "output_encoding %q is not %q (text where the output is UTF-8, the default) or %q",
+			req.OutputEncoding, api.EncodingUTF8, api.EncodingBase64)
+	}
 	return validateEnv(req.Env)
 }
 
@@ -35,6 +43,9 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 	if err := ValidateExec(req); err != nil {
 		return nil, err
 	}
+	// How the answer is encoded is the control plane's business; the
+	// agent sends bytes and knows no such field.
+	req.OutputEncoding = ""
 	c, err := s.open(ctx, id, "exec")
 	if err != nil {
 		return nil, err
@@ -49,15 +60,20 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 
 // Exec runs a command to completion and returns its output, each stream
 // bounded by MaxOutputBytes; the rest is read and dropped, and the result
-// says it was truncated.
+// says it was truncated. Each stream is returned as text when it is valid
+// UTF-8 and as base64 when it is not (or always, when the request asks
+// for base64), so no byte is lost. In the text mode a truncation that
+// would split a UTF-8 sequence keeps the bytes before it (at most 3 fewer
+// than the bound), so text cut short is still text.
 func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest) (api.ExecResult, error) {
 	st, err := s.ExecStream(ctx, id, req)
 	if err != nil {
 		return api.ExecResult{}, err
 	}
 	defer st.Close()
-	out := boundedBuffer{max: s.cfg.MaxOutputBytes}
-	errb := boundedBuffer{max: s.cfg.MaxOutputBytes}
+	text := req.OutputEncoding != api.EncodingBase64
+	out := boundedBuffer{max: s.cfg.MaxOutputBytes, text: text}
+	errb := boundedBuffer{max: s.cfg.MaxOutputBytes, text: text}
 	for {
 		ev, err := st.Next()
 		if errors.Is(err, io.EOF) {
@@ -76,24 +92,60 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest) (api
 				return api.ExecResult{}, errdefs.Unavailable("agent_lost", "the sandbox agent sent an empty exit event")
 			}
 			res := *ev.Exit
-			res.Stdout, res.StdoutTruncated = out.String(), out.truncated
-			res.Stderr, res.StderrTruncated = errb.String(), errb.truncated
+			res.Stdout, res.StdoutEncoding = encodeOutput(out.buf, text)
+			res.Stderr, res.StderrEncoding = encodeOutput(errb.buf, text)
+			res.StdoutTruncated, res.StderrTruncated = out.truncated, errb.truncated
 			return res, nil
 		}
 	}
 }
 
-// boundedBuffer keeps the first max bytes written to it.
+// encodeOutput is b as the text itself when text is allowed and b is
+// valid UTF-8, and as standard base64 otherwise, with the encoding to
+// name in the result ("" for text).
+func encodeOutput(b []byte, text bool) (s, encoding string) {
+	if text && utf8.Valid(b) {
+		return string(b), ""
+	}
+	return base64.StdEncoding.EncodeToString(b), api.EncodingBase64
+}
+
+// boundedBuffer keeps the first max bytes written to it. With text set,
+// the cut moves back to the start of a UTF-8 sequence it would split.
 type boundedBuffer struct {
-	strings.Builder
+	buf       []byte
 	max       int
+	text      bool
 	truncated bool
 }
 
 func (b *boundedBuffer) write(p []byte) {
-	if room := b.max - b.Len(); len(p) > room {
-		p = p[:max(room, 0)]
-		b.truncated = true
+	if b.truncated {
+		return
 	}
-	b.Write(p)
+	room := max(b.max-len(b.buf), 0)
+	if len(p) <= room {
+		b.buf = append(b.buf, p...)
+		return
+	}
+	b.buf = append(b.buf, p[:room]...)
+	b.truncated = true
+	if b.text {
+		b.buf = trimPartialRune(b.buf)
+	}
+}
+
+// trimPartialRune drops the bytes at the end of b that begin a UTF-8
+// sequence without its end (at most 3); b is returned as it is when it
+// ends with a whole character or with bytes that are not UTF-8 anyway.
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			return b
+		}
+	}
+	return b
 }

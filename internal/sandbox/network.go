@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/hutchdev/hutch/api"
@@ -154,6 +155,39 @@ const (
 func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn, error) {
 	return unary(tenancy.System(ctx), s, id, "tunnel", func(ctx context.Context, a *agentclient.Client) (net.Conn, error) {
 		return a.Tunnel(ctx, port)
+	})
+}
+
+// Listener is a TCP port listening in a sandbox and the addresses it
+// listens on ("127.0.0.1", "::1", "0.0.0.0", "::"), IPv4 first.
+type Listener struct {
+	Port      int
+	Addresses []string
+}
+
+// ListeningPorts lists the TCP ports listening in a running sandbox, by
+// port, as its agent reads them (the egress forwarder left out). A
+// sandbox that is not running is 409 sandbox_not_running; an agent too
+// old to list them 501 agent_too_old; a sandbox without a network of its
+// own (the process driver) 501 previews_unsupported.
+func (s *Service) ListeningPorts(ctx context.Context, id string) ([]Listener, error) {
+	return unary(ctx, s, id, "ports", func(ctx context.Context, a *agentclient.Client) ([]Listener, error) {
+		socks, err := a.ListeningPorts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		slices.SortStableFunc(socks, func(x, y agentclient.ListeningSocket) int { return x.Port - y.Port })
+		var out []Listener
+		for _, ls := range socks {
+			if n := len(out); n > 0 && out[n-1].Port == ls.Port {
+				if !slices.Contains(out[n-1].Addresses, ls.Address) {
+					out[n-1].Addresses = append(out[n-1].Addresses, ls.Address)
+				}
+				continue
+			}
+			out = append(out, Listener{Port: ls.Port, Addresses: []string{ls.Address}})
+		}
+		return out, nil
 	})
 }
 
