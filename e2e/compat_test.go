@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
@@ -115,6 +116,19 @@ func exerciseAgent(t *testing.T, s *server) {
 	exit, err := c.CopyOutput(ctx, sb.ID, p.PID, 0, &out, &errb)
 	if err != nil || out.String() != "got line\n" || exit.ExitCode == nil || *exit.ExitCode != 5 {
 		t.Fatalf("process output %q, exit %+v, %v", out.String(), exit, err)
+	}
+	// The exit is recorded: through the event feed of a protocol 2
+	// agent, a waiting request to a protocol 1 one.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs, err := c.SandboxEvents(ctx, sb.ID, client.EventQuery{Types: []string{api.EventProcessExited}})
+		if err == nil && len(evs.Events) == 1 && evs.Events[0].Data["exit_code"] == float64(5) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process.exited event: %+v, %v", evs, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
 		t.Fatal(err)

@@ -167,6 +167,8 @@ func (s *Server) supervise(pid int, p *proc, io *procIO, exited <-chan unix.Wait
 	p.out.close()
 	close(p.done)
 	s.procs.retire(pid, p)
+	info := p.snapshot()
+	s.events.publish(agentproto.Event{Type: agentproto.EventProcessExited, Process: &info})
 	s.log.Info("process exited", "pid", pid, "exit_code", code, "signal", sig)
 }
 

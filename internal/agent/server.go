@@ -177,6 +177,7 @@ type Server struct {
 	reaper *reaper
 	nonces *nonceCache
 	procs  *procTable
+	events *eventFeed
 	egress *forwarder // nil without EgressDial
 	http   *http.Server
 
@@ -225,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 		reaper:      processReaper(),
 		nonces:      newNonceCache(),
 		procs:       newProcTable(cfg.ProcessOutputBytes, DefaultExitedProcesses),
+		events:      newEventFeed(),
 		shutdownReq: make(chan struct{}),
 		stopping:    make(chan struct{}),
 	}
@@ -276,6 +278,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /processes/{pid}/signal", s.handleProcessSignal)
 	mux.HandleFunc("POST /processes/{pid}/resize", s.handleProcessResize)
 	mux.HandleFunc("GET /processes/{pid}/wait", s.handleProcessWait)
+	mux.HandleFunc("GET /events", s.handleEvents)
 	mux.Handle("GET /tunnel/{port}", s.tunnelHandler())
 	mux.HandleFunc("GET /ports", s.handlePorts)
 	mux.HandleFunc("GET /files", s.handleRead)

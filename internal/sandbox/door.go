@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -186,6 +187,9 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 	s.agents[rec.ID] = a
 	s.mu.Unlock()
 	s.startEgress(ctx, rec, d, h)
+	if a.Has(agentproto.FeatureEvents) {
+		s.followFeed(rec, a)
+	}
 	return a
 }
 
@@ -193,6 +197,7 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 // flight end when the driver stops the agent.
 func (s *Service) detach(id string) {
 	s.detachEgress(id)
+	s.stopFeed(id)
 	s.mu.Lock()
 	if c, ok := s.agents[id]; ok {
 		c.Close()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/logattr"
@@ -39,7 +40,9 @@ func ValidateProcess(req api.ProcessRequest) error {
 }
 
 // procWatch follows background processes until they exit, to record their
-// exits as events; it outlives the requests that started them.
+// exits as events; it outlives the requests that started them. An agent
+// with an event feed is followed once per sandbox (feeds, feed.go); an
+// older one, with a waiting request per process (watching).
 type procWatch struct {
 	once     sync.Once
 	ctx      context.Context
@@ -47,6 +50,7 @@ type procWatch struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	watching map[procKey]bool
+	feeds    map[string]context.CancelFunc // sandbox id → stops its feed's follower
 }
 
 // procKey names one process of one sandbox; the start time tells a pid
@@ -61,6 +65,7 @@ func (w *procWatch) start() {
 	w.once.Do(func() {
 		w.ctx, w.cancel = context.WithCancel(tenancy.System(context.Background()))
 		w.watching = map[procKey]bool{}
+		w.feeds = map[string]context.CancelFunc{}
 	})
 }
 
@@ -145,6 +150,9 @@ func (s *Service) ProcessOutput(ctx context.Context, id string, pid int, cursor 
 // event; it stops, recording nothing, when the sandbox's agent goes away
 // (the sandbox's own events tell why).
 func (s *Service) watchProcess(rec *store.Sandbox, a *agentclient.Client, p api.Process) {
+	if a.Has(agentproto.FeatureEvents) {
+		return // the sandbox's event feed reports the exit
+	}
 	w := &s.procs
 	w.start()
 	key := procKey{rec.ID, p.PID, p.StartedAt}
@@ -198,6 +206,9 @@ func (s *Service) emitExited(ctx context.Context, rec *store.Sandbox, p api.Proc
 // running processes are followed again, and those that exited while no
 // server watched get their process.exited event now, unless it is there.
 func (s *Service) reattachProcesses(ctx context.Context, rec *store.Sandbox, a *agentclient.Client) {
+	if a.Has(agentproto.FeatureEvents) {
+		return // the event feed replays what it retained since
+	}
 	list, err := a.ListProcesses(ctx)
 	if err != nil {
 		s.log.Warn("list processes after recovery", logattr.Sandbox(rec.ID), "err", err)

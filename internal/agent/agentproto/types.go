@@ -171,3 +171,21 @@ type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// Event types of GET /events.
+const (
+	// EventHello is the first event of a feed: Seq is the last event's
+	// number so far (0 before any).
+	EventHello = "hello"
+	// EventProcessExited: a background process ended (Process).
+	EventProcessExited = "process.exited"
+)
+
+// Event is one line of GET /events?after=N, the agent's pushed events
+// (FeatureEvents): a hello, then every retained event numbered above
+// after, then each new one as it happens.
+type Event struct {
+	Type    string   `json:"type"`
+	Seq     uint64   `json:"seq"`
+	Process *Process `json:"process,omitempty"`
+}

@@ -24,6 +24,9 @@ const (
 	// FeatureFrames: exec and output streams come as binary frames (see
 	// frames.go) when the request accepts MediaFrames.
 	FeatureFrames = "frames"
+	// FeatureEvents: GET /events pushes process exits, so no request
+	// waits on one process.
+	FeatureEvents = "events"
 	// FeatureLoopbackV6: tunnels reach servers bound to ::1 as well as
 	// 127.0.0.1.
 	FeatureLoopbackV6 = "tunnel.ipv6"
@@ -32,7 +35,7 @@ const (
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureLoopbackV6, FeaturePorts}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureLoopbackV6, FeaturePorts}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

@@ -1,0 +1,64 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agentclient"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// TestEventFeed: the feed pushes each process's exit once, numbered; a
+// client that reconnects after an event gets only what came later, and
+// one that starts from 0 gets what the agent retained.
+func TestEventFeed(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	feed, err := f.c.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	next := func(feed *agentclient.Feed) agentclient.Event {
+		t.Helper()
+		ev, err := feed.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	if ev := next(feed); ev.Type != agentproto.EventHello || ev.Seq != 0 {
+		t.Fatalf("first event %+v, want hello 0", ev)
+	}
+	var pids []int
+	for _, code := range []string{"3", "4"} {
+		p, err := f.c.StartProcess(ctx, api.ProcessRequest{Cmd: []string{"sh", "-c", "exit " + code}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, p.PID)
+		ev := next(feed)
+		if ev.Type != agentproto.EventProcessExited || ev.Process.PID != p.PID || *ev.Process.ExitCode != int(code[0]-'0') || ev.Seq != uint64(len(pids)) {
+			t.Fatalf("event %+v (process %+v), want the exit of %d with %s as event %d", ev, ev.Process, p.PID, code, len(pids))
+		}
+	}
+	again, err := f.c.Events(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if ev := next(again); ev.Type != agentproto.EventHello || ev.Seq != 2 {
+		t.Fatalf("hello %+v, want 2", ev)
+	}
+	if ev := next(again); ev.Seq != 2 || ev.Process.PID != pids[1] {
+		t.Fatalf("after 1: %+v, want only the second exit", ev)
+	}
+	old := agentclient.New("unix", f.sock, testToken, agentclient.Speaking(agentproto.Info{}))
+	defer old.Close()
+	_, err = old.Events(ctx, 0)
+	wantErr(t, "Events of a protocol 1 agent", err, errdefs.ErrUnsupported, "agent_too_old")
+}
