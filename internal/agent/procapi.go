@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -146,11 +147,18 @@ func parseCursor(v string) (int64, error) {
 }
 
 // handleProcessStdin answers POST /processes/{pid}/stdin?close=: the body
-// goes to the process's stdin; close=true closes it afterwards.
+// goes to the process's stdin; close=true closes it afterwards. With
+// stream=true (FeatureStdinStream) the answer's header goes out first and
+// the body, unbounded, goes to stdin as it arrives, for as long as the
+// request lasts: a terminal's input is one request, not one per keystroke.
 func (s *Server) handleProcessStdin(w http.ResponseWriter, r *http.Request) {
 	p, err := s.process(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if stream, _ := strconv.ParseBool(r.URL.Query().Get("stream")); stream {
+		s.streamStdin(w, r, p)
 		return
 	}
 	closeAfter, _ := strconv.ParseBool(r.URL.Query().Get("close"))
@@ -160,6 +168,30 @@ func (s *Server) handleProcessStdin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, p.snapshot())
+}
+
+// streamStdin copies the body to p's stdin until the body or the request
+// ends, and then answers the process as it is. What stops the copy early
+// (the process closed its input) ends the answer with that error.
+func (s *Server) streamStdin(w http.ResponseWriter, r *http.Request, p *proc) {
+	p.mu.Lock()
+	open := p.stdin != nil
+	p.mu.Unlock()
+	if !open {
+		s.writeError(w, r, errdefs.Conflict("stdin_closed", "process %d's stdin is closed", p.info.PID))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	if err := p.writeStdin(r.Context(), r.Body, false); err != nil && r.Context().Err() == nil {
+		_, code, msg := errdefs.HTTPStatus(err)
+		json.NewEncoder(w).Encode(agentproto.Error{Error: agentproto.ErrorBody{Code: code, Message: msg}})
+		return
+	}
+	json.NewEncoder(w).Encode(p.snapshot())
 }
 
 // writeStdin copies body to stdin, giving up when ctx ends.

@@ -41,6 +41,7 @@ type Sandboxes interface {
 	ListProcesses(ctx context.Context, id string) (api.ProcessList, error)
 	GetProcess(ctx context.Context, id string, pid int) (api.Process, error)
 	WriteStdin(ctx context.Context, id string, pid int, body io.Reader, closeAfter bool) (api.Process, error)
+	StdinStream(ctx context.Context, id string, pid int) (*sandbox.StdinStream, error)
 	SignalProcess(ctx context.Context, id string, pid int, req api.SignalRequest) (api.Process, error)
 	ResizeProcess(ctx context.Context, id string, pid int, size api.TermSize) (api.Process, error)
 	WaitProcess(ctx context.Context, id string, pid int, timeout time.Duration) (api.Process, error)

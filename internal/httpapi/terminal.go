@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
@@ -144,17 +145,41 @@ func (a *API) bridge(w http.ResponseWriter, r *http.Request, p api.Process, curs
 	}
 }
 
+// stdinCloseWait bounds ending a terminal's input stream whose process
+// does not read.
+const stdinCloseWait = 5 * time.Second
+
 // terminalInput carries the client's messages to the process until the
-// connection ends.
+// connection ends. Input goes through one stream to the agent for the
+// whole connection when the agent has one, else a request per message.
 func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, id string, pid int) {
 	sbs := a.cfg.Sandboxes
+	in, err := sbs.StdinStream(ctx, id, pid)
+	if err != nil {
+		in = nil
+		a.cfg.Log.Debug("terminal input request by request", "err", err)
+	}
+	endStream := func() {
+		if in != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stdinCloseWait)
+			in.Close(cctx)
+			cancel()
+			in = nil
+		}
+	}
+	defer endStream()
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
 			return
 		}
 		if typ == websocket.MessageBinary {
-			if _, err := sbs.WriteStdin(ctx, id, pid, bytes.NewReader(data), false); err != nil {
+			if in != nil {
+				_, err = in.Write(data)
+			} else {
+				_, err = sbs.WriteStdin(ctx, id, pid, bytes.NewReader(data), false)
+			}
+			if err != nil {
 				return
 			}
 			continue
@@ -170,6 +195,7 @@ func (a *API) terminalInput(ctx context.Context, conn *websocket.Conn, id string
 		case api.TerminalSignal:
 			_, err = sbs.SignalProcess(ctx, id, pid, api.SignalRequest{Signal: m.Signal, Group: true})
 		case api.TerminalEOF:
+			endStream() // what it carried goes first
 			_, err = sbs.WriteStdin(ctx, id, pid, bytes.NewReader(nil), true)
 		default:
 			conn.Close(websocket.StatusUnsupportedData, "unknown terminal message type "+strconv.Quote(m.Type))

@@ -260,3 +260,35 @@ func (s *Service) Close() {
 	s.procs.cancel()
 	s.procs.wg.Wait()
 }
+
+// StdinStream is an open stream to a process's input, one call through
+// the door until Close.
+type StdinStream struct {
+	st *agentclient.StdinStream
+	c  *call
+}
+
+// StdinStream opens a stream to a process's input, for an agent that has
+// one (agentproto.FeatureStdinStream; otherwise an error of code
+// agent_too_old, and the caller writes input request by request). It ends
+// with ctx or Close.
+func (s *Service) StdinStream(ctx context.Context, id string, pid int) (*StdinStream, error) {
+	c, err := s.open(ctx, id, "processes.stdin_stream")
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.agent.StdinStream(ctx, pid)
+	if err != nil {
+		return nil, c.end(err)
+	}
+	return &StdinStream{st: st, c: c}, nil
+}
+
+// Write sends p to the process.
+func (s *StdinStream) Write(p []byte) (int, error) { return s.st.Write(p) }
+
+// Close ends the stream (not the process's input) and the call.
+func (s *StdinStream) Close(ctx context.Context) (api.Process, error) {
+	p, err := s.st.Close(ctx)
+	return p, s.c.end(err)
+}

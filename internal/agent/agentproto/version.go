@@ -27,6 +27,9 @@ const (
 	// FeatureEvents: GET /events pushes process exits, so no request
 	// waits on one process.
 	FeatureEvents = "events"
+	// FeatureStdinStream: POST /processes/{pid}/stdin?stream=true carries
+	// a process's input for as long as the request lasts.
+	FeatureStdinStream = "stdin.stream"
 	// FeatureLoopbackV6: tunnels reach servers bound to ::1 as well as
 	// 127.0.0.1.
 	FeatureLoopbackV6 = "tunnel.ipv6"
@@ -35,7 +38,7 @@ const (
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureLoopbackV6, FeaturePorts}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

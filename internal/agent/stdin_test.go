@@ -1,0 +1,55 @@
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// TestStdinStream: input written to an open stream reaches the process
+// while the stream stays open, and closing the stream leaves the
+// process's input open.
+func TestStdinStream(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := f.c.StartProcess(ctx, api.ProcessRequest{Cmd: []string{"cat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := f.c.StdinStream(ctx, p.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.c.ProcessOutput(ctx, p.PID, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	var got strings.Builder
+	for _, line := range []string{"one\n", "two\n"} {
+		if _, err := in.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		for !strings.HasSuffix(got.String(), line) {
+			ev, err := out.Next()
+			if err != nil {
+				t.Fatalf("output so far %q: %v", got.String(), err)
+			}
+			got.Write(ev.Data)
+		}
+	}
+	end, err := in.Close(ctx)
+	if err != nil || !end.Running || !end.StdinOpen {
+		t.Fatalf("after the stream: %+v, %v; want the process running with its input open", end, err)
+	}
+	if _, err := f.c.WriteStdin(ctx, p.PID, strings.NewReader("three\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := f.c.WaitProcess(ctx, p.PID, 5*time.Second); err != nil || done.Running {
+		t.Fatalf("cat after its input closed: %+v, %v", done, err)
+	}
+}
