@@ -26,8 +26,9 @@ import (
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 const (
-	// chunkSize bounds one stdout or stderr event.
-	chunkSize = 32 << 10
+	// chunkSize bounds one stdout or stderr event: a widened pipe's
+	// capacity (pipes.go), so a fast writer is read in one go.
+	chunkSize = pipeBytes
 	// drainTime is how long the pipes are read after the command exits, so
 	// a background process that keeps them open cannot hold the call.
 	drainTime = 250 * time.Millisecond
@@ -151,6 +152,9 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) agentp
 			return result(126, "hutch: cannot make a pipe: "+err.Error())
 		}
 		pipes[i] = [2]*os.File{r, w}
+		if i > 0 {
+			widenPipe(r)
+		}
 	}
 	attr := &syscall.ProcAttr{
 		Dir: spec.dir,

@@ -43,6 +43,9 @@ func newProcIO(pty *agentproto.TermSize) (*procIO, error) {
 			return nil, fmt.Errorf("make a pipe: %w", err)
 		}
 		p[i] = [2]*os.File{r, w}
+		if i > 0 {
+			widenPipe(r)
+		}
 	}
 	return &procIO{
 		stdin: p[0][1],

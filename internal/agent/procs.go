@@ -172,7 +172,10 @@ func (s *Server) supervise(pid int, p *proc, io *procIO, exited <-chan unix.Wait
 	s.log.Info("process exited", "pid", pid, "exit_code", code, "signal", sig)
 }
 
-// pumpChunk is what the pump reads at once: a pipe's default capacity.
+// pumpChunk is what the pump reads at once. The ring counts what its
+// buffers hold (their capacity), so a chunk larger than what a read
+// usually brings would waste the ring; readers get merged chunks
+// (maxEvent) anyway.
 const pumpChunk = 64 << 10
 
 // pumpRing copies f into the ring until EOF, an error (EIO from a PTY

@@ -251,6 +251,7 @@ func New(cfg Config) (*Server, error) {
 			// must read; the control plane reads as it goes.
 			MaxReceiveBufferPerStream:     1 << 20,
 			MaxReceiveBufferPerConnection: 8 << 20,
+			MaxReadFrameSize:              1 << 20,
 			// Pings keep a dead control plane from holding streams open.
 			SendPingTimeout: 30 * time.Second,
 			PingTimeout:     15 * time.Second,

@@ -78,11 +78,16 @@ func (e *eventWriter) event(ev any) {
 	}
 }
 
-// data writes output in frames of at most agentproto.MaxFrame bytes.
+// data writes output in frames of at most agentproto.MaxFrame bytes, the
+// header and the bytes apart, so the bytes are not copied into a frame
+// first.
 func (e *eventWriter) data(kind byte, offset int64, b []byte) {
 	for e.err == nil {
 		n := min(len(b), agentproto.MaxFrame)
-		e.write(agentproto.AppendFrame(e.buf[:0], kind, offset, b[:n]))
+		e.buf = agentproto.AppendFrameHeader(e.buf[:0], kind, offset, n)
+		if _, e.err = e.w.Write(e.buf); e.err == nil {
+			_, e.err = e.w.Write(b[:n])
+		}
 		if b, offset = b[n:], offset+int64(n); len(b) == 0 {
 			return
 		}

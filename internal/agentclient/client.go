@@ -96,8 +96,11 @@ func New(network, address, token string, opts ...Option) *Client {
 			StrictMaxConcurrentRequests:   true,
 			MaxReceiveBufferPerStream:     4 << 20,
 			MaxReceiveBufferPerConnection: 64 << 20,
-			SendPingTimeout:               30 * time.Second,
-			PingTimeout:                   15 * time.Second,
+			// Output goes in DATA frames of up to a chunk (256 KiB), not
+			// HTTP/2's default 16 KiB.
+			MaxReadFrameSize: 1 << 20,
+			SendPingTimeout:  30 * time.Second,
+			PingTimeout:      15 * time.Second,
 		}
 	}
 	c.hc = &http.Client{Transport: c.tr}

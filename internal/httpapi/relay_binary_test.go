@@ -14,25 +14,30 @@ import (
 )
 
 // relaySandboxes hands out streams of ready-made output, at memory
-// speed: count events of chunk each, as the agent sends them, then the
-// exit. Only ProcessOutput and ExecStream exist.
+// speed, then the exit: size bytes in events of the sizes the agent
+// sends, 256 KiB of a process's output, 32 KiB of a command's. Only
+// ProcessOutput and ExecStream exist.
 type relaySandboxes struct {
 	Sandboxes
-	chunk []byte
-	count int
+	data []byte
 }
 
+const (
+	relayOutputEvent = 256 << 10
+	relayExecEvent   = 32 << 10
+)
+
 func (s relaySandboxes) ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (sandbox.Stream[api.OutputEvent], error) {
-	n, off := 0, cursor
+	rest, off, done := s.data, cursor, false
 	return genStream[api.OutputEvent](func() (api.OutputEvent, error) {
 		switch {
-		case n < s.count:
-			n++
-			ev := api.OutputEvent{Type: api.OutputStdout, Offset: off, Data: s.chunk}
-			off += int64(len(s.chunk))
+		case len(rest) > 0:
+			n := min(len(rest), relayOutputEvent)
+			ev := api.OutputEvent{Type: api.OutputStdout, Offset: off, Data: rest[:n]}
+			rest, off = rest[n:], off+int64(n)
 			return ev, nil
-		case n == s.count:
-			n++
+		case !done:
+			done = true
 			return api.OutputEvent{Type: api.OutputExit, Offset: off, Process: &api.Process{PID: pid}}, nil
 		}
 		return api.OutputEvent{}, io.EOF
@@ -40,14 +45,16 @@ func (s relaySandboxes) ProcessOutput(ctx context.Context, id string, pid int, c
 }
 
 func (s relaySandboxes) ExecStream(ctx context.Context, id string, req api.ExecRequest) (sandbox.Stream[api.ExecEvent], error) {
-	n := 0
+	rest, done := s.data, false
 	return genStream[api.ExecEvent](func() (api.ExecEvent, error) {
 		switch {
-		case n < s.count:
-			n++
-			return api.ExecEvent{Type: api.ExecStdout, Data: s.chunk}, nil
-		case n == s.count:
-			n++
+		case len(rest) > 0:
+			n := min(len(rest), relayExecEvent)
+			ev := api.ExecEvent{Type: api.ExecStdout, Data: rest[:n]}
+			rest = rest[n:]
+			return ev, nil
+		case !done:
+			done = true
 			return api.ExecEvent{Type: api.ExecExit, Exit: &api.ExecResult{}}, nil
 		}
 		return api.ExecEvent{}, io.EOF
@@ -61,13 +68,12 @@ func (f genStream[T]) Next() (T, error) { return f() }
 func (f genStream[T]) Close() error     { return nil }
 
 // BenchmarkOutputRelay measures the API's half of streamed output: events
-// of 256 KiB, as the agent sends them, handed over at memory speed,
+// of the sizes the agent sends, handed over at memory speed,
 // relayed by the real handlers over loopback HTTP to the Go client, per
 // transport (the exec stream's NDJSON among them). What the client-facing
 // side can carry once the agent → control plane leg is not the limit.
 func BenchmarkOutputRelay(b *testing.B) {
-	const count = 64 // 16 MiB a stream
-	sbs := relaySandboxes{chunk: randomBytes(256 << 10), count: count}
+	sbs := relaySandboxes{data: randomBytes(16 << 20)}
 	a := &API{cfg: Config{Sandboxes: sbs, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.SetPathValue("id", "sb")
@@ -81,7 +87,7 @@ func BenchmarkOutputRelay(b *testing.B) {
 	defer srv.Close()
 	c := client.New(srv.URL, "")
 	ctx := context.Background()
-	size := int64(count * len(sbs.chunk))
+	size := int64(len(sbs.data))
 	for _, tr := range transports {
 		b.Run(tr.name, func(b *testing.B) {
 			b.SetBytes(size)

@@ -56,9 +56,17 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	if _, err := s.driverOf(rec); err != nil {
 		return nil, err
 	}
-	h, err := s.decodeHandle(rec)
-	if err != nil {
-		return nil, err
+	// The client of a running sandbox is kept from its attach; the handle
+	// (a decode and an unseal of its token) is read only without one.
+	s.mu.Lock()
+	a, ok := s.agents[id]
+	s.mu.Unlock()
+	if !ok {
+		h, err := s.decodeHandle(rec)
+		if err != nil {
+			return nil, err
+		}
+		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -68,9 +76,9 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	}
 	s.calls[id]++
 	s.active[id] = now
-	a, ok := s.agents[id]
-	if !ok {
-		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+	if cur, ok := s.agents[id]; ok {
+		a = cur
+	} else {
 		s.agents[id] = a
 	}
 	s.mu.Unlock()

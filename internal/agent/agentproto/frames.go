@@ -49,10 +49,14 @@ type Frame struct {
 
 // AppendFrame appends one frame to b.
 func AppendFrame(b []byte, kind byte, offset int64, payload []byte) []byte {
+	return append(AppendFrameHeader(b, kind, offset, len(payload)), payload...)
+}
+
+// AppendFrameHeader appends the header of a frame of n bytes to b.
+func AppendFrameHeader(b []byte, kind byte, offset int64, n int) []byte {
 	b = append(b, kind)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	b = binary.BigEndian.AppendUint64(b, uint64(offset))
-	return append(b, payload...)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	return binary.BigEndian.AppendUint64(b, uint64(offset))
 }
 
 // FrameReader decodes frames from a stream.
