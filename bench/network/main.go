@@ -2,7 +2,10 @@
 // a preview (the router and the agent's tunnel) against the same HTTP
 // server reached directly, under many connections; and a download through
 // the egress proxy against the same download made directly on the host.
-// It starts its own hutch server on loopback.
+// It starts its own hutch server on loopback. Each load reports the CPU
+// each party spent per request (cpu.go), and a last table the figures
+// issue 11 sets targets for: throughput against direct and p99 added at
+// the most connections.
 //
 //	go build -o bin/ ./cmd/... ./bench/... && bin/network -agent bin/hutch-agent
 package main
@@ -41,6 +44,7 @@ type options struct {
 	body          int
 	mib           int
 	runs          int
+	spin          int // SHA-256 rounds in a millisecond of work (serve -spin)
 }
 
 func main() {
@@ -52,7 +56,7 @@ func main() {
 	flag.StringVar(&o.agent, "agent", "", "path of hutch-agent (default: beside this binary)")
 	flag.StringVar(&o.driver, "driver", "namespace", "driver to measure")
 	conns := flag.String("conns", "1,64", "connections of each preview load, comma-separated")
-	work := flag.String("work", "0s,1ms", "CPU the server spends on each request, comma-separated: one set of loads each")
+	work := flag.String("work", "0s,1ms", "CPU work the server does for each request (as much as takes this long on an idle CPU), comma-separated: one set of loads each")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured window of each load run (after a 1 s warm-up)")
 	flag.IntVar(&o.body, "body", 1024, "bytes of each preview answer")
 	flag.IntVar(&o.mib, "mib", 100, "MiB of the egress download")
@@ -90,7 +94,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	host, stop, err := startHostServer(self, o.body)
+	// Both servers do the same work per request: what a millisecond of
+	// it is, measured once here.
+	o.spin = spinRate()
+	host, stop, err := startHostServer(self, o.body, o.spin)
 	if err != nil {
 		return err
 	}
@@ -116,8 +123,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
-	fmt.Printf("hutch network benchmark — driver %s (%s), %d CPUs, %s, %s\n\n",
-		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+	fmt.Printf("hutch network benchmark — driver %s (%s), %d CPUs, %s, %s; 1 ms of work is %d SHA-256 rounds\n\n",
+		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), o.spin)
 
 	if info.Driver == "namespace" {
 		sets, err := previews(ctx, c, bs.Addr(), bs.Key, sb.ID, self, host, o)
@@ -155,8 +162,8 @@ type hostServer struct {
 }
 
 // startHostServer runs `self serve` on the host's loopback.
-func startHostServer(self string, body int) (hostServer, func(), error) {
-	cmd := exec.Command(self, "serve", "-body", strconv.Itoa(body))
+func startHostServer(self string, body, spin int) (hostServer, func(), error) {
+	cmd := exec.Command(self, "serve", "-body", strconv.Itoa(body), "-spin", strconv.Itoa(spin))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return hostServer{}, nil, err
@@ -194,7 +201,8 @@ func previews(ctx context.Context, c *client.Client, apiAddr, key, id, self stri
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: []string{"./netbench", "serve", "-addr", "127.0.0.1:" + strconv.Itoa(appPort), "-body", strconv.Itoa(o.body)}}); err != nil {
+	if _, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: []string{"./netbench", "serve", "-addr", "127.0.0.1:" + strconv.Itoa(appPort),
+		"-body", strconv.Itoa(o.body), "-spin", strconv.Itoa(o.spin)}}); err != nil {
 		return nil, err
 	}
 	if _, err := c.SetPortPublic(ctx, id, appPort, true); err != nil {

@@ -15,9 +15,10 @@ import (
 // lookupTTL is how long the router trusts what it read of a running
 // sandbox and its port. Making a port private through this server's API
 // takes effect at once (Forget); a change made elsewhere within this time.
-// A sandbox that stopped meanwhile fails at the tunnel: stopping it ends
-// its agent and with it every tunnel, and a new tunnel's dial reads the
-// store again. Sandboxes not running are read on every request.
+// A sandbox stopped or deleted meanwhile fails at the tunnel: either ends
+// its agent and with it every tunnel (so its streams and WebSockets, and
+// the idle tunnels a request would reuse), and a new tunnel's dial reads
+// the store again. Sandboxes not running are read on every request.
 //
 // A busy preview never waits for the store: once what was read is
 // lookupRefresh old, the one request that notices reads it anew while the

@@ -19,7 +19,7 @@ import (
 	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
-// Bounds of the proxy's tunnels.
+// Bounds of the proxy's tunnels, in each of its two pools (tunnels.go).
 const (
 	dialTimeout     = 10 * time.Second
 	idleTunnels     = 256 // kept per sandbox port
@@ -32,29 +32,29 @@ const (
 const tunnelSuffix = ".sandbox"
 
 // newProxy builds the reverse proxy: its transport dials a tunnel per
-// connection and keeps idle ones for reuse; streamed responses (event
-// streams, and any body of unknown length) are flushed write by write,
-// which ReverseProxy does by itself, while a body of known length goes
-// out in full buffers; upgrades (WebSocket) pass through; compression is
-// left to the two ends.
-func (rt *Router) newProxy() (*http.Transport, *httputil.ReverseProxy) {
-	tr := &http.Transport{
-		DialContext:           rt.dialTunnel,
-		DisableCompression:    true,
-		MaxIdleConns:          idleTunnelsAll,
-		MaxIdleConnsPerHost:   idleTunnels,
-		IdleConnTimeout:       idleTunnelAfter,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     false,
-	}
-	rp := &httputil.ReverseProxy{
+// connection and keeps idle ones for reuse (tunnels.go); streamed
+// responses (event streams, and any body of unknown length) are flushed
+// write by write, which ReverseProxy does by itself, while a body of known
+// length goes out in full buffers; upgrades (WebSocket) pass through;
+// compression is left to the two ends.
+func (rt *Router) newProxy() (*tunnelTransport, *httputil.ReverseProxy) {
+	tr := &tunnelTransport{rt: rt, std: &http.Transport{
+		DialContext:            rt.dialTunnel,
+		DisableCompression:     true,
+		MaxIdleConns:           idleTunnelsAll,
+		MaxIdleConnsPerHost:    idleTunnels,
+		IdleConnTimeout:        idleTunnelAfter,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHead,
+		ForceAttemptHTTP2:      false,
+	}}
+	return tr, &httputil.ReverseProxy{
 		Rewrite:      rt.rewrite,
 		Transport:    tr,
 		ErrorHandler: rt.proxyError,
 		ErrorLog:     slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
 		BufferPool:   copyBuffers{},
 	}
-	return tr, rp
 }
 
 // copyBuffers lends the proxy the buffers it copies bodies with: without

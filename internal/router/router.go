@@ -14,8 +14,15 @@
 // key sees 404, as for a sandbox that does not exist. None of these
 // credentials reaches the sandbox's program.
 //
+// Per request it reads no store and hashes no key while a preview is busy:
+// what it read of the sandbox is kept a second (lookup.go), a key's check
+// 5 s (grants.go, which says how a revocation still ends its requests at
+// once), a cookie's signature until it expires (cookie.go); and a page's
+// requests go over pooled tunnels without goroutine hand-offs
+// (tunnels.go).
+//
 // Lifecycle: a key (keyfile.Load), then New (no side effects), Wrap around the API's
-// handler, Close at shutdown to drop idle tunnels.
+// handler, Close at shutdown to drop idle tunnels and the keys' grants.
 package router
 
 import (
@@ -110,7 +117,7 @@ type Router struct {
 	domain   string
 	sign     signer
 	ports    store.Ports // nil: every port is private
-	tr       *http.Transport
+	tr       *tunnelTransport
 	proxy    *httputil.ReverseProxy
 	cache    lookups  // lookup.go
 	grants   grants   // grants.go

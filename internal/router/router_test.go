@@ -269,6 +269,31 @@ func testApp() http.Handler {
 		w.Header().Set("Content-Length", strconv.Itoa(len(page)))
 		w.Write(page)
 	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	})
+	mux.HandleFunc("/hints", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		io.WriteString(w, "page")
+	})
+	// raw answers, byte for byte, then closes the connection.
+	raw := func(answer string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			brw.WriteString(answer)
+			brw.Flush()
+		}
+	}
+	// A keep-alive answer on a connection the app then closes.
+	mux.HandleFunc("/closing", raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	// A body that ends where the connection does.
+	mux.HandleFunc("/unbounded", raw("HTTP/1.1 200 OK\r\n\r\nhello"))
+	mux.HandleFunc("/bighead", raw("HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", maxResponseHead)+"\r\nContent-Length: 0\r\n\r\n"))
 	mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"host": r.Host, "uri": r.RequestURI, "headers": r.Header})
 	})
