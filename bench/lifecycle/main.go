@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ type options struct {
 	floors         bool // time bwrap and runc beside fork/exec
 	floorRuns      int  // runs of each of bwrap and runc
 	alive          int  // sandboxes to keep alive at once; 0 skips
+	cpuprofile     string
 }
 
 func main() {
@@ -49,6 +51,7 @@ func main() {
 	flag.BoolVar(&o.floors, "floors", true, "also time bwrap and runc running `true` as floors")
 	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
 	flag.Parse()
 	if o.floorRuns == 0 {
 		o.floorRuns = o.n
@@ -75,6 +78,17 @@ func run(ctx context.Context, o options) error {
 	fl, err := measureFloors(o.floorRuns, o.execs, o.floors)
 	if err != nil {
 		return err
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	bs, err := benchserver.Start(ctx, func(cfg *config.Config) {

@@ -59,14 +59,14 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	// The client of a running sandbox is kept from its attach; the handle
 	// (a decode and an unseal of its token) is read only without one.
 	s.mu.Lock()
-	a, ok := s.agents[id]
+	at, ok := s.agents[id]
 	s.mu.Unlock()
 	if !ok {
 		h, err := s.decodeHandle(rec)
 		if err != nil {
 			return nil, err
 		}
-		a = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+		at = attached{client: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info)), handle: h}
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -77,12 +77,30 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	s.calls[id]++
 	s.active[id] = now
 	if cur, ok := s.agents[id]; ok {
-		a = cur
+		at = cur
 	} else {
-		s.agents[id] = a
+		s.agents[id] = at
 	}
 	s.mu.Unlock()
-	return &call{s: s, ctx: context.WithoutCancel(ctx), rec: rec, agent: a, op: op, start: now}, nil
+	return &call{s: s, ctx: context.WithoutCancel(ctx), rec: rec, agent: at.client, op: op, start: now}, nil
+}
+
+// attached is a running sandbox's agent: its client and its handle, token
+// unsealed.
+type attached struct {
+	client *agentclient.Client
+	handle driver.Handle
+}
+
+// handleOf is a sandbox's handle: the attached one, or decoded from rec.
+func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
+	s.mu.Lock()
+	at, ok := s.agents[rec.ID]
+	s.mu.Unlock()
+	if ok {
+		return at.handle, nil
+	}
+	return s.decodeHandle(rec)
 }
 
 // end closes the call: it frees its place in the quota and logs it, once.
@@ -190,9 +208,9 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 	a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 	s.mu.Lock()
 	if old, ok := s.agents[rec.ID]; ok {
-		old.Close()
+		old.client.Close()
 	}
-	s.agents[rec.ID] = a
+	s.agents[rec.ID] = attached{client: a, handle: h}
 	s.mu.Unlock()
 	s.startEgress(ctx, rec, d, h)
 	if a.Has(agentproto.FeatureEvents) {
@@ -207,8 +225,8 @@ func (s *Service) detach(id string) {
 	s.detachEgress(id)
 	s.stopFeed(id)
 	s.mu.Lock()
-	if c, ok := s.agents[id]; ok {
-		c.Close()
+	if at, ok := s.agents[id]; ok {
+		at.client.Close()
 		delete(s.agents, id)
 	}
 	delete(s.active, id)

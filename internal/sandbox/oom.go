@@ -28,7 +28,7 @@ func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, b
 	if !ok {
 		return 0, false
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.handleOf(rec)
 	if err != nil {
 		return 0, false
 	}

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/keylock"
@@ -112,10 +111,10 @@ type Service struct {
 	admitMu sync.Mutex  // serialises admissions (admission.go)
 
 	mu     sync.Mutex
-	agents map[string]*agentclient.Client // sandbox id → client, for running sandboxes
-	ooms   oomCounts                      // sandbox id → OOM kills last seen
-	calls  map[string]int                 // sandbox id → calls in flight (door.go)
-	active map[string]time.Time           // sandbox id → last call (door.go)
+	agents map[string]attached  // sandbox id → its agent, for running sandboxes
+	ooms   oomCounts            // sandbox id → OOM kills last seen
+	calls  map[string]int       // sandbox id → calls in flight (door.go)
+	active map[string]time.Time // sandbox id → last call (door.go)
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
@@ -148,7 +147,7 @@ func New(cfg Config) (*Service, error) {
 		log:     cfg.Log,
 		events:  cfg.Events,
 		gateway: cfg.Gateway,
-		agents:  map[string]*agentclient.Client{},
+		agents:  map[string]attached{},
 		ooms:    oomCounts{},
 		calls:   map[string]int{},
 		active:  map[string]time.Time{},

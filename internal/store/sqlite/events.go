@@ -94,7 +94,7 @@ func (s *Store) ListEvents(ctx context.Context, q store.EventQuery) ([]store.Eve
 		args = append(args, q.After)
 	}
 	args = append(args, limit+1)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE 1 = 1`+where.String()+` ORDER BY id LIMIT ?`, args...)
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+eventCols+` FROM events WHERE 1 = 1`+where.String()+` ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list events: %w", err)
 	}
@@ -181,7 +181,7 @@ func (s *Store) trimPerTenant(ctx context.Context, keep int) (int, error) {
 		// The newest of the tenant's events that goes: the keep+1-th
 		// newest, found along events_tenant.
 		var cut string
-		err := s.r.QueryRowContext(ctx, `SELECT id FROM events WHERE tenant_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
+		err := s.reads.QueryRowContext(ctx, `SELECT id FROM events WHERE tenant_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
 			t, keep).Scan(&cut)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
@@ -201,7 +201,7 @@ func (s *Store) trimPerTenant(ctx context.Context, keep int) (int, error) {
 
 // tenantIDs returns every tenant's id.
 func (s *Store) tenantIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
+	rows, err := s.reads.QueryContext(ctx, `SELECT id FROM tenants ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}

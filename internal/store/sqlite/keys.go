@@ -71,7 +71,7 @@ func (s *Store) ListKeys(ctx context.Context) ([]store.Key, error) {
 		return nil, err
 	}
 	cond, args := listed(sc, "tenant_id")
-	rows, err := s.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE 1 = 1`+cond+` ORDER BY created_at, id`, args...)
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE 1 = 1`+cond+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -177,7 +177,7 @@ func keyRoles(ctx context.Context, tx *sql.Tx, where string, args []any) ([]stor
 
 // LookupKey implements store.Store.
 func (s *Store) LookupKey(ctx context.Context, id string) (store.Key, error) {
-	k, err := scanKey(s.r.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = ?`, id))
+	k, err := scanKey(s.reads.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Key{}, store.KeyNotFound(id)
 	}

@@ -51,7 +51,7 @@ func (s *Store) GetPort(ctx context.Context, sandboxID string, port int) (store.
 		return store.PortSetting{}, err
 	}
 	cond, args := scoped(sc, "tenant_id")
-	p, err := scanPort(s.r.QueryRowContext(ctx, `SELECT sandbox_id, tenant_id, port, public, updated_at
+	p, err := scanPort(s.reads.QueryRowContext(ctx, `SELECT sandbox_id, tenant_id, port, public, updated_at
 		FROM sandbox_ports WHERE sandbox_id = ? AND port = ?`+cond, append([]any{sandboxID, port}, args...)...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.PortSetting{}, store.PortNotFound(sandboxID, port)
@@ -68,11 +68,11 @@ func (s *Store) ListPorts(ctx context.Context, sandboxID string) ([]store.PortSe
 	if err != nil {
 		return nil, err
 	}
-	if _, err := getSandbox(ctx, s.r, sc, sandboxID); err != nil {
+	if _, err := getSandbox(ctx, s.reads, sc, sandboxID); err != nil {
 		return nil, err
 	}
 	cond, args := scoped(sc, "tenant_id")
-	rows, err := s.r.QueryContext(ctx, `SELECT sandbox_id, tenant_id, port, public, updated_at
+	rows, err := s.reads.QueryContext(ctx, `SELECT sandbox_id, tenant_id, port, public, updated_at
 		FROM sandbox_ports WHERE sandbox_id = ?`+cond+` ORDER BY port`, append([]any{sandboxID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("list ports of sandbox %s: %w", sandboxID, err)

@@ -68,7 +68,7 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (*store.Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	return getSandbox(ctx, s.r, sc, id)
+	return getSandbox(ctx, s.reads, sc, id)
 }
 
 func getSandbox(ctx context.Context, q querier, sc store.Scope, id string) (*store.Sandbox, error) {

@@ -75,7 +75,7 @@ func (s *Store) ListSecrets(ctx context.Context) ([]store.Secret, error) {
 		return nil, err
 	}
 	cond, args := listed(sc, "tenant_id")
-	rows, err := s.r.QueryContext(ctx, `SELECT `+secretCols+` FROM secrets WHERE 1 = 1`+cond+` ORDER BY tenant_id, name`, args...)
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+secretCols+` FROM secrets WHERE 1 = 1`+cond+` ORDER BY tenant_id, name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Store) SecretKeyIDs(ctx context.Context) (map[string]int, error) {
 	if !sc.All {
 		return nil, store.SystemOnly()
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT key_id, count(*) FROM secrets GROUP BY key_id`)
+	rows, err := s.reads.QueryContext(ctx, `SELECT key_id, count(*) FROM secrets GROUP BY key_id`)
 	if err != nil {
 		return nil, fmt.Errorf("count secrets by key: %w", err)
 	}

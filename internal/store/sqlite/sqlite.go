@@ -35,6 +35,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	w      *sql.DB // the one writer connection; writes begin IMMEDIATE
 	r      *sql.DB // read-only pool
+	reads  *stmts  // r's queries, prepared once
 	onFull func() bool
 }
 
@@ -94,7 +95,7 @@ func Open(path string) (_ *Store, retErr error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return &Store{w: w, r: r}, nil
+	return &Store{w: w, r: r, reads: newStmts(r)}, nil
 }
 
 // dsn is modernc.org/sqlite's form: the file name, then one
@@ -109,7 +110,7 @@ func dsn(path string, pragmas map[string]string, extra string) string {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.reads.close(), s.r.Close(), s.w.Close())
 }
 
 // write runs fn in a write transaction on the one writer connection. A

@@ -64,7 +64,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (store.Tenant, error) 
 	if !sc.Admin && !sc.Sees(id) {
 		return store.Tenant{}, store.TenantNotFound(id)
 	}
-	t, err := scanTenant(s.r.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
+	t, err := scanTenant(s.reads.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Tenant{}, store.TenantNotFound(id)
 	}
@@ -83,7 +83,7 @@ func (s *Store) ListTenants(ctx context.Context) ([]store.Tenant, error) {
 	if !sc.All && !sc.Admin {
 		return nil, store.AdminRequired()
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+tenantColumns+` FROM tenants ORDER BY created_at, id`)
+	rows, err := s.reads.QueryContext(ctx, `SELECT `+tenantColumns+` FROM tenants ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", err)
 	}
