@@ -145,6 +145,10 @@ func (t *tunnels) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.refuseDial(w, r, port, tried, err)
 		return
 	}
+	if r.URL.Query().Get("pass") == "fd" {
+		t.passSocket(w, r, port, backend)
+		return
+	}
 	defer backend.Close()
 
 	w.Header().Set("Connection", "Upgrade")

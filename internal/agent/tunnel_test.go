@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,12 +160,39 @@ func TestTunnelLoopbackV6(t *testing.T) {
 	}
 }
 
+// copyingClient is a client of f's agent that does not ask for the
+// tunnel's socket, so the agent copies the tunnel's bytes.
+func copyingClient(t *testing.T, f *fixture) *agentclient.Client {
+	info := agentproto.Current()
+	info.Features = slices.DeleteFunc(info.Features, func(s string) bool { return s == agentproto.FeatureTunnelFD })
+	c := agentclient.New("unix", f.sock, testToken, agentclient.Speaking(info))
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestTunnel: a tunnel carries bytes both ways and a half-close, whether
+// the agent hands over the socket it dialled (the connection is then
+// that TCP socket) or copies.
 func TestTunnel(t *testing.T) {
 	f := tunnelFixture(t, 0)
+	t.Run("passed", func(t *testing.T) {
+		conn := testTunnel(t, f.c)
+		if _, ok := conn.(*net.TCPConn); !ok {
+			t.Errorf("the passed tunnel is a %T, not the socket itself", conn)
+		}
+	})
+	t.Run("copied", func(t *testing.T) {
+		if _, ok := testTunnel(t, copyingClient(t, f)).(*net.TCPConn); ok {
+			t.Error("a copied tunnel is a TCP socket")
+		}
+	})
+}
+
+func testTunnel(t *testing.T, c *agentclient.Client) net.Conn {
 	port := echoBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := f.c.Tunnel(ctx, port)
+	conn, err := c.Tunnel(ctx, port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +214,7 @@ func TestTunnel(t *testing.T) {
 	if err != nil || string(rest) != "bye" {
 		t.Fatalf("after CloseWrite: %q, %v", rest, err)
 	}
+	return conn
 }
 
 func TestTunnelRefusals(t *testing.T) {
@@ -258,9 +287,11 @@ func TestTunnelRefusals(t *testing.T) {
 }
 
 // TestTunnelLimit: past its slots the agent answers 503, and a closed
-// tunnel frees its slot.
+// tunnel frees its slot. The limit is on the tunnels the agent copies; a
+// passed socket is no longer the agent's.
 func TestTunnelLimit(t *testing.T) {
 	f := tunnelFixture(t, 2)
+	f.c = copyingClient(t, f)
 	port := echoBackend(t)
 	ctx := context.Background()
 	var open []net.Conn

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -70,13 +72,24 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	// A tunnel is a connection of its own, HTTP/1.1 upgraded, whatever
 	// the protocol: its bytes pass straight through, with no HTTP/2
 	// framing or flow control between the preview and the port.
-	req, nonce, err := c.newRequest(context.WithoutCancel(ctx), http.MethodGet, "/tunnel/"+strconv.Itoa(port), nil, nil)
+	// An agent that can hands over the socket it dialled instead
+	// (passed.go): then no byte of the preview passes through it.
+	var q url.Values
+	var src io.Reader = conn
+	var fds *fdReader
+	if uc, ok := conn.(*net.UnixConn); ok && c.Has(agentproto.FeatureTunnelFD) {
+		q = url.Values{"pass": {"fd"}}
+		fds = &fdReader{uc: uc}
+		defer fds.closeAll()
+		src = fds
+	}
+	req, nonce, err := c.newRequest(context.WithoutCancel(ctx), http.MethodGet, "/tunnel/"+strconv.Itoa(port), q, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", TunnelProtocol)
-	br := bufio.NewReader(conn)
+	br := bufio.NewReader(src)
 	resp, err := roundTrip(conn, br, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -100,6 +113,10 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	if !stop() {
 		// ctx ended during the handshake: the deadline is already past.
 		return nil, ctx.Err()
+	}
+	if fds != nil && resp.Header.Get(agentproto.HeaderTunnel) == agentproto.TunnelPassed {
+		conn.Close()
+		return fds.take()
 	}
 	conn.SetDeadline(time.Time{})
 	return &tunnelConn{Conn: conn, r: br}, nil

@@ -22,6 +22,14 @@ type Ready struct {
 	Info
 }
 
+// HeaderTunnel, on a tunnel's 101 answer, is TunnelPassed when the
+// socket to the sandbox's port came with it (SCM_RIGHTS), to be used
+// directly.
+const (
+	HeaderTunnel = "X-Hutch-Tunnel"
+	TunnelPassed = "passed"
+)
+
 // EgressAddr is where the agent's egress forwarder listens inside a
 // sandbox; the sandbox's HTTP_PROXY and HTTPS_PROXY point at it.
 const EgressAddr = "127.0.0.1:3128"

@@ -35,10 +35,14 @@ const (
 	FeatureLoopbackV6 = "tunnel.ipv6"
 	// FeaturePorts: GET /ports lists the sockets listening in the sandbox.
 	FeaturePorts = "ports"
+	// FeatureTunnelFD: GET /tunnel/{port}?pass=fd hands the control
+	// plane the connected socket itself (SCM_RIGHTS) instead of copying
+	// its bytes.
+	FeatureTunnelFD = "tunnel.fd"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.
