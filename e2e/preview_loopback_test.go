@@ -77,6 +77,9 @@ func TestPreviewLoopback(t *testing.T) {
 	}
 	resp, body := p.get(p.base(sb.ID, closed)+"/", key)
 	p.want("closed port", resp, body, 502, "port_closed")
+	if want := "(tried 127.0.0.1:3001 and [::1]:3001)"; !strings.Contains(body, want) {
+		t.Errorf("the closed port's 502 does not say what was tried (%s): %s", want, body)
+	}
 
 	l, err := c.ListPorts(ctx, sb.ID)
 	if err != nil {

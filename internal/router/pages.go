@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
 // page is one answer the router gives instead of the sandbox's program:
@@ -50,7 +52,7 @@ var (
 	pageNotRunning = page{http.StatusServiceUnavailable, "sandbox_not_running", "The sandbox is not running",
 		"Sandbox %[2]s is not running. Start it (POST /v1/sandboxes/%[2]s/start) and this preview comes back.", true}
 	pagePortClosed = page{http.StatusBadGateway, "port_closed", "Nothing listens on this port",
-		"Nothing listens on port %[1]d in sandbox %[2]s. Start a server there on 127.0.0.1:%[1]d (or 0.0.0.0:%[1]d), then reload.", false}
+		"Nothing listens on port %[1]d in sandbox %[2]s. Start a server there (on localhost, 127.0.0.1 or 0.0.0.0), then reload.", false}
 	pageUnsupported = page{http.StatusNotImplemented, "previews_unsupported", "Previews are not available",
 		"Sandbox %[2]s has no network of its own (its driver runs it on the host's), so its ports cannot be previewed.", false}
 	pageBusy = page{http.StatusServiceUnavailable, "too_many_tunnels", "Too many connections",
@@ -139,4 +141,17 @@ func (rt *Router) selfURL(r *http.Request, retry int) string {
 	}
 	u := url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: q}
 	return rt.origin(r) + u.RequestURI()
+}
+
+// portClosed is pagePortClosed with what the agent said it tried ("nothing
+// listens on port 5173 in the sandbox (tried 127.0.0.1:5173 and
+// [::1]:5173)"), when it said it.
+func portClosed(err error) page {
+	p := pagePortClosed
+	var e *errdefs.Error
+	if errors.As(err, &e) && strings.Contains(e.Message, "(tried ") {
+		msg := strings.ToUpper(e.Message[:1]) + e.Message[1:]
+		p.message = strings.ReplaceAll(msg, "%", "%%") + ". Start a server there (on localhost, 127.0.0.1 or 0.0.0.0), then reload."
+	}
+	return p
 }

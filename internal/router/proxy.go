@@ -142,7 +142,7 @@ func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		w.WriteHeader(http.StatusBadGateway)
 		return
 	case errdefs.HasCode(err, sandbox.CodePortClosed):
-		rt.fail(w, r, ex, pagePortClosed, "port_closed")
+		rt.fail(w, r, ex, portClosed(err), "port_closed")
 	case errdefs.HasCode(err, sandbox.CodePreviewsUnsupported):
 		rt.fail(w, r, ex, pageUnsupported, "previews_unsupported")
 	case errdefs.HasCode(err, sandbox.CodeTooManyTunnels):
