@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,5 +181,28 @@ func TestOwnerOnly(t *testing.T) {
 		if st.Mode().Perm() != 0o600 {
 			t.Errorf("%s has mode %04o; want 0600", p, st.Mode().Perm())
 		}
+	}
+}
+
+// TestStmtsBounded: queries whose shape a caller chooses (a list of any
+// length) do not grow the statement cache without end; past the bound
+// they still answer.
+func TestStmtsBounded(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), FileName))
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	for n := 1; n <= maxStmts+50; n++ {
+		q := "SELECT 1 WHERE 1 IN (?" + strings.Repeat(", ?", n-1) + ")"
+		args := make([]any, n)
+		for i := range args {
+			args[i] = 1
+		}
+		var one int
+		if err := s.reads.QueryRowContext(ctx, q, args...).Scan(&one); err != nil || one != 1 {
+			t.Fatalf("query with %d values: %d, %v", n, one, err)
+		}
+	}
+	if got := len(s.reads.m); got != maxStmts {
+		t.Fatalf("%d statements kept, want %d", got, maxStmts)
 	}
 }

@@ -10,12 +10,19 @@ import (
 // stmts prepares each query once on a pool and keeps it, so the reads
 // every request makes (its key, its sandbox) skip SQLite's parser, which
 // was a tenth of an exec's time in the control plane. The queries are the
-// store's own constant strings, a bounded set.
+// store's own strings; a few have a list whose length a caller chooses
+// (event types), so at most maxStmts are kept and the rest run
+// unprepared.
 type stmts struct {
 	db *sql.DB
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
 }
+
+// maxStmts bounds the statements kept.
+const maxStmts = 256
+
+var errCacheFull = errors.New("statement cache full")
 
 func newStmts(db *sql.DB) *stmts {
 	return &stmts{db: db, m: map[string]*sql.Stmt{}}
@@ -26,6 +33,9 @@ func (c *stmts) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	defer c.mu.Unlock()
 	if st, ok := c.m[query]; ok {
 		return st, nil
+	}
+	if len(c.m) >= maxStmts {
+		return nil, errCacheFull
 	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
