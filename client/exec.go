@@ -57,10 +57,15 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 		path:        sandboxPath(id, "exec", "stream"),
 		body:        bytes.NewReader(b),
 		contentType: "application/json",
-		accept:      "application/x-ndjson",
+		// Binary frames when the server has them; NDJSON from one that
+		// does not.
+		accept: api.MediaExecFrames + ", application/x-ndjson",
 	})
 	if err != nil {
 		return nil, err
+	}
+	if resp.Header.Get("Content-Type") == api.MediaExecFrames {
+		return &ExecStream{body: resp.Body, frames: bufio.NewReaderSize(resp.Body, 64<<10)}, nil
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxEventSize)
@@ -72,10 +77,11 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest)
 // and a final "exit" event carrying the api.ExecResult. It is read by one
 // goroutine; Close may be called from any.
 type ExecStream struct {
-	body io.ReadCloser
-	sc   *bufio.Scanner
-	exit *api.ExecResult
-	err  error // sticky: returned by every Next after the first failure
+	body   io.ReadCloser
+	sc     *bufio.Scanner // NDJSON
+	frames *bufio.Reader  // or binary frames
+	exit   *api.ExecResult
+	err    error // sticky: returned by every Next after the first failure
 
 	closeOnce sync.Once
 	closeErr  error
@@ -100,6 +106,9 @@ func (s *ExecStream) Next() (api.ExecEvent, error) {
 func (s *ExecStream) next() (api.ExecEvent, error) {
 	if s.exit != nil {
 		return api.ExecEvent{}, io.EOF
+	}
+	if s.frames != nil {
+		return s.nextFrame()
 	}
 	for s.sc.Scan() {
 		line := bytes.TrimSpace(s.sc.Bytes())
@@ -190,4 +199,25 @@ func (s *ExecStream) Copy(stdout, stderr io.Writer) (*api.ExecResult, error) {
 			return nil, fmt.Errorf("client: write %s: %w", ev.Type, err)
 		}
 	}
+}
+
+// nextFrame reads the next event of a stream of binary frames.
+func (s *ExecStream) nextFrame() (api.ExecEvent, error) {
+	kind, b, err := api.ReadExecFrame(s.frames)
+	switch {
+	case err == io.EOF:
+		return api.ExecEvent{}, fmt.Errorf("client: exec stream ended before the exit event: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		return api.ExecEvent{}, fmt.Errorf("client: exec stream: %w", err)
+	case kind == api.FrameStdout:
+		return api.ExecEvent{Type: api.ExecStdout, Data: b}, nil
+	case kind == api.FrameStderr:
+		return api.ExecEvent{Type: api.ExecStderr, Data: b}, nil
+	}
+	var res api.ExecResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return api.ExecEvent{}, fmt.Errorf("client: exec stream: bad exit frame: %w", err)
+	}
+	s.exit = &res
+	return api.ExecEvent{Type: api.ExecExit, Exit: &res}, nil
 }

@@ -1,6 +1,6 @@
 // Command streams measures long-running work through the whole stack, in
 // one run: output read through the API against the same program's pipe
-// read directly (a command's exec stream, NDJSON; a background process's
+// read directly (a command's exec stream, binary frames and NDJSON; a background process's
 // output as Server-Sent Events, as JSON WebSocket messages and as binary
 // WebSocket messages); the keystroke → echo round trip of a terminal over
 // the WebSocket; and many output streams followed at once. It starts its
@@ -13,16 +13,19 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +83,8 @@ func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile
 		name string
 		run  func() (throughput, error)
 	}{
-		{"exec stream, NDJSON (base64)", func() (throughput, error) { return throughExec(ctx, c, sb.ID, size) }},
+		{"exec stream, binary frames", func() (throughput, error) { return throughExec(ctx, c, sb.ID, size) }},
+		{"exec stream, NDJSON (base64)", func() (throughput, error) { return throughExecNDJSON(ctx, bs, sb.ID, size) }},
 		{"process output, SSE (base64)", func() (throughput, error) { return throughOutput(ctx, c, sb.ID, size, client.OutputSSE) }},
 		{"process output, WebSocket JSON (base64)", func() (throughput, error) {
 			return throughOutput(ctx, c, sb.ID, size, client.OutputWebSocketJSON)
@@ -202,6 +206,39 @@ func throughExec(ctx context.Context, c *client.Client, id string, size int) (th
 			return t, err
 		}
 		t.delivered += int64(len(ev.Data))
+	}
+}
+
+// throughExecNDJSON is throughExec over the exec stream's NDJSON form (a
+// request without Accept, as curl sends it), decoded with encoding/json.
+func throughExecNDJSON(ctx context.Context, bs *benchserver.Server, id string, size int) (throughput, error) {
+	var t throughput
+	start := time.Now()
+	body := `{"cmd":["head","-c","` + strconv.Itoa(size) + `","/dev/zero"]}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+bs.Addr()+"/v1/sandboxes/"+id+"/exec/stream", strings.NewReader(body))
+	if err != nil {
+		return t, err
+	}
+	req.Header.Set("Authorization", "Bearer "+bs.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return t, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev api.ExecEvent
+		if err := dec.Decode(&ev); err != nil {
+			return t, fmt.Errorf("NDJSON exec stream: %w", err)
+		}
+		t.delivered += int64(len(ev.Data))
+		if ev.Type == api.ExecExit {
+			t.elapsed = time.Since(start)
+			if t.delivered != int64(size) {
+				return t, fmt.Errorf("%d delivered, want %d", t.delivered, size)
+			}
+			return t, nil
+		}
 	}
 }
 

@@ -42,6 +42,10 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer st.Close()
+	if acceptsExecFrames(r) {
+		a.execFrames(w, r, st)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
