@@ -1,5 +1,7 @@
-// Package testutil builds hutch's real binaries for tests that run them:
-// the driver conformance suite, the API tests and the end-to-end tests.
+// Package testutil is what tests share: it builds hutch's real binaries
+// for the tests that run them (the driver conformance suite, the API tests
+// and the end-to-end tests), lays out data directories, and makes real
+// filesystems on loop images and tmpfs mounts (loopfs.go).
 package testutil
 
 import (
