@@ -15,6 +15,20 @@ type Info struct {
 	Limits    InfoLimits      `json:"limits"`
 	Features  map[string]bool `json:"features"`
 	Drivers   []DriverInfo    `json:"drivers"`
+	// Storage is what the filesystem under the data directory offers,
+	// probed at start.
+	Storage *StorageInfo `json:"storage,omitempty"`
+}
+
+// StorageInfo is the storage backend the data directory's filesystem
+// allows: what snapshots cost there and what limits disk.
+type StorageInfo struct {
+	Backend      string `json:"backend"` // btrfs, xfs, overlay, or "" when none works
+	Filesystem   string `json:"filesystem"`
+	Snapshot     string `json:"snapshot"`      // subvolume, reflink or copy
+	Quota        string `json:"quota"`         // qgroup, project or none
+	QuotaEnabled bool   `json:"quota_enabled"` // a disk limit set now is enforced
+	Degraded     string `json:"degraded,omitempty"`
 }
 
 // DriverInfo is one driver of this build: loaded (its sandboxes run here)

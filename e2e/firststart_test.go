@@ -188,6 +188,11 @@ func useFirstSandbox(t *testing.T, s *server, isolation string) {
 	if info.Driver != "namespace" || info.Isolation != isolation {
 		t.Fatalf("first start: driver %s, %s isolation (degraded: %v); want namespace, %s", info.Driver, info.Isolation, info.Degraded, isolation)
 	}
+	// The data directory's filesystem was probed, as root and as nobody,
+	// and what it offers is said.
+	if st := info.Storage; st == nil || st.Filesystem == "" || st.Snapshot == "" || st.Quota == "" {
+		t.Fatalf("first start: storage %+v; want the data directory's filesystem probed", info.Storage)
+	}
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)

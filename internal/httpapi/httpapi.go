@@ -36,6 +36,9 @@ type Config struct {
 	MaxTarBytes  int64 // tar uploads
 	// StoreName is the registered name of Store, for GET /v1/info.
 	StoreName string
+	// Storage is what the data directory's filesystem offers, for GET
+	// /v1/info; nil when it was not probed.
+	Storage *api.StorageInfo
 }
 
 // API is the /v1 HTTP handler.

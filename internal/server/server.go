@@ -183,6 +183,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Log:          log,
 		Version:      version,
 		StoreName:    cfg.Store,
+		Storage:      probeStorage(cfg.DataDir, log),
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 	})

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/storage"
+)
+
+// probeStorage says what the data directory's filesystem offers sandboxes'
+// storage (snapshots, disk quotas), trying it in a scratch directory of
+// the data directory that it removes; it changes nothing else (quotas are
+// read, never enabled). Nil when the probe fails, which is logged.
+func probeStorage(dataDir string, log *slog.Logger) *api.StorageInfo {
+	scratch := filepath.Join(dataDir, ".storage-probe")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		log.Warn("storage probe", "err", err)
+		return nil
+	}
+	defer os.RemoveAll(scratch)
+	info, err := storage.Probe(dataDir, scratch)
+	if err != nil {
+		log.Warn("storage probe", "err", err)
+		return nil
+	}
+	for _, n := range info.Notes {
+		log.Debug("storage probe", "note", n)
+	}
+	fmt.Fprintf(os.Stderr, "hutch: storage: %s\n", info)
+	return &api.StorageInfo{
+		Backend:      string(info.Kind),
+		Filesystem:   info.Filesystem,
+		Snapshot:     string(info.Snapshot),
+		Quota:        string(info.Quota.Mechanism),
+		QuotaEnabled: info.Quota.Enabled,
+		Degraded:     info.Degraded,
+	}
+}
