@@ -22,6 +22,8 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/internal/cgroups":  true,
 		"github.com/hutchdev/hutch/internal/errdefs":  true,
 		"github.com/hutchdev/hutch/internal/logattr":  true,
+		"github.com/hutchdev/hutch/internal/sparse":   true,
+		"github.com/hutchdev/hutch/internal/dirent":   true,
 	}
 	allowedPrefixes := []string{
 		"golang.org/x/sys/",

@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/dirent"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/sparse"
 )
 
 // handleRead answers GET /files?path=: the raw content of a regular file.
@@ -159,7 +161,10 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	n, err := copySparse(f, io.LimitReader(bodyReader{body}, limit+1))
+	// Runs of zeros become holes (internal/sparse): a sparse file of a tar
+	// upload takes on disk about its data, not its size.
+	var c sparse.Copier
+	n, err := c.Copy(context.Background(), f, io.LimitReader(bodyReader{body}, limit+1))
 	switch {
 	case err != nil:
 		var re readError
@@ -183,56 +188,6 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 		return err
 	}
 	return nil
-}
-
-// copySparse copies r into f, an empty file, and returns the bytes read.
-// A block of zeros (the file system's block size, at a multiple of it) is
-// skipped, not written, and the final size set with ftruncate, so it stays
-// a hole: a sparse file of a tar upload (whose reader gives its holes as
-// zeros) takes on disk about its data, not its size. Any file gets this,
-// as cp --sparse=auto does: the content read back is the same, and runs of
-// zeros of a whole block, the only ones skipped, are where the disk saves.
-func copySparse(f *os.File, r io.Reader) (int64, error) {
-	bs := 4096
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err == nil && st.Blksize >= 512 && st.Blksize <= 64<<10 {
-		bs = int(st.Blksize)
-	}
-	buf := make([]byte, (256<<10)/bs*bs)
-	zero := make([]byte, bs)
-	var off int64
-	for {
-		n, err := io.ReadFull(r, buf)
-		// Write each run of blocks that are not all zeros, at its offset.
-		start := -1
-		for i := 0; i < n; i += bs {
-			end := min(i+bs, n)
-			if !bytes.Equal(buf[i:end], zero[:end-i]) {
-				if start < 0 {
-					start = i
-				}
-				continue
-			}
-			if start >= 0 {
-				if _, err := f.WriteAt(buf[start:i], off+int64(start)); err != nil {
-					return off, err
-				}
-				start = -1
-			}
-		}
-		if start >= 0 {
-			if _, err := f.WriteAt(buf[start:n], off+int64(start)); err != nil {
-				return off, err
-			}
-		}
-		off += int64(n)
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return off, f.Truncate(off)
-		}
-		if err != nil {
-			return off, err
-		}
-	}
 }
 
 // tempName is ".<name>.hutch-<random>", short enough for NAME_MAX.
@@ -300,7 +255,7 @@ func removeAllAt(dirfd int, name, abs string) error {
 	if err != nil {
 		return fsError(err, abs)
 	}
-	names, err := readDirNames(fd)
+	names, err := dirent.Names(fd)
 	if err != nil {
 		unix.Close(fd)
 		return fsError(err, abs)
@@ -350,7 +305,7 @@ func (s *Server) list(rawPath string) (agentproto.FileList, error) {
 		return agentproto.FileList{}, fsError(err, p.Abs)
 	}
 	defer unix.Close(fd)
-	names, err := readDirNames(fd)
+	names, err := dirent.Names(fd)
 	if err != nil {
 		return agentproto.FileList{}, fsError(err, p.Abs)
 	}

@@ -196,26 +196,6 @@ func readlinkAt(dirfd int, name string) (string, error) {
 	}
 }
 
-// readDirNames lists the names in the directory open as fd (not O_PATH),
-// without "." and "..".
-func readDirNames(fd int) ([]string, error) {
-	var names []string
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-	}
-}
-
 // parseMode reads octal permission bits such as "0644"; empty means def.
 func parseMode(s string, def uint32) (uint32, error) {
 	if s == "" {

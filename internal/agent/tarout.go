@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/dirent"
 )
 
 // handleTarDownload answers GET /files/tar?path=: a tar of the directory.
@@ -57,7 +59,7 @@ type tarOut struct {
 // O_NOFOLLOW relative to their parent.
 func (t *tarOut) dir(dirfd int, prefix string) error {
 	tw := t.tw
-	names, err := readDirNames(dirfd)
+	names, err := dirent.Names(dirfd)
 	if err != nil {
 		return err
 	}

@@ -16,106 +16,32 @@ import (
 
 	"github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-// fragment is data at an offset of a sparse file; the rest is a hole.
-type fragment struct {
-	off  int64
-	data string
-}
+// sparseTar is testutil.SparseTar, checked to be what archive/tar (the
+// agent's reader) takes it for.
+// Sparse files and their fragments, from testutil.
+type (
+	sparseFile = testutil.SparseFile
+	fragment   = testutil.Fragment
+)
 
-// sparseFile is one file of a sparse tar: size bytes, zeros but for its
-// fragments (in order, apart).
-type sparseFile struct {
-	name  string
-	size  int64
-	frags []fragment
-}
-
-// content is what the file reads as once extracted.
-func (f sparseFile) content() []byte {
-	b := make([]byte, f.size)
-	for _, fr := range f.frags {
-		copy(b[fr.off:], fr.data)
-	}
-	return b
-}
-
-// sparseTar writes files in the PAX sparse format 1.0, as GNU tar's
-// --sparse --format=pax does: a PAX header with GNU.sparse.name and
-// GNU.sparse.realsize, then an entry named GNUSparseFile.0/<name> whose
-// body is the sparse map (decimal lines, padded to a block) followed by
-// the fragments' data only. archive/tar reads the format but cannot write
-// it, hence the blocks by hand.
 func sparseTar(t *testing.T, files ...sparseFile) *bytes.Buffer {
 	t.Helper()
-	var buf bytes.Buffer
-	for _, f := range files {
-		records := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
-			paxRecord("GNU.sparse.name", f.name) + paxRecord("GNU.sparse.realsize", strconv.FormatInt(f.size, 10))
-		buf.Write(tarBlock("./PaxHeaders/"+f.name, 'x', int64(len(records))))
-		buf.Write(padBlock([]byte(records)))
-		m := strconv.Itoa(len(f.frags)) + "\n"
-		var data []byte
-		for _, fr := range f.frags {
-			m += fmt.Sprintf("%d\n%d\n", fr.off, len(fr.data))
-			data = append(data, fr.data...)
-		}
-		sparseMap := padBlock([]byte(m))
-		buf.Write(tarBlock("./GNUSparseFile.0/"+f.name, tar.TypeReg, int64(len(sparseMap)+len(data))))
-		buf.Write(sparseMap)
-		buf.Write(padBlock(data))
-	}
-	buf.Write(make([]byte, 1024))
+	buf := testutil.SparseTar(files...)
 	// The format is what archive/tar (the agent's reader) takes it for.
 	tr := tar.NewReader(bytes.NewReader(buf.Bytes()))
 	for _, f := range files {
 		hdr, err := tr.Next()
-		if err != nil || hdr.Name != f.name || hdr.Size != f.size {
-			t.Fatalf("sparse tar: entry %+v, %v; want %s of %d bytes", hdr, err, f.name, f.size)
+		if err != nil || hdr.Name != f.Name || hdr.Size != f.Size {
+			t.Fatalf("sparse tar: entry %+v, %v; want %s of %d bytes", hdr, err, f.Name, f.Size)
 		}
-		if b, err := io.ReadAll(tr); err != nil || !bytes.Equal(b, f.content()) {
-			t.Fatalf("sparse tar: %s reads back wrong (%v)", f.name, err)
+		if b, err := io.ReadAll(tr); err != nil || !bytes.Equal(b, f.Content()) {
+			t.Fatalf("sparse tar: %s reads back wrong (%v)", f.Name, err)
 		}
 	}
-	return &buf
-}
-
-// tarBlock is a ustar header block.
-func tarBlock(name string, typ byte, size int64) []byte {
-	b := make([]byte, 512)
-	copy(b[0:], name)
-	copy(b[100:], "0000644\x00")
-	copy(b[108:], "0000000\x00")
-	copy(b[116:], "0000000\x00")
-	copy(b[124:], fmt.Sprintf("%011o\x00", size))
-	copy(b[136:], "00000000000\x00")
-	b[156] = typ
-	copy(b[257:], "ustar\x0000")
-	copy(b[148:156], "        ")
-	sum := 0
-	for _, c := range b {
-		sum += int(c)
-	}
-	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
-	return b
-}
-
-// paxRecord is "<length> <key>=<value>\n", the length counting itself.
-func paxRecord(k, v string) string {
-	rest := " " + k + "=" + v + "\n"
-	n := len(rest) + 1
-	for len(strconv.Itoa(n))+len(rest) != n {
-		n = len(strconv.Itoa(n)) + len(rest)
-	}
-	return strconv.Itoa(n) + rest
-}
-
-func padBlock(b []byte) []byte {
-	if r := len(b) % 512; r != 0 {
-		b = append(b, make([]byte, 512-r)...)
-	}
-	return b
+	return buf
 }
 
 // TestTarUploadSparseBomb: a sparse entry costs its data in the upload
@@ -128,7 +54,7 @@ func TestTarUploadSparseBomb(t *testing.T) {
 	// 1025 files of 1 MiB each (1025 MiB unpacked) from a 2.5 MiB upload.
 	var files []sparseFile
 	for i := range agent.DefaultMaxTarBytes/testMaxBytes + 1 {
-		files = append(files, sparseFile{name: fmt.Sprintf("f%04d", i), size: testMaxBytes, frags: []fragment{{0, "x"}}})
+		files = append(files, sparseFile{Name: fmt.Sprintf("f%04d", i), Size: testMaxBytes, Frags: []fragment{{Off: 0, Data: "x"}}})
 	}
 	body := sparseTar(t, files...)
 	t.Logf("upload of %d bytes, %d MiB unpacked", body.Len(), len(files)*testMaxBytes>>20)
@@ -148,8 +74,8 @@ func TestTarUploadSparseBomb(t *testing.T) {
 func TestTarUploadKeepsHoles(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	sf := sparseFile{name: "sub/big", size: testMaxBytes, frags: []fragment{
-		{0, "head"}, {testMaxBytes / 2, "middle"}, {testMaxBytes - 4, "tail"},
+	sf := sparseFile{Name: "sub/big", Size: testMaxBytes, Frags: []fragment{
+		{Off: 0, Data: "head"}, {Off: testMaxBytes / 2, Data: "middle"}, {Off: testMaxBytes - 4, Data: "tail"},
 	}}
 	res, err := f.c.TarUpload(ctx, "dst", sparseTar(t, sf))
 	if err != nil {
@@ -160,7 +86,7 @@ func TestTarUploadKeepsHoles(t *testing.T) {
 	}
 	assertSparse(t, filepath.Join(f.work, "dst", "sub", "big"), testMaxBytes)
 	got, err := f.readAll(t, "dst/sub/big")
-	if err != nil || got != string(sf.content()) {
+	if err != nil || got != string(sf.Content()) {
 		t.Errorf("read back: %d bytes, %v; want the sparse content", len(got), err)
 	}
 
@@ -206,7 +132,7 @@ func TestTarUploadLimits(t *testing.T) {
 	})
 	ctx := context.Background()
 	mib := func(name string) sparseFile {
-		return sparseFile{name: name, size: testMaxBytes, frags: []fragment{{1, "x"}}}
+		return sparseFile{Name: name, Size: testMaxBytes, Frags: []fragment{{Off: 1, Data: "x"}}}
 	}
 	reg := func(name, body string) tar.Header {
 		return tar.Header{Name: name, Typeflag: tar.TypeReg, Linkname: body}

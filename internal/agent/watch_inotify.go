@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/dirent"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
@@ -374,7 +375,7 @@ func (w *watcher) addDir(base int, rel string, emit, rescan bool) []string {
 			w.dirs[wd], w.wds[rel] = rel, wd
 		}
 	}
-	names, err := readDirNames(fd)
+	names, err := dirent.Names(fd)
 	if err != nil {
 		w.log.Debug("watch: list directory", "path", w.p.Abs, "dir", rel, "err", err)
 		return nil

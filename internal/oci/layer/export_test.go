@@ -1,0 +1,4 @@
+package layer
+
+// EntryName is entryName, for the fuzz test.
+var EntryName = entryName
