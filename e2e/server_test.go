@@ -147,7 +147,9 @@ func (s *server) stop(destroy bool) {
 				break
 			}
 			if sb.State != "destroyed" {
-				_ = c.DeleteSandbox(ctx, sb.ID)
+				if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+					s.t.Logf("stop: destroying %s (%s): %v", sb.ID, sb.State, err)
+				}
 			}
 		}
 		cancel()
