@@ -25,6 +25,18 @@ func TestQuotaTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	acme := client.New(s.url, tn.Key.Secret)
+	// The server's stop destroys the admin tenant's sandboxes only: the
+	// tenant's own go first (cleanups run last registered first).
+	t.Cleanup(func() {
+		for sb, err := range acme.AllSandboxes(context.Background(), client.ListOptions{}) {
+			if err != nil {
+				break
+			}
+			if err := acme.DeleteSandbox(context.Background(), sb.ID); err != nil {
+				t.Logf("destroy %s: %v", sb.ID, err)
+			}
+		}
+	})
 	if _, err := acme.CreateSandbox(ctx, api.CreateSandboxRequest{}); err != nil {
 		t.Fatal(err)
 	}
