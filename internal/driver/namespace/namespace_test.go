@@ -3,11 +3,9 @@ package namespace_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
@@ -98,7 +96,6 @@ func TestRootless(t *testing.T) {
 	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
 		t.Skip("runs from a root run, which starts the unprivileged one")
 	}
-	const nobody = 65534
 	dir, err := os.MkdirTemp("", "hutch-rootless-")
 	if err != nil {
 		t.Fatal(err)
@@ -113,32 +110,7 @@ func TestRootless(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	test := filepath.Join(dir, "namespace.test")
-	if err := os.WriteFile(test, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(tmp, nobody, nobody); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(test, "-test.run=^TestConformance$", "-test.count=1", "-test.v")
-	cmd.Dir = tmp
-	cmd.Env = []string{envRootless + "=" + dir, "TMPDIR=" + tmp, "PATH=/usr/local/bin:/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the conformance suite as uid %d: %v\n%s", nobody, err, out)
-	}
+	testutil.RerunAsNobody(t, dir, []string{"-test.run=^TestConformance$", "-test.count=1", "-test.v"}, envRootless+"="+dir)
 }
 
 // TestSweepSparesOtherServers: two servers on one host share the cgroup
