@@ -264,9 +264,11 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 	if rawQuery != "" {
 		u += "?" + rawQuery
 	}
+	v2 := c.info.Version() >= 2
+	// The nonce first: a framed body is signed with it.
+	nonce := agentproto.NewNonce()
 	var body io.Reader
 	ctype, sum := "", agentproto.EmptyBody
-	var framed io.Reader
 	switch v := in.(type) {
 	case nil:
 	case jsonBody:
@@ -280,39 +282,27 @@ func (c *Client) newRequest(ctx context.Context, method, path string, q url.Valu
 		if v.r == nil {
 			v.r = bytes.NewReader(nil)
 		}
-		framed, ctype, sum = v.r, "application/octet-stream", agentproto.BodyFramed
-		body = &lateBody{}
+		body, ctype, sum = v.r, "application/octet-stream", agentproto.BodyFramed
+		if v2 {
+			body = agentproto.FrameBody(v.r, c.token, nonce)
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, "", err
 	}
-	nonce := agentproto.NewNonce()
 	req.Header.Set(agentproto.HeaderNonce, nonce)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	if c.info.Version() < 2 {
+	if !v2 {
 		req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMACv1(c.token, nonce, method, path))
-		if framed != nil {
-			req.Body.(*lateBody).r = framed
-		}
 		return req, nonce, nil
 	}
 	req.Header.Set(agentproto.HeaderBody, sum)
 	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(c.token, nonce, method, path, rawQuery, sum))
-	if framed != nil {
-		req.Body.(*lateBody).r = agentproto.FrameBody(framed, c.token, nonce)
-	}
 	return req, nonce, nil
 }
-
-// lateBody is a request body whose reader is chosen once the request's
-// nonce is (a framed body is signed with it).
-type lateBody struct{ r io.Reader }
-
-func (b *lateBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *lateBody) Close() error               { return nil }
 
 // answerError rebuilds the error an agent answered.
 func answerError(resp *http.Response) error {
