@@ -195,13 +195,12 @@ func (s *ExecStream) Close() error {
 	return s.body.Close()
 }
 
-// rawBody marks a request body sent as is rather than as JSON, hashed as
-// it goes and signed in a trailer; streamBody, a process's input, which is
-// not hashed (agentproto.BodyStream); jsonBody, a value sent as JSON.
+// rawBody marks a request body sent as it is, framed with its MAC at its
+// end (agentproto.FrameBody) for an agent of protocol 2; jsonBody, a value
+// sent as JSON, signed by its hash.
 type (
-	rawBody    struct{ r io.Reader }
-	streamBody struct{ r io.Reader }
-	jsonBody   struct{ v any }
+	rawBody  struct{ r io.Reader }
+	jsonBody struct{ v any }
 )
 
 // doJSON sends in (nil, a rawBody, or a value to encode as JSON) and
@@ -225,7 +224,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 
 // do signs and sends one request, verifies the agent's proof and turns an
 // error answer into an errdefs error. On success the caller owns the body.
-// in is nil, a rawBody, a streamBody or a jsonBody; accept, when set, is
+// in is nil, a rawBody or a jsonBody; accept, when set, is
 // the request's Accept.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in any, accept string) (*http.Response, error) {
 	req, nonce, err := c.newRequest(ctx, method, path, q, in)
