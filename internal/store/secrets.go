@@ -11,17 +11,24 @@ import (
 // characters of A-Z, a-z, 0-9, '_', '.' and '-', the first not '.' or
 // '-'.
 func CheckSecretName(name string) error {
-	ok := name != "" && len(name) <= api.MaxSecretName && name[0] != '.' && name[0] != '-'
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
-	}
-	if !ok {
+	if !validName(name, api.MaxSecretName) {
 		return errdefs.Invalid("invalid_secret_name",
 			"a secret's name must be 1-%d characters of A-Z, a-z, 0-9, '_', '.' and '-', not starting with '.' or '-'",
 			api.MaxSecretName)
 	}
 	return nil
+}
+
+// validName reports whether name is 1 to max characters of A-Z, a-z, 0-9,
+// '_', '.' and '-', the first not '.' or '-': the names of secrets and
+// templates, safe as a file name and never a flag.
+func validName(name string, max int) bool {
+	ok := name != "" && len(name) <= max && name[0] != '.' && name[0] != '-'
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	return ok
 }
 
 // CheckSecret validates sec and normalises its times, setting CreatedAt to

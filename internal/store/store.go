@@ -139,6 +139,24 @@ type Store interface {
 	// server's key can open what is stored.
 	SecretKeyIDs(ctx context.Context) (map[string]int, error)
 
+	// Templates are addressed by name within the principal's tenant, as
+	// secrets are.
+	//
+	// CreateTemplate stores t in the caller's tenant, setting t.TenantID,
+	// an ID if empty and CreatedAt if zero. A name already used in the
+	// tenant is a conflict (code "template_exists").
+	CreateTemplate(ctx context.Context, t *Template) error
+	// GetTemplate returns one of the caller's tenant's templates by name.
+	GetTemplate(ctx context.Context, name string) (*Template, error)
+	// ListTemplates returns the caller's tenant's templates by name (every
+	// tenant's, by tenant and name, for the system without a principal:
+	// the layer store's garbage collection).
+	ListTemplates(ctx context.Context) ([]Template, error)
+	// DeleteTemplate deletes one of the caller's tenant's templates,
+	// unless a sandbox of the tenant not yet destroyed names it (code
+	// "template_in_use"), checked in the same transaction.
+	DeleteTemplate(ctx context.Context, name string) error
+
 	// Close releases the database.
 	Close() error
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventsOfDeletedSandbox", testEventsOfDeletedSandbox},
 		{"EventTrim", testEventTrim},
 		{"Secrets", testSecrets},
+		{"Templates", testTemplates},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// Template is an image a tenant imported or pulled: what its sandboxes
+// start from. Its layers are unpacked once into the layer store, shared by
+// every template (of any tenant) that names them; the record keeps their
+// diff ids, bottom first.
+type Template struct {
+	ID       string
+	TenantID string
+	Name     string // unique in its tenant; see CheckTemplateName
+	Source   string // the reference or file it came from, for people
+	Digest   string // the image manifest's digest
+	Config   api.ImageConfig
+	Layers   []string // diff ids ("sha256:<hex>"), bottom first
+	Bytes    int64    // the unpacked layers' file sizes
+	// Flat is the id of a flattened copy of the whole image, kept instead
+	// of shared layers where the host cannot share them (hutch without
+	// root); "" when the layers are shared.
+	Flat      string
+	CreatedAt time.Time
+}
+
+// CheckTemplateName validates a template's name: as a secret's, and never
+// "host", the name of the template every driver builds from the host.
+func CheckTemplateName(name string) error {
+	if name == api.HostTemplate {
+		return errdefs.Invalid("invalid_template_name", "%q is the host template's name; pick another", name)
+	}
+	if !validName(name, api.MaxTemplateName) {
+		return errdefs.Invalid("invalid_template_name",
+			"a template's name must be 1-%d characters of A-Z, a-z, 0-9, '_', '.' and '-', not starting with '.' or '-'",
+			api.MaxTemplateName)
+	}
+	return nil
+}
+
+// CheckTemplate validates t and sets CreatedAt to now if zero.
+func CheckTemplate(t *Template) error {
+	if t.ID == "" || t.TenantID == "" {
+		return errdefs.Invalid("invalid_template", "a template needs an id and a tenant")
+	}
+	if err := CheckTemplateName(t.Name); err != nil {
+		return err
+	}
+	if t.Digest == "" || (len(t.Layers) == 0 && t.Flat == "") {
+		return errdefs.Invalid("invalid_template", "a template needs its image's digest and its layers")
+	}
+	t.CreatedAt = orNow(t.CreatedAt)
+	return nil
+}
+
+// TemplateScope returns the tenant whose templates a call in ctx
+// addresses by name: the principal's, even for the system.
+func TemplateScope(ctx context.Context) (Scope, error) {
+	sc, err := ScopeOf(ctx)
+	if err != nil {
+		return sc, err
+	}
+	if sc.TenantID == "" {
+		return sc, errdefs.Forbidden("no_tenant", "templates are addressed by name within one tenant: the call needs a principal")
+	}
+	return sc, nil
+}
+
+// TemplateNotFound is the answer for a template that is missing or not
+// the caller's.
+func TemplateNotFound(name string) error {
+	return errdefs.NotFound("template_not_found", "template %q not found", name)
+}
+
+// TemplateExists is the answer for a name already used in the tenant.
+func TemplateExists(name string) error {
+	return errdefs.Conflict("template_exists", "a template named %q already exists; delete it first to replace it", name)
+}
+
+// TemplateInUse is the answer to deleting a template sandboxes still
+// start from.
+func TemplateInUse(name string, n int) error {
+	return errdefs.Conflict("template_in_use", "template %q is the root of %d sandbox(es) that are not destroyed; destroy them first", name, n)
+}
