@@ -47,6 +47,17 @@ type Config struct {
 	// Providers is the provider gateway's file (internal/gateway); ""
 	// configures none.
 	Providers string
+	// DefaultTemplate is the template of a sandbox whose create names
+	// none: "host", or the name of an image template (each tenant's own of
+	// that name).
+	DefaultTemplate string
+	// RegistryInsecure are registries ("host:port") on the operator's own
+	// network: pulls reach them at private addresses and over plain HTTP.
+	// Any other registry must be at a public address, over TLS.
+	RegistryInsecure []string
+	// MaxImageBytes bounds an uploaded image archive and each layer of an
+	// image, compressed and unpacked.
+	MaxImageBytes int64
 
 	DefaultLimits  api.Limits
 	MaxLimits      api.Limits
@@ -122,6 +133,8 @@ func Default() Config {
 		MaxOutputBytes:     1 << 20,
 		MaxBodyBytes:       1 << 20,
 		MaxSecretBytes:     64 << 10,
+		MaxImageBytes:      8 << 30,
+		DefaultTemplate:    api.HostTemplate,
 		MaxCallsPerSandbox: 1024,
 		MaxConnsPerClient:  256,
 		DiskReserve:        64 << 20,
@@ -166,6 +179,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
+	str(&c.DefaultTemplate, "default-template", "HUTCH_DEFAULT_TEMPLATE", "template of a sandbox whose create names none: host, or an image template's name (each tenant's own)")
+	if v := getenv("HUTCH_REGISTRY_INSECURE"); v != "" {
+		c.RegistryInsecure = splitList(v)
+	}
+	fs.Func("registry-insecure", "comma-separated registries (host:port) on your own network that pulls may reach at private addresses and over plain HTTP ($HUTCH_REGISTRY_INSECURE)", func(v string) error {
+		c.RegistryInsecure = splitList(v)
+		return nil
+	})
 	str(&c.PreviewURL, "preview-url", "HUTCH_PREVIEW_URL", "scheme and port clients reach previews at behind a proxy, e.g. https://<preview domain> (default: as each request came)")
 	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
 	var envErr error
@@ -245,6 +266,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.DiskReserveInodes, "disk-reserve-inodes", "HUTCH_DISK_RESERVE_INODES", "free inodes below which sandbox growth through the API is refused (507)")
 	bytes(&c.MaxFileBytes, "max-file-bytes", "HUTCH_MAX_FILE_BYTES", "largest file the file API reads or writes")
 	bytes(&c.MaxTarBytes, "max-tar-bytes", "HUTCH_MAX_TAR_BYTES", "largest tar upload")
+	bytes(&c.MaxImageBytes, "max-image-bytes", "HUTCH_MAX_IMAGE_BYTES", "largest uploaded image archive, and largest layer of an image, compressed or unpacked")
 	bytes(&c.MaxSecretBytes, "max-secret-bytes", "HUTCH_MAX_SECRET_BYTES", "largest secret value (the master key is $HUTCH_SECRETS_KEY or <data>/secrets.key)")
 	if envErr != nil {
 		return c, envErr
@@ -291,6 +313,16 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if c.DefaultTemplate != api.HostTemplate {
+		if err := store.CheckTemplateName(c.DefaultTemplate); err != nil {
+			errs = append(errs, fmt.Errorf("default template: %w", err))
+		}
+	}
+	for _, r := range c.RegistryInsecure {
+		if _, _, err := net.SplitHostPort(r); err != nil {
+			errs = append(errs, fmt.Errorf("insecure registry %q must be host:port", r))
+		}
+	}
 	if c.WarmPool < 0 || c.WarmPool > 256 {
 		errs = append(errs, fmt.Errorf("warm pool %d must be from 0 to 256", c.WarmPool))
 	}
@@ -323,7 +355,7 @@ func (c Config) Validate() error {
 	for name, v := range map[string]int64{
 		"max file bytes": c.MaxFileBytes, "max tar bytes": c.MaxTarBytes,
 		"max output bytes": int64(c.MaxOutputBytes), "max body bytes": c.MaxBodyBytes,
-		"max secret bytes": c.MaxSecretBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
+		"max secret bytes": c.MaxSecretBytes, "max image bytes": c.MaxImageBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
 		"disk reserve": c.DiskReserve, "disk reserve inodes": int64(c.DiskReserveInodes),
 		"max conns per client": int64(c.MaxConnsPerClient), "request timeout": int64(c.RequestTimeout), "idle timeout": int64(c.IdleTimeout),
 	} {
@@ -371,4 +403,15 @@ func parsePrefixes(v string) ([]netip.Prefix, error) {
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

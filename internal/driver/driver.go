@@ -107,6 +107,11 @@ type Capabilities struct {
 	RootUser bool
 	// Limits says which limits the driver enforces.
 	Limits LimitCaps
+	// Images says the driver starts sandboxes from images (Spec.Image):
+	// shared layers when SharedLayers is also set, else only flattened
+	// ones.
+	Images       bool
+	SharedLayers bool
 }
 
 // LimitCaps says which of api.Limits a driver enforces.
@@ -133,6 +138,33 @@ type Spec struct {
 	// Root runs the sandbox's commands as root inside it; only drivers
 	// whose Capabilities say RootUser accept it.
 	Root bool
+	// Image, when set, is what the sandbox's root is made of instead of
+	// the driver's host template (Template names it, for messages); only
+	// drivers whose Capabilities say Images accept it.
+	Image *Image
+}
+
+// Image is an image's unpacked layers and what a sandbox started from it
+// takes as its defaults.
+type Image struct {
+	// Layers are host directories, bottom first: layers unpacked in
+	// overlayfs's form with the image's own ids (Shared), or one
+	// flattened tree owned by hutch's user.
+	Layers []string
+	Shared bool
+	// Env ("NAME=value") is under the request's; WorkingDir is the
+	// default working directory ("" for the driver's); User is who
+	// commands run as unless the request asks for root.
+	Env        []string
+	WorkingDir string
+	User       ImageUser
+}
+
+// ImageUser is an image's user, as its own /etc/passwd names it.
+type ImageUser struct {
+	Name     string
+	UID, GID uint32
+	Home     string
 }
 
 // Handle is the versioned, opaque record of a created sandbox. The caller

@@ -26,6 +26,19 @@ var deniedPrefixes = mustPrefixes(
 	"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7", "fe80::/10", "ff00::/8",
 )
 
+// Private reports whether ip is in a range no public service has
+// (loopback, RFC 1918, link-local, unique-local…): what hutch itself never
+// dials on a user's word unless the operator names it.
+func Private(ip netip.Addr) bool {
+	ip = canonical(ip)
+	for _, d := range deniedPrefixes {
+		if d.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
 func mustPrefixes(ss ...string) []netip.Prefix {
 	out := make([]netip.Prefix, len(ss))
 	for i, s := range ss {
@@ -179,13 +192,7 @@ func (p Policy) inCIDRs(ip netip.Addr) bool {
 // and the sandbox's allowlist names it.
 func (p Policy) allowAddr(ip netip.Addr, named bool, operator []netip.Prefix, own map[netip.Addr]bool) Decision {
 	ip = canonical(ip)
-	private := own[ip]
-	for _, d := range deniedPrefixes {
-		if d.Contains(ip) {
-			private = true
-			break
-		}
-	}
+	private := own[ip] || Private(ip)
 	if !private {
 		if p.Mode == api.EgressAllowlist && !named && !p.inCIDRs(ip) {
 			return Decision{Reason: fmt.Sprintf("%s is not on the sandbox's allowlist", ip)}

@@ -31,10 +31,14 @@ type Config struct {
 	// so /proc/mounts inside the sandbox names no host path. Lower, the
 	// template, may climb out of it ("../.templates/…"), into the
 	// driver's directory and no higher.
-	Lower  string `json:"lower"`
-	Upper  string `json:"upper"`
-	Work   string `json:"work"`
-	Rootfs string `json:"rootfs"` // the overlay's mount point, relative to Dir
+	Lower string `json:"lower,omitempty"`
+	// Lowers, when set, are the overlay's lower layers instead of Lower,
+	// topmost first (an image's layers under hutch's own small layer),
+	// each as Lower is: relative, up into the data directory at most.
+	Lowers []string `json:"lowers,omitempty"`
+	Upper  string   `json:"upper"`
+	Work   string   `json:"work"`
+	Rootfs string   `json:"rootfs"` // the overlay's mount point, relative to Dir
 	// ReadOnly are host directories bound read-only, nosuid and nodev at
 	// the same path inside the sandbox (/usr and the like).
 	ReadOnly []string `json:"read_only,omitempty"`
@@ -66,14 +70,23 @@ type Config struct {
 // Validate checks what Setup relies on.
 func (c *Config) Validate() error {
 	var errs []error
-	for name, p := range map[string]string{"lower": c.Lower, "upper": c.Upper, "work": c.Work, "rootfs": c.Rootfs} {
-		escapes := strings.HasPrefix(p, "..")
-		if name == "lower" {
-			// Up into the driver's directory, then down only.
-			escapes = strings.HasPrefix(strings.TrimPrefix(p, "../"), "..")
-		}
-		if p == "" || path.IsAbs(p) || path.Clean(p) != p || escapes || strings.ContainsAny(p, ",:\\") {
+	for name, p := range map[string]string{"upper": c.Upper, "work": c.Work, "rootfs": c.Rootfs} {
+		if !layerPath(p) || strings.HasPrefix(p, "..") {
 			errs = append(errs, fmt.Errorf("nsinit: %s %q must be a clean relative path without , : or \\", name, p))
+		}
+	}
+	if (c.Lower == "") == (len(c.Lowers) == 0) {
+		errs = append(errs, errors.New("nsinit: exactly one of lower and lowers must be set"))
+	}
+	for _, p := range append([]string{c.Lower}, c.Lowers...) {
+		// Up out of the sandbox's directory (to the driver's templates or
+		// the layer store), then down only.
+		rest := p
+		for strings.HasPrefix(rest, "../") {
+			rest = rest[3:]
+		}
+		if p != "" && (!layerPath(p) || strings.HasPrefix(rest, "..")) {
+			errs = append(errs, fmt.Errorf("nsinit: lower %q must be a clean relative path without , : or \\, climbing only at its start", p))
 		}
 	}
 	for _, p := range c.ReadOnly {
@@ -101,4 +114,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("nsinit: tmp_bytes must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// layerPath reports whether p can be named in overlayfs's options: clean,
+// relative, without the separators , and : or an escape.
+func layerPath(p string) bool {
+	return p != "" && !path.IsAbs(p) && path.Clean(p) == p && !strings.ContainsAny(p, ",:\\")
+}
+
+// lowerdir is the overlay's lowerdir option.
+func (c *Config) lowerdir() string {
+	if len(c.Lowers) > 0 {
+		return strings.Join(c.Lowers, ":")
+	}
+	return c.Lower
 }

@@ -17,7 +17,12 @@ func TestValidate(t *testing.T) {
 	}{
 		{"good", func(*Config) {}, ""},
 		{"lower beside", func(c *Config) { c.Lower = "lower" }, ""},
-		{"lower two up", func(c *Config) { c.Lower = "../../x" }, "lower"},
+		{"lower two up", func(c *Config) { c.Lower = "../../layers/x" }, ""},
+		{"lowers", func(c *Config) { c.Lower, c.Lowers = "", []string{"../.templates/image-1", "lower/1", "lower/0"} }, ""},
+		{"lower and lowers", func(c *Config) { c.Lowers = []string{"lower/0"} }, "lower"},
+		{"neither lower", func(c *Config) { c.Lower = "" }, "lower"},
+		{"lowers up, down, up", func(c *Config) { c.Lower, c.Lowers = "", []string{"lower/0", "../x/../y"} }, "lower"},
+		{"colon in lowers", func(c *Config) { c.Lower, c.Lowers = "", []string{"a:b"} }, "lower"},
 		{"lower up, down, up", func(c *Config) { c.Lower = "../x/../../y" }, "lower"},
 		{"absolute lower", func(c *Config) { c.Lower = "/x" }, "lower"},
 		{"absolute upper", func(c *Config) { c.Upper = "/upper" }, "upper"},

@@ -39,7 +39,7 @@ var readOnlyProc = []string{"bus", "fs", "irq", "sys"}
 func buildRoot(c *Config) error {
 	// userxattr: overlayfs keeps its metadata in user.* xattrs, the ones a
 	// user namespace may write.
-	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper + ",workdir=" + c.Work + ",userxattr"
+	opts := "lowerdir=" + c.lowerdir() + ",upperdir=" + c.Upper + ",workdir=" + c.Work + ",userxattr"
 	if err := unix.Mount("overlay", c.Rootfs, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("nsinit: mount the overlay root: %w", err)
 	}

@@ -36,6 +36,12 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	if err != nil {
 		return api.Sandbox{}, err
 	}
+	if set.image {
+		// A template that does not exist is refused before any record.
+		if _, err := s.resolveImage(ctx, set.template); err != nil {
+			return api.Sandbox{}, err
+		}
+	}
 	now := time.Now().UTC()
 	rec := &store.Sandbox{
 		ID:       ids.New(),
@@ -83,6 +89,14 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		MaxTarBytes:  s.cfg.MaxTarBytes,
 		Root:         rec.Root,
 	}
+	if set.image {
+		// Again, now that the record holds the template: a delete that
+		// came first is seen here, one that comes later is refused.
+		if spec.Image, err = s.resolveImage(ctx, rec.Template); err != nil {
+			s.fail(ctx, rec.ID, err)
+			return api.Sandbox{}, err
+		}
+	}
 	h, err := d.Create(ctx, spec)
 	if err != nil {
 		s.fail(ctx, rec.ID, err)
@@ -113,4 +127,14 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	s.log.Info("sandbox created", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "driver", d.Name())
 	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil
+}
+
+// resolveImage resolves the caller's image template name; a missing one
+// is the request's fault.
+func (s *Service) resolveImage(ctx context.Context, name string) (*driver.Image, error) {
+	img, err := s.cfg.Templates.Resolve(ctx, name)
+	if errdefs.HasCode(err, "template_not_found") {
+		return nil, errdefs.Invalid("invalid_template", "template %q does not exist; GET /v1/templates lists yours", name)
+	}
+	return img, err
 }

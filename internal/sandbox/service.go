@@ -19,6 +19,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -45,7 +46,10 @@ type Config struct {
 	Events *EventLog
 	// Gateway is the provider gateway; nil gives sandboxes none.
 	Gateway Gateway
-	Log     *slog.Logger
+	// Templates resolves a tenant's image templates; nil offers only the
+	// drivers' own (host).
+	Templates Templates
+	Log       *slog.Logger
 	// Node names this control plane in the sandboxes it owns.
 	Node string
 
@@ -90,6 +94,13 @@ type Config struct {
 	// (store.Tenant.Quotas), a zero field no limit.
 	Capacity     Capacity
 	TenantQuotas api.QuotaLimits
+}
+
+// Templates is internal/templates' Service as the sandbox service sees
+// it.
+type Templates interface {
+	// Resolve returns the layers and defaults of the caller's template.
+	Resolve(ctx context.Context, name string) (*driver.Image, error)
 }
 
 // DiskGuard is internal/diskguard's Guard as the service sees it.

@@ -34,6 +34,7 @@ type settled struct {
 	labels   map[string]string
 	root     bool
 	network  api.NetworkPolicy
+	image    bool // template names an image template, not a driver's own
 }
 
 func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled, error) {
@@ -55,7 +56,12 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 		out.template = s.cfg.DefaultTemplate
 	}
 	if !slices.Contains(caps.Templates, out.template) {
-		return out, errdefs.Invalid("invalid_template", "template %q does not exist; the %s driver has %s", out.template, d.Name(), strings.Join(caps.Templates, ", "))
+		if s.cfg.Templates == nil || !caps.Images {
+			return out, errdefs.Invalid("invalid_template", "template %q does not exist; the %s driver has %s and starts no sandbox from an image", out.template, d.Name(), strings.Join(caps.Templates, ", "))
+		}
+		// An image template: resolved once the sandbox's record holds it
+		// (create.go), so it cannot be deleted in between.
+		out.image = true
 	}
 	if err := validateEnv(out.env); err != nil {
 		return out, err

@@ -53,6 +53,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Recover", func(t *testing.T) { testRecover(t, s) })
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, s) })
 	t.Run("CancelledDestroyStillCleans", func(t *testing.T) { testCancelledDestroy(t, s) })
+	t.Run("Image", func(t *testing.T) { testImage(t, s) })
 	if s.Escape {
 		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })
 	}
@@ -85,7 +86,7 @@ func create(t *testing.T, d driver.Driver, sp driver.Spec) *sandbox {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	sb := &sandbox{id: sp.SandboxID, handle: h, agent: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))}
+	sb := &sandbox{id: sp.SandboxID, handle: h, agent: newAgent(h)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(sb.handle.Agent.Address)), "agent.log")); err == nil {
@@ -98,6 +99,11 @@ func create(t *testing.T, d driver.Driver, sp driver.Spec) *sandbox {
 		}
 	})
 	return sb
+}
+
+// newAgent is a client of the agent of h.
+func newAgent(h driver.Handle) *agentclient.Client {
+	return agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
 }
 
 // run executes cmd in the sandbox and returns the result.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
@@ -74,7 +73,7 @@ func testLifecycle(t *testing.T, s Suite) {
 	}
 	sb.handle = h
 	sb.agent.Close()
-	sb.agent = agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+	sb.agent = newAgent(h)
 	if got := sh(t, sb, "cat kept.txt"); got != "kept\n" {
 		t.Fatalf("file after Stop/Start = %q, want kept", got)
 	}

@@ -39,10 +39,19 @@ func (sp *spawned) close() { sp.agent.Close() }
 // ready, and returns once its agent serves.
 func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, error) {
 	var h driver.Handle
-	if spec.Template != "" && spec.Template != "host" {
-		return h, errdefs.Invalid("invalid_template", "the namespace driver has the %q template", "host")
+	var workdir string
+	var err error
+	if spec.Image != nil {
+		if err := d.checkImage(spec.Image); err != nil {
+			return h, err
+		}
+		workdir, err = resolveImageCwd(spec.Cwd, spec.Image)
+	} else {
+		if spec.Template != "" && spec.Template != "host" {
+			return h, errdefs.Invalid("invalid_template", "the namespace driver has the %q template", "host")
+		}
+		workdir, err = d.resolveCwd(spec.Cwd)
 	}
-	workdir, err := d.resolveCwd(spec.Cwd)
 	if err != nil {
 		return h, err
 	}
@@ -155,9 +164,18 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 }
 
 // startsFrom sets what of the envelope depends on where the sandbox's
-// directory is and how spawn starts its agent: the template, relative to
-// the directory, and the agent's descriptor.
+// directory is and how spawn starts its agent: the template (or the
+// image's layers), relative to the directory, and the agent's descriptor.
 func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
+	ev.Socket, ev.ExecFD = agentSocket, launch.ExecFD
+	if st.Image != nil {
+		lowers, err := d.imageLowers(st)
+		if err != nil {
+			return fmt.Errorf("the sandbox's layers: %w", err)
+		}
+		ev.Namespace.Lower, ev.Namespace.Lowers = "", lowers
+		return nil
+	}
 	tmpl := st.Template
 	if tmpl == "" {
 		tmpl = d.tmpl.Dir
@@ -190,7 +208,22 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	}
 	acct := accountFor(spec.Root || d.rootless)
 	sp.st.Root = spec.Root
-	if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
+	if img := spec.Image; img != nil {
+		sp.st.Image, sp.st.Template = &imageState{Layers: img.Layers, Shared: img.Shared}, d.base.Dir
+		acct = imageAccount(img, spec.Root, d.rootless)
+		if err := launch.WriteState(dir, sp.st); err != nil {
+			return sp.st, err
+		}
+		if err := d.prepareImage(sp.st); err != nil {
+			return sp.st, err
+		}
+		if err := d.attachLayers(sp.st); err != nil {
+			return sp.st, err
+		}
+		if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
+			return sp.st, err
+		}
+	} else if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
 		return sp.st, err
 	}
 	var join *cgroups.Join
@@ -259,7 +292,11 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	sp, err := d.spawn(st)
 	if err == nil {
 		st = sp.st
-		err = d.replace(ctx, st, ev, sp)
+		if err = d.attachLayers(st); err != nil {
+			sp.close()
+		} else {
+			err = d.replace(ctx, st, ev, sp)
+		}
 	}
 	if err != nil {
 		d.killAll(context.WithoutCancel(ctx), st)

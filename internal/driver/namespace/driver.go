@@ -94,6 +94,7 @@ type Driver struct {
 	cg         *cgroups.Manager // nil: no usable cgroups, limits not enforced
 	cgErr      error            // why cg is nil
 	tmpl       *template
+	base       *template // the layer over images (image.go)
 	probe      confine.Report
 	caps       driver.Capabilities
 	pool       *warm.Pool[*spawned]
@@ -174,6 +175,9 @@ func (d *Driver) Open(ctx context.Context) error {
 		}
 	}
 	if d.tmpl, err = buildTemplate(filepath.Join(d.dir, ".templates"), d.agentPath, d.log); err != nil {
+		return fmt.Errorf("namespace driver: %w", err)
+	}
+	if d.base, err = buildImageBase(filepath.Join(d.dir, ".templates"), d.agentPath, d.log); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)
 	}
 	if err := d.loadIDs(); err != nil {
@@ -260,6 +264,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 			c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: the cgroup %s controller is not available: that limit is not enforced", m))
 		}
 	}
+	d.imageCaps(&c)
 	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	if len(c.Degraded) > 0 {
 		c.Isolation = api.IsolationDegraded

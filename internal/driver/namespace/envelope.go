@@ -21,7 +21,14 @@ const defaultTmpBytes = 1 << 30
 // who its commands run as, and how it confines itself before it serves;
 // startsFrom adds where it listens and where its template is.
 func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
-	env := acct.env(spec.SandboxID, d.tmpl.Shell)
+	shell, readOnly := d.tmpl.Shell, d.tmpl.ReadOnly
+	if spec.Image != nil {
+		shell, readOnly = "/bin/sh", nil
+	}
+	env := acct.env(spec.SandboxID, shell)
+	if spec.Image != nil {
+		imageEnv(env, spec.Image)
+	}
 	maps.Copy(env, spec.Env)
 	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
 	tmp := int64(defaultTmpBytes)
@@ -43,7 +50,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 			Upper:      upperFS,
 			Work:       workDir,
 			Rootfs:     rootfsDir,
-			ReadOnly:   d.tmpl.ReadOnly,
+			ReadOnly:   readOnly,
 			Sealed:     []string{sealedDir},
 			Hostname:   spec.SandboxID,
 			TTYGID:     d.ttyGID(),

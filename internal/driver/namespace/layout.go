@@ -72,7 +72,7 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 		{"home/user", 0o750, userID}, {"workspace", 0o755, acct.id},
 	}
 	for _, m := range dirs {
-		if err := d.mkdirOwned(st, filepath.Join(upper, m.p), m.mode, m.owner); err != nil {
+		if err := d.mkdirOwned(st, filepath.Join(upper, m.p), m.mode, m.owner, m.owner); err != nil {
 			return err
 		}
 	}
@@ -91,7 +91,7 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 		made = append(made, p)
 	}
 	for i := len(made) - 1; i >= 0; i-- {
-		if err := d.mkdirOwned(st, filepath.Join(upper, made[i]), 0o755, acct.id); err != nil {
+		if err := d.mkdirOwned(st, filepath.Join(upper, made[i]), 0o755, acct.id, acct.id); err != nil {
 			return err
 		}
 	}
@@ -99,8 +99,8 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 }
 
 // mkdirOwned makes p (if it is not there) with mode, owned by the
-// sandbox's user id (and group of the same number).
-func (d *Driver) mkdirOwned(st state, p string, mode os.FileMode, id uint32) error {
+// sandbox's ids uid and gid.
+func (d *Driver) mkdirOwned(st state, p string, mode os.FileMode, uid, gid uint32) error {
 	err := os.Mkdir(p, mode)
 	if os.IsExist(err) {
 		return nil
@@ -109,7 +109,7 @@ func (d *Driver) mkdirOwned(st state, p string, mode os.FileMode, id uint32) err
 		err = os.Chmod(p, mode)
 	}
 	if err == nil {
-		err = os.Chown(p, d.hostUID(st, id), d.hostGID(st, id))
+		err = os.Chown(p, d.hostUID(st, uid), d.hostGID(st, gid))
 	}
 	if err != nil {
 		return fmt.Errorf("prepare the sandbox's %s: %w", p, err)

@@ -22,6 +22,9 @@ type state struct {
 	Cgroup    string     `json:"cgroup,omitempty"` // the sandbox id its cgroups are named by
 	Limits    api.Limits `json:"limits"`           // what its cgroups enforce, to make them again on Start
 	Root      bool       `json:"root,omitempty"`   // its commands run as root inside
+	// Image is the image the sandbox's root is made of; nil for the host
+	// template.
+	Image *imageState `json:"image,omitempty"`
 }
 
 func readState(dir string) (state, error) {

@@ -95,7 +95,7 @@ func (d *Driver) sweepCgroups(ctx context.Context, known func(string) bool, onDi
 // sweepTemplates removes template directories that are neither current
 // nor the lower layer of a sandbox still on disk.
 func (d *Driver) sweepTemplates() {
-	used := map[string]bool{d.tmpl.Dir: true}
+	used := map[string]bool{d.tmpl.Dir: true, d.base.Dir: true}
 	entries, _ := os.ReadDir(d.dir)
 	for _, e := range entries {
 		if st, err := readState(d.sandboxDir(e.Name())); err == nil {

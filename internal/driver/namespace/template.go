@@ -58,6 +58,12 @@ var emptyDirs = map[string]os.FileMode{
 	"run": 0o755, "opt": 0o755, "srv": 0o755, "mnt": 0o755, ".hutch": 0o755, ".hutch/bin": 0o755,
 }
 
+// baseDirs are the directories of the layer over an image: where a
+// sandbox's root gets its mounts.
+var baseDirs = map[string]os.FileMode{
+	"proc": 0o555, "dev": 0o755, "tmp": 0o777 | os.ModeSticky, ".hutch": 0o755, ".hutch/bin": 0o755,
+}
+
 // template is the read-only lower layer every sandbox's root is an
 // overlay of: the host template, built from the host by hutch itself.
 type template struct {
@@ -103,39 +109,68 @@ func buildTemplate(base, agentPath string, log *slog.Logger) (*template, error) 
 	if err := hashTree(h, "/etc", etcFiles); err != nil {
 		return nil, err
 	}
-	if err := hashFile(h, agentPath); err != nil {
+	if err := t.place(base, "host", h, agentPath, links, log); err != nil {
 		return nil, err
-	}
-	t.Dir = filepath.Join(base, "host-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(t.Dir); err == nil {
-		return t, nil
-	}
-	// Entered, never listed, by each sandbox's root on its way to its
-	// template (see Driver.makeDir).
-	if err := launch.EnsureDir(base, 0o711, log); err != nil {
-		return nil, fmt.Errorf("template: %w", err)
-	}
-	tmp := filepath.Join(base, ".build-"+ids.New())
-	if err := t.fill(tmp, links, agentPath); err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	if err := os.Rename(tmp, t.Dir); err != nil {
-		os.RemoveAll(tmp)
-		if _, serr := os.Stat(t.Dir); serr == nil {
-			return t, nil // another server built it first
-		}
-		return nil, fmt.Errorf("template: %w", err)
 	}
 	return t, nil
 }
 
-// fill writes the template's tree into dir.
-func (t *template) fill(dir string, links [][2]string, agentPath string) error {
+// buildImageBase builds the small layer hutch lays over every image: the
+// mount points of a sandbox's root and the agent, nothing of the host's.
+func buildImageBase(base, agentPath string, log *slog.Logger) (*template, error) {
+	t := &template{Shell: "/bin/sh"}
+	h := sha256.New()
+	io.WriteString(h, "version "+templateVersion+"\nimage base\n")
+	if err := t.place(base, "image", h, agentPath, nil, log); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// place names t by the hash h of what it holds (the agent binary added)
+// and builds it under base, or reuses a directory of that name when it is
+// already there (sandboxes still running keep the directory they were made
+// from).
+func (t *template) place(base, kind string, h hash.Hash, agentPath string, links [][2]string, log *slog.Logger) error {
+	if err := hashFile(h, agentPath); err != nil {
+		return err
+	}
+	t.Dir = filepath.Join(base, kind+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(t.Dir); err == nil {
+		return nil
+	}
+	// Entered, never listed, by each sandbox's root on its way to its
+	// template (see Driver.makeDir).
+	if err := launch.EnsureDir(base, 0o711, log); err != nil {
+		return fmt.Errorf("template: %w", err)
+	}
+	tmp := filepath.Join(base, ".build-"+ids.New())
+	if err := t.fill(tmp, links, agentPath, kind == "host"); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, t.Dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(t.Dir); serr == nil {
+			return nil // another server built it first
+		}
+		return fmt.Errorf("template: %w", err)
+	}
+	return nil
+}
+
+// fill writes the template's tree into dir: the usual top of a Linux tree
+// and the host's /etc files for the host template, only the mount points
+// of a sandbox's root (baseDirs) for an image's base.
+func (t *template) fill(dir string, links [][2]string, agentPath string, host bool) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("template: %w", err)
 	}
-	for name, mode := range emptyDirs {
+	dirs := baseDirs
+	if host {
+		dirs = emptyDirs
+	}
+	for name, mode := range dirs {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return fmt.Errorf("template: %w", err)
@@ -155,6 +190,9 @@ func (t *template) fill(dir string, links [][2]string, agentPath string) error {
 		}
 	}
 	for _, name := range etcFiles {
+		if !host {
+			break
+		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, "etc", name)), 0o755); err != nil {
 			return fmt.Errorf("template: %w", err)
 		}

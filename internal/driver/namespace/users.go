@@ -26,9 +26,9 @@ var rootCaps = []string{"chown", "dac_override", "fowner", "fsetid", "kill", "se
 
 // account is who a sandbox's commands run as.
 type account struct {
-	name string
-	id   uint32
-	home string
+	name    string
+	id, gid uint32
+	home    string
 }
 
 // ttyGID is the group of the sandbox's terminals: tty, where it exists.
@@ -41,12 +41,12 @@ func (d *Driver) ttyGID() uint32 {
 
 func accountFor(root bool) account {
 	if root {
-		return account{name: "root", id: rootID, home: "/root"}
+		return account{name: "root", id: rootID, gid: rootID, home: "/root"}
 	}
-	return account{name: "user", id: userID, home: "/home/user"}
+	return account{name: "user", id: userID, gid: userID, home: "/home/user"}
 }
 
-func (a account) runAs() *envelope.RunAs { return &envelope.RunAs{UID: a.id, GID: a.id} }
+func (a account) runAs() *envelope.RunAs { return &envelope.RunAs{UID: a.id, GID: a.gid} }
 
 func (a account) caps() *confine.Caps {
 	if a.id == rootID {
