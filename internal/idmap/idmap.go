@@ -21,12 +21,25 @@ const mountAttrs = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_
 // the caller owns: Attach puts the mount somewhere, and closing the
 // descriptor of a mount never attached discards it.
 func Mount(dir string, usernsFD int) (int, error) {
+	return mount(dir, usernsFD, mountAttrs)
+}
+
+// MountWritable is Mount without read-only: for a sandbox's own writable
+// layer, kept on disk with the sandbox's own ids (0 for its root), so that
+// a snapshot of it starts another sandbox, whatever that one's host ids,
+// without a chown. No host user may reach dir: a file its sandbox made
+// setuid is, on disk, setuid to the host's id of the same number.
+func MountWritable(dir string, usernsFD int) (int, error) {
+	return mount(dir, usernsFD, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+}
+
+func mount(dir string, usernsFD int, attrs uint64) (int, error) {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("clone a mount of %s: open_tree: %w", dir, err)
 	}
 	attr := unix.MountAttr{
-		Attr_set:  unix.MOUNT_ATTR_IDMAP | mountAttrs,
+		Attr_set:  unix.MOUNT_ATTR_IDMAP | attrs,
 		Userns_fd: uint64(usernsFD),
 	}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &attr); err != nil {

@@ -96,7 +96,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 // waits for its envelope: everything of a sandbox that does not depend on
 // its spec. On error nothing of it is left.
 func (d *Driver) newSandbox(dir string) (_ *spawned, retErr error) {
-	st := state{Dir: dir, Template: d.tmpl.Dir}
+	st := state{Dir: dir, Template: d.tmpl.Dir, Mapped: d.mapped}
 	defer func() {
 		if retErr != nil {
 			d.teardown(context.Background(), st)
@@ -209,21 +209,22 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	acct := accountFor(spec.Root || d.rootless)
 	sp.st.Root = spec.Root
 	if img := spec.Image; img != nil {
-		sp.st.Image, sp.st.Template = &imageState{Layers: img.Layers, Shared: img.Shared}, d.base.Dir
 		acct = imageAccount(img, spec.Root, d.rootless)
+		sp.st.Image = &imageState{Layers: img.Layers, Shared: img.Shared, UID: acct.id, GID: acct.gid}
+		sp.st.Template = d.base.Dir
 		if err := launch.WriteState(dir, sp.st); err != nil {
 			return sp.st, err
 		}
 		if err := d.prepareImage(sp.st); err != nil {
 			return sp.st, err
 		}
-		if err := d.attachLayers(sp.st); err != nil {
-			return sp.st, err
-		}
 		if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
 			return sp.st, err
 		}
 	} else if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
+		return sp.st, err
+	}
+	if err := d.attachMounts(sp.st); err != nil {
 		return sp.st, err
 	}
 	var join *cgroups.Join
@@ -292,7 +293,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	sp, err := d.spawn(st)
 	if err == nil {
 		st = sp.st
-		if err = d.attachLayers(st); err != nil {
+		if err = d.attachMounts(st); err != nil {
 			sp.close()
 		} else {
 			err = d.replace(ctx, st, ev, sp)

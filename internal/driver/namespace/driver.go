@@ -38,6 +38,7 @@ import (
 	"github.com/hutchdev/hutch/internal/driver/warm"
 	"github.com/hutchdev/hutch/internal/hostids"
 	"github.com/hutchdev/hutch/internal/hostinfo"
+	"github.com/hutchdev/hutch/internal/idmap"
 	"github.com/hutchdev/hutch/internal/keylock"
 )
 
@@ -95,11 +96,16 @@ type Driver struct {
 	cgErr      error            // why cg is nil
 	tmpl       *template
 	base       *template // the layer over images (image.go)
-	probe      confine.Report
-	caps       driver.Capabilities
-	pool       *warm.Pool[*spawned]
-	trash      *launch.Trash
-	starts     keylock.Map // serialises Start per sandbox directory
+	// mapped: as root, the data directory's filesystem can id-map mounts,
+	// so sandboxes keep their writable layers with their own ids and get
+	// shared image layers (image.go); idmapErr says why not.
+	mapped   bool
+	idmapErr error
+	probe    confine.Report
+	caps     driver.Capabilities
+	pool     *warm.Pool[*spawned]
+	trash    *launch.Trash
+	starts   keylock.Map // serialises Start per sandbox directory
 }
 
 func init() {
@@ -167,6 +173,11 @@ func (d *Driver) Open(ctx context.Context) error {
 		}
 		if err := raiseHostUserLimits(d.log); err != nil {
 			return fmt.Errorf("namespace driver: %w", err)
+		}
+		if d.idmapErr = idmap.Supported(d.dir); d.idmapErr == nil {
+			d.mapped = true
+		} else {
+			d.log.Warn("namespace driver: no id-mapped mounts here: sandboxes keep their files under their host ids, and none starts from an image", "err", d.idmapErr)
 		}
 		if d.cg, err = cgroups.New(d.cfg.CgroupParent); err != nil {
 			d.cg, d.cgErr = nil, err

@@ -37,8 +37,8 @@ func (d *Driver) ListenEgress(ctx context.Context, h driver.Handle) (net.Listene
 		return nil, fmt.Errorf("egress socket: %w", err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	acct := accountFor(st.Root || d.rootless)
-	if err := os.Chown(p, d.hostUID(st, acct.id), d.hostGID(st, acct.id)); err == nil {
+	acct := d.accountOf(st)
+	if err := os.Chown(p, d.hostUID(st, acct.id), d.hostGID(st, acct.gid)); err == nil {
 		err = os.Chmod(p, 0o600)
 	}
 	if err != nil {

@@ -48,7 +48,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 		CommandCaps:  acct.caps(),
 		Namespace: &nsinit.Config{
 			Upper:      upperFS,
-			Work:       workDir,
+			Work:       upperWork,
 			Rootfs:     rootfsDir,
 			ReadOnly:   readOnly,
 			Sealed:     []string{sealedDir},

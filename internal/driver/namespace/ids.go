@@ -49,6 +49,23 @@ func (d *Driver) hostGID(st state, id uint32) int {
 	return int(st.IDBase + id)
 }
 
+// diskUID and diskGID are the ids a file of the sandbox's writable layer
+// has on disk for id inside: its own when the layer is id-mapped in
+// (state.Mapped), else the host's.
+func (d *Driver) diskUID(st state, id uint32) int {
+	if st.Mapped {
+		return int(id)
+	}
+	return d.hostUID(st, id)
+}
+
+func (d *Driver) diskGID(st state, id uint32) int {
+	if st.Mapped {
+		return int(id)
+	}
+	return d.hostGID(st, id)
+}
+
 // idMaps are the agent's user namespace's uid and gid maps.
 func (d *Driver) idMaps(st state) (uids, gids []syscall.SysProcIDMap) {
 	if d.rootless {

@@ -34,6 +34,9 @@ const lowerDir = "lower"
 type imageState struct {
 	Layers []string `json:"layers"` // host directories, bottom first
 	Shared bool     `json:"shared,omitempty"`
+	// UID and GID are who the sandbox's commands run as.
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // imageCaps says whether this host can start sandboxes from images, and
@@ -43,15 +46,8 @@ func (d *Driver) imageCaps(c *driver.Capabilities) {
 	if d.base == nil {
 		return
 	}
-	if d.rootless {
-		c.Images = true
-		return
-	}
-	if err := idmap.Supported(d.dir); err != nil {
-		d.log.Warn("namespace driver: no sandboxes from images here", "err", err)
-		return
-	}
-	c.Images, c.SharedLayers = true, true
+	c.Images = d.rootless || d.mapped
+	c.SharedLayers = d.mapped
 }
 
 // checkImage refuses an image the driver cannot start.
@@ -83,10 +79,21 @@ func (d *Driver) prepareImage(st state) error {
 	return nil
 }
 
-// attachLayers gives the spawned agent of st its shared layers, id-mapped
-// through its user namespace, at lower/<i> in its mount namespace.
-func (d *Driver) attachLayers(st state) error {
-	if st.Image == nil || !st.Image.Shared {
+// attachMounts gives the spawned agent of st, before it builds its root,
+// its id-mapped mounts (in its mount namespace, through its user
+// namespace): its writable layer over itself when st.Mapped, and its
+// shared image layers at lower/<i>.
+func (d *Driver) attachMounts(st state) error {
+	var dirs, targets []string
+	if st.Mapped {
+		dirs, targets = append(dirs, filepath.Join(st.Dir, upperDir)), append(targets, filepath.Join(st.Dir, upperDir))
+	}
+	if st.Image != nil && st.Image.Shared {
+		for i, dir := range st.Image.Layers {
+			dirs, targets = append(dirs, dir), append(targets, filepath.Join(st.Dir, lowerDir, strconv.Itoa(i)))
+		}
+	}
+	if len(dirs) == 0 {
 		return nil
 	}
 	userns, err := idmap.UsernsFD(st.Pid)
@@ -94,20 +101,22 @@ func (d *Driver) attachLayers(st state) error {
 		return err
 	}
 	defer unix.Close(userns)
-	fds := make([]int, 0, len(st.Image.Layers))
+	fds := make([]int, 0, len(dirs))
 	defer func() {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
 	}()
-	targets := make([]string, len(st.Image.Layers))
-	for i, dir := range st.Image.Layers {
-		fd, err := idmap.Mount(dir, userns)
+	for i, dir := range dirs {
+		mount := idmap.Mount
+		if st.Mapped && i == 0 {
+			mount = idmap.MountWritable
+		}
+		fd, err := mount(dir, userns)
 		if err != nil {
-			return fmt.Errorf("the sandbox's layer %d: %w", i, err)
+			return fmt.Errorf("the sandbox's mounts: %w", err)
 		}
 		fds = append(fds, fd)
-		targets[i] = filepath.Join(st.Dir, lowerDir, strconv.Itoa(i))
 	}
 	return idmap.Attach(st.Pid, fds, targets)
 }
@@ -201,7 +210,7 @@ func (d *Driver) personalizeImage(st state, hostname string, acct account, workd
 		if err := os.WriteFile(p, []byte(etc[name]), 0o644); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
-		if err := os.Lchown(p, d.hostUID(st, rootID), d.hostGID(st, rootID)); err != nil {
+		if err := os.Lchown(p, d.diskUID(st, rootID), d.diskGID(st, rootID)); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
 	}

@@ -11,17 +11,22 @@ import (
 )
 
 // A sandbox's directory holds, beside state.json, envelope.json and
-// agent.log: the overlay's upper and work directories, its mount point and
-// run/ for the agent's socket (never visible inside). The overlay is
-// mounted with these relative names so that /proc/mounts inside names no
-// host path.
+// agent.log: its writable layer (upper/, the overlay's upper directory
+// fs/ and its work directory work/), its root's mount point and run/ for
+// the agent's socket (never visible inside). The overlay is mounted with
+// these relative names so that /proc/mounts inside names no host path.
+//
+// upper/ is 0700. As root, where the host can id-map mounts (state.Mapped),
+// it is owned by the host's root and keeps the sandbox's own ids on disk
+// (0 for its root), id-mapped into the sandbox over itself (image.go): a
+// copy of it serves any sandbox as it is (snapshots, forks). Otherwise it
+// belongs to the sandbox's host ids. Either way no host user can reach
+// (or run) a file the sandbox made, whatever the modes above the data
+// directory.
 const (
-	// upperDir is the sandbox root's own, 0700: the overlay's upper layer
-	// is upperFS inside it, so no host user can reach (or run) a file the
-	// sandbox made, whatever the modes above the data directory.
 	upperDir  = "upper"
 	upperFS   = upperDir + "/fs"
-	workDir   = "work"
+	upperWork = upperDir + "/work"
 	rootfsDir = "rootfs"
 	runDir    = "run"
 	// agentSocket is where the agent listens, relative to the sandbox's
@@ -42,14 +47,18 @@ func (d *Driver) prepareDir(st state) error {
 	}{
 		// run/ is searchable (not listable) by the sandbox's users: the
 		// agent dials the egress socket in it as the sandbox's user.
-		{upperDir, 0o700, true}, {upperFS, 0o755, true}, {workDir, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
+		{upperDir, 0o700, true}, {upperFS, 0o755, true}, {upperWork, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
 	} {
 		p := filepath.Join(st.Dir, m.name)
 		if err := os.Mkdir(p, m.mode); err != nil {
 			return fmt.Errorf("prepare sandbox directory: %w", err)
 		}
+		uid, gid := d.hostUID(st, rootID), d.hostGID(st, rootID)
+		if m.name != runDir {
+			uid, gid = d.diskUID(st, rootID), d.diskGID(st, rootID)
+		}
 		if m.owned {
-			if err := os.Chown(p, d.hostUID(st, rootID), d.hostGID(st, rootID)); err != nil {
+			if err := os.Chown(p, uid, gid); err != nil {
 				return fmt.Errorf("prepare sandbox directory: %w", err)
 			}
 		}
@@ -81,7 +90,7 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
-		if err := os.Chown(p, d.hostUID(st, rootID), d.hostGID(st, rootID)); err != nil {
+		if err := os.Chown(p, d.diskUID(st, rootID), d.diskGID(st, rootID)); err != nil {
 			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
 		}
 	}
@@ -109,7 +118,7 @@ func (d *Driver) mkdirOwned(st state, p string, mode os.FileMode, uid, gid uint3
 		err = os.Chmod(p, mode)
 	}
 	if err == nil {
-		err = os.Chown(p, d.hostUID(st, uid), d.hostGID(st, gid))
+		err = os.Chown(p, d.diskUID(st, uid), d.diskGID(st, gid))
 	}
 	if err != nil {
 		return fmt.Errorf("prepare the sandbox's %s: %w", p, err)

@@ -22,6 +22,9 @@ type state struct {
 	Cgroup    string     `json:"cgroup,omitempty"` // the sandbox id its cgroups are named by
 	Limits    api.Limits `json:"limits"`           // what its cgroups enforce, to make them again on Start
 	Root      bool       `json:"root,omitempty"`   // its commands run as root inside
+	// Mapped says the writable layer keeps the sandbox's own ids on disk
+	// and is id-mapped in (layout.go).
+	Mapped bool `json:"mapped,omitempty"`
 	// Image is the image the sandbox's root is made of; nil for the host
 	// template.
 	Image *imageState `json:"image,omitempty"`

@@ -46,6 +46,14 @@ func accountFor(root bool) account {
 	return account{name: "user", id: userID, gid: userID, home: "/home/user"}
 }
 
+// accountOf is who the commands of the sandbox st run as.
+func (d *Driver) accountOf(st state) account {
+	if st.Image != nil {
+		return account{id: st.Image.UID, gid: st.Image.GID}
+	}
+	return accountFor(st.Root || d.rootless)
+}
+
 func (a account) runAs() *envelope.RunAs { return &envelope.RunAs{UID: a.id, GID: a.gid} }
 
 func (a account) caps() *confine.Caps {
