@@ -153,9 +153,22 @@ type Store interface {
 	// the layer store's garbage collection).
 	ListTemplates(ctx context.Context) ([]Template, error)
 	// DeleteTemplate deletes one of the caller's tenant's templates,
-	// unless a sandbox of the tenant not yet destroyed names it (code
-	// "template_in_use"), checked in the same transaction.
+	// unless a sandbox of the tenant not yet destroyed, or a snapshot,
+	// names it (code "template_in_use"), checked in the same transaction.
 	DeleteTemplate(ctx context.Context, name string) error
+
+	// Snapshots are the caller's tenant's, by id.
+	//
+	// CreateSnapshot stores s in the caller's tenant (the system may set
+	// s.TenantID itself), setting an ID if empty and CreatedAt if zero.
+	CreateSnapshot(ctx context.Context, s *Snapshot) error
+	// GetSnapshot returns one of the caller's tenant's snapshots.
+	GetSnapshot(ctx context.Context, id string) (*Snapshot, error)
+	// ListSnapshots returns the caller's tenant's snapshots matching q,
+	// newest first (every tenant's for the system without a principal).
+	ListSnapshots(ctx context.Context, q SnapshotQuery) ([]Snapshot, error)
+	// DeleteSnapshot deletes one of the caller's tenant's snapshots.
+	DeleteSnapshot(ctx context.Context, id string) error
 
 	// Close releases the database.
 	Close() error

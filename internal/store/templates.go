@@ -84,5 +84,5 @@ func TemplateExists(name string) error {
 // TemplateInUse is the answer to deleting a template sandboxes still
 // start from.
 func TemplateInUse(name string, n int) error {
-	return errdefs.Conflict("template_in_use", "template %q is the root of %d sandbox(es) that are not destroyed; destroy them first", name, n)
+	return errdefs.Conflict("template_in_use", "template %q is the root of %d sandbox(es) not destroyed and snapshot(s); destroy or delete them first", name, n)
 }

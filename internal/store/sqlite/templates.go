@@ -101,7 +101,8 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE tenant_id = ? AND template = ? AND state != ?`,
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sandboxes WHERE tenant_id = ?1 AND template = ?2 AND state != ?3)
+				+ (SELECT count(*) FROM snapshots WHERE tenant_id = ?1 AND template = ?2)`,
 			sc.TenantID, name, api.StateDestroyed).Scan(&n); err != nil {
 			return fmt.Errorf("delete template %s: %w", name, err)
 		}

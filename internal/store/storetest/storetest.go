@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventTrim", testEventTrim},
 		{"Secrets", testSecrets},
 		{"Templates", testTemplates},
+		{"Snapshots", testSnapshots},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
