@@ -42,7 +42,10 @@ type Limits struct {
 // CreateSandboxRequest is the body of POST /v1/sandboxes. Every field is
 // optional.
 type CreateSandboxRequest struct {
-	Template string            `json:"template,omitempty"`
+	Template string `json:"template,omitempty"`
+	// Snapshot starts the sandbox with a copy of the snapshot's files, over
+	// the snapshot's template (Template, if set, must be it).
+	Snapshot string            `json:"snapshot,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
 	Limits   *Limits           `json:"limits,omitempty"`

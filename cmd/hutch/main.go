@@ -54,24 +54,25 @@ type command func(ctx context.Context, e *env, args []string) error
 
 // commands maps each top-level word to its command.
 var commands = map[string]command{
-	"serve":   func(ctx context.Context, _ *env, args []string) error { return runServe(ctx, args) },
-	"sandbox": runSandbox,
-	"sb":      runSandbox,
-	"exec":    runExec,
-	"start":   runStart,
-	"ps":      runPs,
-	"logs":    runLogs,
-	"kill":    runKill,
-	"shell":   runShell,
-	"cp":      runCp,
-	"watch":   runWatch,
-	"run":     runRun,
-	"key":     runKey,
-	"secret":  runSecret,
-	"tenant":  runTenant,
-	"info":    runInfo,
-	"events":  runEvents,
-	"version": runVersion,
+	"serve":    func(ctx context.Context, _ *env, args []string) error { return runServe(ctx, args) },
+	"sandbox":  runSandbox,
+	"sb":       runSandbox,
+	"exec":     runExec,
+	"start":    runStart,
+	"ps":       runPs,
+	"logs":     runLogs,
+	"kill":     runKill,
+	"shell":    runShell,
+	"cp":       runCp,
+	"watch":    runWatch,
+	"run":      runRun,
+	"key":      runKey,
+	"secret":   runSecret,
+	"template": runTemplate,
+	"tenant":   runTenant,
+	"info":     runInfo,
+	"events":   runEvents,
+	"version":  runVersion,
 }
 
 const mainUsage = `usage: hutch <command> [flags] [args]
@@ -94,6 +95,7 @@ commands:
   run [flags] -- CMD…        create a sandbox, run a command, destroy it
   key create|ls|rm           manage API keys
   secret set|ls|rm           manage secrets; set reads the value from stdin
+  template pull|import|ls|rm manage the images sandboxes start from
   tenant create NAME         create a tenant (admin)
   tenant quota get|set       show a tenant's quotas and usage; set them (admin)
   info                       show the server's driver, limits and features

@@ -94,39 +94,52 @@ func signal(pids []int) error {
 // kernel to finish, and returns how to thaw it. Without a freezer it does
 // nothing.
 func (g *Group) freeze(ctx context.Context) (thaw func() error, err error) {
+	thaw, _, err = g.Freeze(ctx)
+	return thaw, err
+}
+
+// Freeze stops every process of the group and the groups below it (v1
+// freezer, v2 cgroup.freeze) until thaw is called; frozen says whether the
+// kernel reported the group frozen within a short wait (a task in an
+// uninterruptible sleep can hold it back). Without a freezer it does
+// nothing, and says so (frozen false).
+func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err error) {
 	nothing := func() error { return nil }
-	var file, frozen, thawed string
+	var file, frozenState, thawed string
 	var done func() (bool, error)
 	if g.m.version == 2 {
 		h := g.m.hiers[0]
-		file, frozen, thawed = g.path(h, "cgroup.freeze"), "1", "0"
+		file, frozenState, thawed = g.path(h, "cgroup.freeze"), "1", "0"
 		done = func() (bool, error) {
 			n, err := readKey(g.path(h, "cgroup.events"), "frozen")
 			return n == 1, err
 		}
 	} else if h, ok := g.m.find(freezer); ok {
-		file, frozen, thawed = g.path(h, "freezer.state"), "FROZEN", "THAWED"
+		file, frozenState, thawed = g.path(h, "freezer.state"), "FROZEN", "THAWED"
 		done = func() (bool, error) {
 			s, err := readFile(file)
 			return s == "FROZEN", err
 		}
 	}
 	if file == "" || !exists(file) {
-		return nothing, nil
+		return nothing, false, nil
 	}
 	thaw = func() error { return writeFile(file, thawed) }
-	if err := writeFile(file, frozen); err != nil {
-		return nothing, err
+	if err := writeFile(file, frozenState); err != nil {
+		return nothing, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, freezeWait)
 	defer cancel()
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		ok, err := done()
 		if err != nil {
-			return nothing, errors.Join(err, thaw())
+			return nothing, false, errors.Join(err, thaw())
 		}
-		if ok || sleep(ctx, wait) != nil {
-			return thaw, nil
+		if ok {
+			return thaw, true, nil
+		}
+		if sleep(ctx, wait) != nil {
+			return thaw, false, nil
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
@@ -65,6 +66,37 @@ type Driver interface {
 	Recover(ctx context.Context, h Handle) (Status, error)
 	// Status reports whether the sandbox is alive.
 	Status(ctx context.Context, h Handle) (Status, error)
+}
+
+// Snapshotter is implemented by drivers that can copy a sandbox's files
+// and start sandboxes from such a copy (Spec.Snapshot); Capabilities
+// says Snapshots.
+type Snapshotter interface {
+	// Snapshot copies the sandbox's own files (its root over its template)
+	// into dst, which must not exist, consistently: a running sandbox's
+	// processes are frozen from before the copy until after it. On error
+	// nothing is left at dst.
+	Snapshot(ctx context.Context, h Handle, dst string) (SnapshotStats, error)
+	// Restore makes the sandbox's files exactly those of the snapshot src:
+	// its processes end, its files are replaced, and it runs again. It
+	// returns the new handle.
+	Restore(ctx context.Context, h Handle, src string) (Handle, error)
+	// RemoveSnapshot removes a snapshot Snapshot made.
+	RemoveSnapshot(dir string) error
+}
+
+// SnapshotStats says what a snapshot took and holds.
+type SnapshotStats struct {
+	// Pause is how long the sandbox's processes were frozen; Frozen says
+	// whether the kernel reported them all stopped (false: there was no
+	// freezer, or a task would not stop).
+	Pause  time.Duration
+	Frozen bool
+	Bytes  int64
+	Files  int64
+	// Method is how the files were copied: "subvolume", "reflink" or
+	// "copy".
+	Method string
 }
 
 // Prober is implemented by drivers that can prove they work on this host
@@ -112,6 +144,8 @@ type Capabilities struct {
 	// ones.
 	Images       bool
 	SharedLayers bool
+	// Snapshots says the driver is a Snapshotter on this host.
+	Snapshots bool
 }
 
 // LimitCaps says which of api.Limits a driver enforces.
@@ -138,6 +172,9 @@ type Spec struct {
 	// Root runs the sandbox's commands as root inside it; only drivers
 	// whose Capabilities say RootUser accept it.
 	Root bool
+	// Snapshot, when set, is a directory Snapshotter.Snapshot made: the
+	// sandbox's files start as a copy of it (over the same template).
+	Snapshot string
 	// Image, when set, is what the sandbox's root is made of instead of
 	// the driver's host template (Template names it, for messages); only
 	// drivers whose Capabilities say Images accept it.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"cmp"
+	"github.com/hutchdev/hutch/internal/storage"
 	"log/slog"
 	"slices"
 
@@ -26,7 +27,11 @@ type Options struct {
 	// it at the host's memory and tasks less them (hostinfo.Budget).
 	ReserveMemoryMB int
 	ReservePids     int
-	Log             *slog.Logger
+	// Storage is the data directory's storage backend (internal/storage),
+	// for drivers that keep sandboxes' files in layers; nil lets a driver
+	// probe its own directory.
+	Storage storage.Backend
+	Log     *slog.Logger
 }
 
 // Factory builds a driver from its options without touching the host.

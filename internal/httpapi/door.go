@@ -47,6 +47,13 @@ type Sandboxes interface {
 	WaitProcess(ctx context.Context, id string, pid int, timeout time.Duration) (api.Process, error)
 	ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (sandbox.Stream[api.OutputEvent], error)
 
+	Snapshot(ctx context.Context, id string, req api.CreateSnapshotRequest) (api.Snapshot, error)
+	GetSnapshot(ctx context.Context, id string) (api.Snapshot, error)
+	ListSnapshots(ctx context.Context, sandbox string) ([]api.Snapshot, error)
+	DeleteSnapshot(ctx context.Context, id string) error
+	Restore(ctx context.Context, id string, req api.RestoreRequest) (api.Sandbox, error)
+	Fork(ctx context.Context, id string, req api.ForkRequest) (api.ForkResult, error)
+
 	Network(ctx context.Context, id string) (api.Network, error)
 	SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/secrets"
 	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/templates"
 )
 
 // Config is what the API serves from. Sandboxes, Store, Auth and Log
@@ -26,8 +27,11 @@ type Config struct {
 	// only poll the store.
 	Events *sandbox.Notifier
 	// Previews serves the preview routes; nil: they answer 501.
-	Previews     Previews
-	Secrets      *secrets.Service // nil: the secret routes answer 503
+	Previews Previews
+	Secrets  *secrets.Service // nil: the secret routes answer 503
+	// Templates serves the template routes; nil (no driver of this
+	// server starts sandboxes from images): they answer 503.
+	Templates    *templates.Service
 	Store        store.Store
 	Auth         *auth.Authenticator
 	Log          *slog.Logger

@@ -25,9 +25,26 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 	if !ok {
 		return api.Sandbox{}, errdefs.Forbidden("no_tenant", "no tenant in request")
 	}
+	var snapDir string
+	if req.Snapshot != "" {
+		snap, err := s.store.GetSnapshot(ctx, req.Snapshot)
+		if err != nil {
+			return api.Sandbox{}, err
+		}
+		if (req.Template != "" && req.Template != snap.Template) || (req.Driver != "" && req.Driver != snap.Driver) {
+			return api.Sandbox{}, errdefs.Invalid("snapshot_mismatch", "snapshot %s is of a %s sandbox from template %q; leave template and driver out, or name those",
+				snap.ID, snap.Driver, snap.Template)
+		}
+		req.Template, req.Driver, snapDir = snap.Template, snap.Driver, s.snapshotDir(snap.ID)
+	}
 	d, err := s.pickDriver(req.Driver)
 	if err != nil {
 		return api.Sandbox{}, err
+	}
+	if snapDir != "" {
+		if _, _, err := s.snapshotter(&store.Sandbox{Driver: d.Name()}); err != nil {
+			return api.Sandbox{}, err
+		}
 	}
 	if err := s.cfg.Disk.Check("a new sandbox"); err != nil {
 		return api.Sandbox{}, err
@@ -88,6 +105,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		MaxFileBytes: s.cfg.MaxFileBytes,
 		MaxTarBytes:  s.cfg.MaxTarBytes,
 		Root:         rec.Root,
+		Snapshot:     snapDir,
 	}
 	if set.image {
 		// Again, now that the record holds the template: a delete that

@@ -79,6 +79,22 @@ func (s *Service) sealEnv(rec *store.Sandbox, env map[string]string) (map[string
 	return out, nil
 }
 
+// openEnv is a sandbox's env as its create gave it: sealEnv undone.
+func (s *Service) openEnv(rec *store.Sandbox) (map[string]string, error) {
+	if len(rec.Env) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(rec.Env))
+	for k, v := range rec.Env {
+		pv, err := s.unseal(rec.TenantID, "sandbox/"+rec.ID+"/env/"+k, v)
+		if err != nil {
+			return nil, fmt.Errorf("open the env of sandbox %s: %w", rec.ID, err)
+		}
+		out[k] = pv
+	}
+	return out, nil
+}
+
 // encodeHandle is h as the store keeps it: its token sealed.
 func (s *Service) encodeHandle(rec *store.Sandbox, h driver.Handle) ([]byte, error) {
 	tok, err := s.seal(rec.TenantID, "sandbox/"+rec.ID+"/token", h.Token)

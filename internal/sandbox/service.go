@@ -49,6 +49,9 @@ type Config struct {
 	// Templates resolves a tenant's image templates; nil offers only the
 	// drivers' own (host).
 	Templates Templates
+	// SnapshotDir holds snapshots' files, one directory each, made and
+	// removed by the driver that took them; "" offers no snapshots.
+	SnapshotDir string
 	Log       *slog.Logger
 	// Node names this control plane in the sandboxes it owns.
 	Node string

@@ -116,6 +116,15 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
+	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), st, sec, events, log)
+	if err != nil {
+		return nil, err
+	}
+	// A nil *Service must not become a non-nil interface.
+	var svcTemplates sandbox.Templates
+	if tmpls != nil {
+		svcTemplates = tmpls
+	}
 	capacity, err := hostCapacity(cfg, log)
 	if err != nil {
 		return nil, err
@@ -127,7 +136,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Gateway:            gw,
 		Log:                log,
 		Node:               node,
-		DefaultTemplate:    "host",
+		DefaultTemplate:    cfg.DefaultTemplate,
+		Templates:          svcTemplates,
 		DefaultLimits:      cfg.DefaultLimits,
 		MaxLimits:          cfg.MaxLimits,
 		DefaultTimeout:     cfg.DefaultTimeout,
@@ -178,6 +188,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Events:       events.Notifier(),
 		Previews:     previews,
 		Secrets:      sec,
+		Templates:    tmpls,
 		Store:        st,
 		Auth:         authn,
 		Log:          log,

@@ -11,13 +11,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The btrfs ioctls Probe uses (linux/btrfs.h); x/sys does not carry them.
+// The btrfs ioctls Probe and the btrfs backend use (linux/btrfs.h); x/sys
+// does not carry them.
 const (
 	btrfsIocSubvolCreate  = 0x5000940e // _IOW(0x94, 14, struct btrfs_ioctl_vol_args)
+	btrfsIocSnapDestroy   = 0x5000940f // _IOW(0x94, 15, struct btrfs_ioctl_vol_args)
+	btrfsIocInoLookup     = 0xd0009412 // _IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args)
 	btrfsIocSnapCreateV2  = 0x50009417 // _IOW(0x94, 23, struct btrfs_ioctl_vol_args_v2)
 	btrfsIocFsInfo        = 0x8400941f // _IOR(0x94, 31, struct btrfs_ioctl_fs_info_args)
+	btrfsIocQgroupLimit   = 0x8030942b // _IOR(0x94, 43, struct btrfs_ioctl_qgroup_limit_args)
 	btrfsVolNameMax       = 4087
 	btrfsSubvolNameMaxLen = 4039
+	btrfsInoLookupPathMax = 4080
+
+	// btrfsFirstFreeObjectid is the inode number of every subvolume's
+	// root directory, and the objectid BTRFS_IOC_INO_LOOKUP takes to
+	// answer with the subvolume's id alone.
+	btrfsFirstFreeObjectid = 256
+	// btrfsQgroupLimitMaxRfer: the limit args set max_rfer.
+	btrfsQgroupLimitMaxRfer = 1 << 0
+	// btrfsQgroupLimitClear, as a limit, removes it.
+	btrfsQgroupLimitClear = ^uint64(0)
 )
 
 // btrfsVolArgs is struct btrfs_ioctl_vol_args.
@@ -51,10 +65,30 @@ type btrfsFsInfoArgs struct {
 	Reserved       [944]byte
 }
 
+// btrfsInoLookupArgs is struct btrfs_ioctl_ino_lookup_args.
+type btrfsInoLookupArgs struct {
+	Treeid   uint64
+	Objectid uint64
+	Name     [btrfsInoLookupPathMax]byte
+}
+
+// btrfsQgroupLimitArgs is struct btrfs_ioctl_qgroup_limit_args with its
+// struct btrfs_qgroup_limit.
+type btrfsQgroupLimitArgs struct {
+	Qgroupid uint64
+	Flags    uint64
+	MaxRfer  uint64
+	MaxExcl  uint64
+	RsvRfer  uint64
+	RsvExcl  uint64
+}
+
 // The kernel's sizes of the structs above.
 var _ = [1]struct{}{}[unsafe.Sizeof(btrfsVolArgs{})-4096]
 var _ = [1]struct{}{}[unsafe.Sizeof(btrfsVolArgsV2{})-4096]
 var _ = [1]struct{}{}[unsafe.Sizeof(btrfsFsInfoArgs{})-1024]
+var _ = [1]struct{}{}[unsafe.Sizeof(btrfsInoLookupArgs{})-4096]
+var _ = [1]struct{}{}[unsafe.Sizeof(btrfsQgroupLimitArgs{})-48]
 
 func ioctlPtr(fd int, req uintptr, arg unsafe.Pointer) error {
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg)); errno != 0 {
@@ -138,6 +172,11 @@ func btrfsFsid(dir string) (string, error) {
 		return "", &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
+	return btrfsFsidOf(fd)
+}
+
+// btrfsFsidOf is btrfsFsid of the file open as fd.
+func btrfsFsidOf(fd int) (string, error) {
 	var args btrfsFsInfoArgs
 	if err := ioctlPtr(fd, btrfsIocFsInfo, unsafe.Pointer(&args)); err != nil {
 		return "", fmt.Errorf("BTRFS_IOC_FS_INFO: %w", err)

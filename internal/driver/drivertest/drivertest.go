@@ -54,6 +54,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Sweep", func(t *testing.T) { testSweep(t, s) })
 	t.Run("CancelledDestroyStillCleans", func(t *testing.T) { testCancelledDestroy(t, s) })
 	t.Run("Image", func(t *testing.T) { testImage(t, s) })
+	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, s) })
 	if s.Escape {
 		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })
 	}

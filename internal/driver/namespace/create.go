@@ -208,6 +208,14 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	}
 	acct := accountFor(spec.Root || d.rootless)
 	sp.st.Root = spec.Root
+	if spec.Snapshot != "" {
+		if err := d.canSnapshot(sp.st); err != nil {
+			return sp.st, err
+		}
+		if err := d.replaceLayer(ctx, sp.st, spec.Snapshot); err != nil {
+			return sp.st, err
+		}
+	}
 	if img := spec.Image; img != nil {
 		acct = imageAccount(img, spec.Root, d.rootless)
 		sp.st.Image = &imageState{Layers: img.Layers, Shared: img.Shared, UID: acct.id, GID: acct.gid}
@@ -218,11 +226,20 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if err := d.prepareImage(sp.st); err != nil {
 			return sp.st, err
 		}
-		if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
+		if spec.Snapshot == "" {
+			if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
+				return sp.st, err
+			}
+		}
+	} else if spec.Snapshot == "" {
+		if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
 			return sp.st, err
 		}
-	} else if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
-		return sp.st, err
+	}
+	if spec.Snapshot != "" {
+		if err := d.personalizeCopy(sp.st, spec.SandboxID, acct, workdir); err != nil {
+			return sp.st, err
+		}
 	}
 	if err := d.attachMounts(sp.st); err != nil {
 		return sp.st, err

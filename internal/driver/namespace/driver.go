@@ -40,6 +40,7 @@ import (
 	"github.com/hutchdev/hutch/internal/hostinfo"
 	"github.com/hutchdev/hutch/internal/idmap"
 	"github.com/hutchdev/hutch/internal/keylock"
+	"github.com/hutchdev/hutch/internal/storage"
 )
 
 // Name is the driver's name in configuration and in the API.
@@ -79,7 +80,10 @@ type Config struct {
 	// Zero reserves nothing: the parent is capped at the host's totals.
 	ReserveMemoryMB int
 	ReservePids     int
-	Log             *slog.Logger
+	// Storage keeps sandboxes' writable layers and copies them
+	// (snapshots); nil probes Dir's filesystem at Open and picks one.
+	Storage storage.Backend
+	Log     *slog.Logger
 }
 
 // Driver runs sandboxes in namespaces.
@@ -101,6 +105,7 @@ type Driver struct {
 	// shared image layers (image.go); idmapErr says why not.
 	mapped   bool
 	idmapErr error
+	store    storage.Backend
 	probe    confine.Report
 	caps     driver.Capabilities
 	pool     *warm.Pool[*spawned]
@@ -115,7 +120,7 @@ func init() {
 		Auto:    1,
 		Factory: func(o driver.Options) (driver.Driver, error) {
 			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, CgroupParent: o.CgroupParent,
-				ReserveMemoryMB: o.ReserveMemoryMB, ReservePids: o.ReservePids, Log: o.Log})
+				ReserveMemoryMB: o.ReserveMemoryMB, ReservePids: o.ReservePids, Storage: o.Storage, Log: o.Log})
 		},
 	})
 }
@@ -165,6 +170,11 @@ func (d *Driver) Open(ctx context.Context) error {
 	if err := d.makeDir(); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)
 	}
+	if d.store = d.cfg.Storage; d.store == nil {
+		if d.store, err = probeStorage(d.dir); err != nil {
+			return fmt.Errorf("namespace driver: %w", err)
+		}
+	}
 	if d.rootless {
 		d.cgErr = errors.New("hutch is not root")
 	} else {
@@ -198,6 +208,21 @@ func (d *Driver) Open(ctx context.Context) error {
 	d.caps = d.capabilities()
 	d.pool = newPool(d, d.cfg.WarmPool)
 	return nil
+}
+
+// probeStorage picks the storage backend for dir's filesystem, trying it
+// in a scratch directory it removes.
+func probeStorage(dir string) (storage.Backend, error) {
+	scratch, err := os.MkdirTemp(dir, ".storage-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	info, err := storage.Probe(dir, scratch)
+	if err != nil {
+		return nil, err
+	}
+	return storage.Open(info), nil
 }
 
 // capParent caps the parent cgroup, every sandbox together, at the host's
@@ -276,6 +301,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 		}
 	}
 	d.imageCaps(&c)
+	c.Snapshots = d.mapped || d.rootless
 	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	if len(c.Degraded) > 0 {
 		c.Isolation = api.IsolationDegraded

@@ -50,7 +50,15 @@ func (d *Driver) prepareDir(st state) error {
 		{upperDir, 0o700, true}, {upperFS, 0o755, true}, {upperWork, 0o700, true}, {rootfsDir, 0o755, false}, {runDir, 0o711, true},
 	} {
 		p := filepath.Join(st.Dir, m.name)
-		if err := os.Mkdir(p, m.mode); err != nil {
+		mkdir := os.Mkdir
+		if m.name == upperDir {
+			// A btrfs subvolume on btrfs: snapshots of it are instant.
+			mkdir = func(p string, _ os.FileMode) error { return d.store.Make(p) }
+		}
+		if err := mkdir(p, m.mode); err != nil {
+			return fmt.Errorf("prepare sandbox directory: %w", err)
+		}
+		if err := os.Chmod(p, m.mode); err != nil {
 			return fmt.Errorf("prepare sandbox directory: %w", err)
 		}
 		uid, gid := d.hostUID(st, rootID), d.hostGID(st, rootID)

@@ -3,6 +3,7 @@ package namespace
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -44,6 +45,11 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 		if err != nil {
 			return fmt.Errorf("remove the sandbox's cgroups: %w", err)
 		}
+	}
+	// The writable layer first: on btrfs a subvolume, whose qgroup goes
+	// with it.
+	if err := d.removeLayer(filepath.Join(st.Dir, upperDir)); err != nil {
+		return fmt.Errorf("remove the sandbox's files: %w", err)
 	}
 	if err := d.trash.Remove(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/templates"
+)
+
+// newTemplates opens the template service and its layer store in
+// <data>/layers, when the default driver starts sandboxes from images;
+// otherwise there is none (nil), and a default template other than host
+// stops the start.
+func newTemplates(cfg config.Config, caps driver.Capabilities, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
+	if !caps.Images {
+		if cfg.DefaultTemplate != api.HostTemplate {
+			return nil, fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", cfg.DefaultTemplate)
+		}
+		log.Info("templates: the default driver starts no sandbox from an image; only the host template is offered")
+		return nil, nil
+	}
+	svc, err := templates.New(templates.Config{
+		Dir:            filepath.Join(cfg.DataDir, "layers"),
+		Shared:         caps.SharedLayers,
+		MaxUploadBytes: cfg.MaxImageBytes,
+		MaxLayerBytes:  cfg.MaxImageBytes,
+		Registries:     templates.RegistryPolicy{Insecure: cfg.RegistryInsecure},
+	}, st, sec, events, log)
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	mode := "each layer kept once, shared by every template"
+	if !caps.SharedLayers {
+		mode = "each template flattened into a tree of its own (layers are shared only as root)"
+	}
+	log.Info("templates: images unpacked into "+filepath.Join(cfg.DataDir, "layers"), "layers", mode)
+	return svc, nil
+}
