@@ -52,7 +52,7 @@ type Config struct {
 	// SnapshotDir holds snapshots' files, one directory each, made and
 	// removed by the driver that took them; "" offers no snapshots.
 	SnapshotDir string
-	Log       *slog.Logger
+	Log         *slog.Logger
 	// Node names this control plane in the sandboxes it owns.
 	Node string
 
