@@ -70,6 +70,8 @@ func Features(d driver.Driver) map[string]bool {
 		"root_user":      c.RootUser,
 		"oom_report":     oom,
 		"egress_channel": egress,
+		"images":         c.Images,
+		"snapshots":      c.Snapshots,
 	}
 }
 

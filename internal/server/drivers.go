@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/storage"
 
 	// The drivers this build runs: each registers itself.
 	_ "github.com/hutchdev/hutch/internal/driver/namespace"
@@ -30,7 +31,7 @@ import (
 // in the set's Missing, and its sandboxes are unavailable. It returns the
 // set, why the default was chosen, and a close for every opened driver
 // that works after any error. regs is driver.Registered() but in tests.
-func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registration, log *slog.Logger) (*driver.Set, string, func(), error) {
+func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registration, store storage.Backend, log *slog.Logger) (*driver.Set, string, func(), error) {
 	agent, err := findAgent(cfg.AgentPath)
 	if err != nil {
 		return nil, "", func() {}, err
@@ -47,7 +48,7 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 	var fallbacks []string // why auto passed over a driver
 	def := cfg.Driver
 	for _, reg := range regs {
-		d, err := open(ctx, reg, cfg, agent, log)
+		d, err := open(ctx, reg, cfg, agent, store, log)
 		if err != nil {
 			missing[reg.Name] = err.Error()
 			if reg.Name == cfg.Driver {
@@ -107,7 +108,7 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 
 // open builds one driver and prepares the host for it; a driver that
 // fails to open is closed again.
-func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent string, log *slog.Logger) (driver.Driver, error) {
+func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent string, store storage.Backend, log *slog.Logger) (driver.Driver, error) {
 	d, err := reg.Factory(driver.Options{
 		Dir:             filepath.Join(cfg.DataDir, "sandboxes", reg.Name),
 		AgentPath:       agent,
@@ -115,6 +116,7 @@ func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent
 		CgroupParent:    cfg.CgroupParent,
 		ReserveMemoryMB: cfg.ReserveMemoryMB,
 		ReservePids:     cfg.ReservePids,
+		Storage:         store,
 		Log:             log.With("driver", reg.Name),
 	})
 	if err != nil {

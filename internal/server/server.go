@@ -104,7 +104,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 
-	drivers, why, closeDrivers, err := loadDrivers(ctx, cfg, driver.Registered(), log)
+	backend, storageInfo := probeStorage(cfg.DataDir, log)
+	drivers, why, closeDrivers, err := loadDrivers(ctx, cfg, driver.Registered(), backend, log)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +139,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Node:               node,
 		DefaultTemplate:    cfg.DefaultTemplate,
 		Templates:          svcTemplates,
+		SnapshotDir:        filepath.Join(cfg.DataDir, "snapshots"),
 		DefaultLimits:      cfg.DefaultLimits,
 		MaxLimits:          cfg.MaxLimits,
 		DefaultTimeout:     cfg.DefaultTimeout,
@@ -194,7 +196,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Log:          log,
 		Version:      version,
 		StoreName:    cfg.Store,
-		Storage:      probeStorage(cfg.DataDir, log),
+		Storage:      storageInfo,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,10 @@ import (
 // btrfsBackend keeps each layer in a subvolume: Copy is a writable
 // snapshot, the quota a limit on the subvolume's level-0 qgroup. All of
 // it is done with the btrfs ioctls; btrfs-progs is not needed.
+//
+// A snapshot holds what its source subvolume holds but not the
+// subvolumes nested in it, which appear in it as empty directories; hutch
+// makes none inside a layer.
 //
 // Two things the kernel does on its own, which callers may see: a
 // snapshot takes its source's qgroup limit with it (the kernel copies a
@@ -111,25 +116,26 @@ func (b *btrfsBackend) Remove(dir string) error {
 		return err
 	}
 	defer unix.Close(parent)
-	if err := removeBtrfs(parent, name); err != nil {
+	if err := removeBtrfs(parent, name, "."); err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
 	return nil
 }
 
-// removeBtrfs removes name in the directory parent and all it holds.
-func removeBtrfs(parent int, name string) error {
+// removeBtrfs removes name in the directory parent and all it holds; rel
+// is its path below what Remove was given, for errors.
+func removeBtrfs(parent int, name, rel string) error {
 	var st unix.Statx_t
 	err := unix.Statx(parent, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_INO, &st)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("statx %s: %w", name, err)
+		return fmt.Errorf("statx %s: %w", rel, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		if err := unix.Unlinkat(parent, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("unlink %s: %w", name, err)
+			return fmt.Errorf("unlink %s: %w", rel, err)
 		}
 		return nil
 	}
@@ -144,20 +150,20 @@ func removeBtrfs(parent int, name string) error {
 		// which deletes an empty subvolume (Linux 4.18 and later).
 		case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EPERM), errors.Is(err, unix.ENOTTY):
 		default:
-			return fmt.Errorf("delete subvolume %s: %w", name, err)
+			return fmt.Errorf("delete subvolume %s: BTRFS_IOC_SNAP_DESTROY: %w", rel, err)
 		}
 	}
 	fd, err := openDir(parent, name)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", name, err)
+		return fmt.Errorf("open %s: %w", rel, err)
 	}
 	names, err := dirent.Names(fd)
-	if err == nil {
-		for _, n := range names {
-			if err = removeBtrfs(fd, n); err != nil {
-				err = fmt.Errorf("%s/%w", name, err)
-				break
-			}
+	if err != nil {
+		err = fmt.Errorf("getdents %s: %w", rel, err)
+	}
+	for _, n := range names {
+		if err = removeBtrfs(fd, n, path.Join(rel, n)); err != nil {
+			break
 		}
 	}
 	unix.Close(fd)
@@ -165,7 +171,7 @@ func removeBtrfs(parent int, name string) error {
 		return err
 	}
 	if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("rmdir %s: %w", name, err)
+		return fmt.Errorf("rmdir %s: %w", rel, err)
 	}
 	return nil
 }
@@ -310,13 +316,13 @@ func fdMagic(fd int) (int64, error) {
 	return int64(uint32(st.Type)), nil
 }
 
-// openParent opens the directory holding path, and returns it with
-// path's last element.
-func openParent(path string) (int, string, error) {
-	path = filepath.Clean(path)
-	dir, name := filepath.Split(path)
+// openParent opens the directory holding p, and returns it with p's last
+// element.
+func openParent(p string) (int, string, error) {
+	p = filepath.Clean(p)
+	dir, name := filepath.Split(p)
 	if name == "" || name == "." || name == ".." || name == "/" {
-		return -1, "", fmt.Errorf("%q names no entry in a directory: %w", path, errdefs.ErrInvalid)
+		return -1, "", fmt.Errorf("%q names no entry in a directory: %w", p, errdefs.ErrInvalid)
 	}
 	if dir == "" {
 		dir = "."

@@ -139,13 +139,14 @@ func qgroupOf(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	out := run(t, "btrfs", "subvolume", "show", dir)
-	if !strings.Contains(out, "Subvolume ID: \t\t"+strconv.FormatUint(id, 10)) && !strings.Contains(out, "Subvolume ID:") {
-		t.Errorf("btrfs subvolume show %s:\n%s", dir, out)
-	}
+	shown := ""
 	for line := range strings.Lines(out) {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "Subvolume" && f[1] == "ID:" && f[2] != strconv.FormatUint(id, 10) {
-			t.Errorf("subvolumeID(%s) = %d; btrfs subvolume show says %s", dir, id, f[2])
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "Subvolume" && f[1] == "ID:" {
+			shown = f[2]
 		}
+	}
+	if shown != strconv.FormatUint(id, 10) {
+		t.Errorf("subvolumeID(%s) = %d; btrfs subvolume show says %q", dir, id, shown)
 	}
 	return "0/" + strconv.FormatUint(id, 10)
 }

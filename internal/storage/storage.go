@@ -1,9 +1,13 @@
-// Package storage owns the choice of how sandbox filesystems are stored:
-// it probes the filesystem that holds the data directory and says which
-// backend hutch uses there (btrfs, xfs or overlay) and what that backend
-// can do: instant snapshots, reflink copies, a disk quota per sandbox.
-// What is missing is said in a sentence a person can act on, never
-// silently.
+// Package storage owns how sandbox filesystems are stored: it probes the
+// filesystem that holds the data directory and says which backend hutch
+// uses there (btrfs, xfs or overlay) and what that backend can do:
+// instant snapshots, reflink copies, a disk quota per sandbox. What is
+// missing is said in a sentence a person can act on, never silently.
+//
+// The Backend that Open picks from a probe does the work on a sandbox's
+// writable layer: Make it, Copy it exactly (a snapshot, a restore, a
+// fork: a btrfs subvolume snapshot, a reflink copy or a byte copy), Remove
+// it, cap it (SetLimit, a btrfs qgroup limit) and measure it (Usage).
 //
 // Probing tries each ability for real in a scratch directory hutch owns (a
 // reflink between two files, an overlay mount that is never attached to

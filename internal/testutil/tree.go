@@ -279,7 +279,10 @@ func readXattrs(p string) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for name := range strings.SplitSeq(strings.TrimRight(string(buf[:size]), "\x00"), "\x00") {
+	for name := range strings.SplitSeq(string(buf[:size]), "\x00") {
+		if name == "" {
+			continue
+		}
 		vsize, err := unix.Lgetxattr(p, name, nil)
 		if err != nil {
 			return nil, fmt.Errorf("getxattr %s: %w", name, err)

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"net"
 	"context"
 	"errors"
 	"fmt"
@@ -141,6 +142,12 @@ func (s *remoteStore) fail(err error) error {
 			"the registry %s does not answer over HTTPS; plain HTTP needs the source marked insecure (meant for a loopback registry)", reg)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errdefs.Wrap(errdefs.ErrUnavailable, CodeUnreachable, err, "pulling %s from %s was cancelled or timed out", s.ref, reg)
+	}
+	// The network's own words say why (refused, no route, a private
+	// address hutch will not dial).
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return errdefs.Wrap(errdefs.ErrUnavailable, CodeUnreachable, err, "the registry %s cannot be reached: %v", reg, op.Err)
 	}
 	return errdefs.Wrap(errdefs.ErrUnavailable, CodeUnreachable, err, "the registry %s cannot be reached", reg)
 }

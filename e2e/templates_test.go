@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
+)
+
+// TestTemplates: an image pulled from a registry (with a password from
+// the secret store) or uploaded as an archive becomes a template;
+// sandboxes from it see the image's files and none of the host's, with the
+// image's defaults; its layers are kept once; a template in use cannot be
+// deleted, and deleting the last one that names a layer removes the layer.
+func TestTemplates(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
+	}
+	reg := testutil.StartRegistry(t, testutil.RegistryOpts{Username: "puller", Password: "s3cret-pw"})
+	opts := testutil.BusyboxOpts()
+	opts.User = "app"
+	opts.Layers = [][]testutil.TarEntry{{testutil.FileEntry("srv/hello.txt", "from the image\n", 0o644), testutil.WhiteoutEntry("etc/group")}}
+	img := testutil.BusyboxImage(t, opts)
+	reg.Push(t, testutil.WriteLayout(t, img), "team/busybox:1")
+
+	s := startServer(t, "", "--driver", "namespace", "--registry-insecure", reg.Host)
+	c := s.client()
+	ctx := context.Background()
+	if info, err := c.Info(ctx); err != nil || !info.Features["images"] || !info.Features["snapshots"] {
+		t.Fatalf("info features %v, %v; want images and snapshots", info, err)
+	}
+
+	// A pull with the wrong password, then with the right one.
+	if _, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: "REG_PW", Value: "wrong"}); err != nil {
+		t.Fatal(err)
+	}
+	pull := api.CreateTemplateRequest{Name: "bb", Ref: reg.Ref("team/busybox:1"), Username: "puller", PasswordSecret: "REG_PW"}
+	if _, err := c.PullTemplate(ctx, pull); client.Code(err) != "image_unauthorized" {
+		t.Fatalf("pull with a wrong password: %v; want image_unauthorized", err)
+	}
+	if _, err := c.ReplaceSecret(ctx, "REG_PW", api.ReplaceSecretRequest{Value: "s3cret-pw"}); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := c.PullTemplate(ctx, pull)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if tmpl.Layers != 2 || tmpl.Config.User != "app" || tmpl.Config.WorkingDir != "/srv" || !strings.HasPrefix(tmpl.Digest, "sha256:") {
+		t.Errorf("pulled template = %+v", tmpl)
+	}
+	if _, err := c.PullTemplate(ctx, pull); client.Code(err) != "template_exists" {
+		t.Errorf("a second pull of the same name: %v; want template_exists", err)
+	}
+	// A registry at a private address the operator did not name is not
+	// dialled (127.0.0.2 is loopback: nothing leaves the host).
+	other := pull
+	other.Name, other.Ref = "elsewhere", strings.Replace(pull.Ref, "127.0.0.1", "127.0.0.2", 1)
+	if _, err := c.PullTemplate(ctx, other); client.Code(err) != "image_unreachable" || !strings.Contains(err.Error(), "private address") {
+		t.Errorf("a pull from an unnamed private address: %v; want image_unreachable naming the private address", err)
+	}
+
+	// The same image uploaded as `docker save` would write it shares the
+	// layers: the store holds each once.
+	f, err := os.Open(testutil.WriteDockerSave(t, img, "busybox:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := c.ImportTemplate(ctx, "bb-saved", f); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	layers := func() int {
+		ents, err := os.ReadDir(filepath.Join(s.dataDir, "layers", "sha256"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := layers(); n != 2 {
+		t.Errorf("the layer store holds %d layers for two templates of one two-layer image; want 2", n)
+	}
+	list, err := c.ListTemplates(ctx)
+	if err != nil || len(list.Templates) != 2 {
+		t.Fatalf("templates: %+v, %v", list, err)
+	}
+
+	// A sandbox from the template.
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "bb", Env: map[string]string{"MINE": "yes"}})
+	if err != nil {
+		t.Fatalf("create from the template: %v", err)
+	}
+	res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "id -u; pwd; cat hello.txt; echo $GREETING $MINE; ls /usr /lib 2>&1 | wc -l; test -e /etc/group || echo no group"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec in a sandbox from the template: %+v, %v", res, err)
+	}
+	if want := "1001\n/srv\nfrom the image\nhello yes\n2\nno group\n"; res.Stdout != want {
+		t.Errorf("in the sandbox:\n%s\nwant (the image's user, directory, files and env; no /usr, no /lib; the whiteout applied):\n%s", res.Stdout, want)
+	}
+	if sb.Template != "bb" {
+		t.Errorf("sandbox template = %q", sb.Template)
+	}
+
+	// Snapshots, fork and restore of it.
+	mustRun := func(id, script string) string {
+		t.Helper()
+		res, err := c.Exec(ctx, id, api.ExecRequest{Cmd: []string{"sh", "-c", script}})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("sh -c %q in %s: %+v, %v", script, id, res, err)
+		}
+		return res.Stdout
+	}
+	mustRun(sb.ID, "cd && echo one > state && echo doomed > gone")
+	snap, err := c.CreateSnapshot(ctx, sb.ID, api.CreateSnapshotRequest{Name: "one"})
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	mustRun(sb.ID, "cd && echo two > state && rm gone")
+	forks, err := c.Fork(ctx, sb.ID, api.ForkRequest{Count: 2, Labels: map[string]string{"fork": "yes"}})
+	if err != nil || len(forks.Sandboxes) != 2 {
+		t.Fatalf("fork: %+v, %v", forks, err)
+	}
+	for _, f := range forks.Sandboxes {
+		if f.Template != "bb" || f.Labels["fork"] != "yes" {
+			t.Errorf("fork %+v: want template bb and the label", f)
+		}
+		if got := mustRun(f.ID, "cd && cat state; ls; hostname"); got != "two\nstate\n"+f.ID+"\n" {
+			t.Errorf("in fork %s: %q; want the sandbox's files as they were, under its own name", f.ID, got)
+		}
+		t.Cleanup(func() { c.DeleteSandbox(context.Background(), f.ID) })
+	}
+	if _, err := c.Restore(ctx, sb.ID, api.RestoreRequest{Snapshot: snap.ID}); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if got := mustRun(sb.ID, "cd && cat state; ls"); got != "one\ngone\nstate\n" {
+		t.Errorf("after restore: %q; want the snapshot's files", got)
+	}
+	// A sandbox started from the snapshot.
+	again, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Snapshot: snap.ID})
+	if err != nil {
+		t.Fatalf("create from a snapshot: %v", err)
+	}
+	t.Cleanup(func() { c.DeleteSandbox(context.Background(), again.ID) })
+	if got := mustRun(again.ID, "cd && cat state gone"); got != "one\ndoomed\n" {
+		t.Errorf("in a sandbox from the snapshot: %q", got)
+	}
+
+	// Deleting a template in use is refused, by a sandbox or a snapshot.
+	if err := c.DeleteTemplate(ctx, "bb"); client.Code(err) != "template_in_use" {
+		t.Errorf("delete a template in use: %v; want template_in_use", err)
+	}
+	for _, id := range append([]string{sb.ID, again.ID}, forks.Sandboxes[0].ID, forks.Sandboxes[1].ID) {
+		if err := c.DeleteSandbox(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteTemplate(ctx, "bb"); client.Code(err) != "template_in_use" {
+		t.Errorf("delete a template a snapshot holds: %v; want template_in_use", err)
+	}
+	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTemplate(ctx, "bb"); err != nil {
+		t.Fatalf("delete the template: %v", err)
+	}
+	if n := layers(); n != 2 {
+		t.Errorf("after deleting one of two templates of the image the store holds %d layers; want 2", n)
+	}
+	if err := c.DeleteTemplate(ctx, "bb-saved"); err != nil {
+		t.Fatal(err)
+	}
+	if n := layers(); n != 0 {
+		t.Errorf("after deleting every template the store holds %d layers; want 0", n)
+	}
+	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "bb"}); client.Code(err) != "invalid_template" {
+		t.Errorf("create from a deleted template: %v; want invalid_template", err)
+	}
+}
