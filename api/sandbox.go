@@ -37,6 +37,10 @@ type Limits struct {
 	MemoryMB int     `json:"memory_mb,omitempty"`
 	CPU      float64 `json:"cpu,omitempty"`
 	Pids     int     `json:"pids,omitempty"`
+	// DiskMB caps the sandbox's own files (its root's writable layer)
+	// where the data directory's filesystem has a quota the driver uses
+	// (btrfs qgroups): a write past it fails with EDQUOT inside.
+	DiskMB int `json:"disk_mb,omitempty"`
 }
 
 // CreateSandboxRequest is the body of POST /v1/sandboxes. Every field is
@@ -77,7 +81,7 @@ type Sandbox struct {
 	Cwd       string       `json:"cwd"`
 	Limits    Limits       `json:"limits"`
 	// UnenforcedLimits names the limits set but not enforced by the
-	// sandbox's driver (memory_mb, cpu, pids), accepted only with
+	// sandbox's driver (memory_mb, cpu, pids, disk_mb), accepted only with
 	// limits_best_effort.
 	UnenforcedLimits []string          `json:"unenforced_limits,omitempty"`
 	TimeoutS         int               `json:"timeout_s"`
@@ -85,6 +89,9 @@ type Sandbox struct {
 	Root             bool              `json:"root,omitempty"`
 	Network          NetworkPolicy     `json:"network"`
 	Error            string            `json:"error,omitempty"`
+	// Disk is what the sandbox's own files take on disk, in GET
+	// /v1/sandboxes/{id} (not in lists), where its driver can tell.
+	Disk *DiskUsage `json:"disk,omitempty"`
 	// Node is the control plane that owns the sandbox.
 	Node      string     `json:"node,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -96,4 +103,15 @@ type Sandbox struct {
 type SandboxList struct {
 	Sandboxes  []Sandbox `json:"sandboxes"`
 	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// DiskUsage is what a sandbox's own files (its root's writable layer)
+// take on disk.
+type DiskUsage struct {
+	UsedBytes int64 `json:"used_bytes"`
+	// LimitBytes is the cap in force; 0 for none.
+	LimitBytes int64 `json:"limit_bytes"`
+	// Method is how UsedBytes was measured: "qgroup" (the filesystem's
+	// count, as of its last commit, up to 30 s old) or "walk".
+	Method string `json:"method"`
 }

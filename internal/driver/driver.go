@@ -99,6 +99,19 @@ type SnapshotStats struct {
 	Method string
 }
 
+// DiskMeter is implemented by drivers that can tell how many bytes a
+// sandbox's own files take, and the cap in force (0: none).
+type DiskMeter interface {
+	DiskUsage(ctx context.Context, h Handle) (DiskUsage, error)
+}
+
+// DiskUsage is what a sandbox's own files take.
+type DiskUsage struct {
+	Bytes, Limit int64
+	// Method is how Bytes was measured: "qgroup" or "walk".
+	Method string
+}
+
 // Prober is implemented by drivers that can prove they work on this host
 // by creating, using and destroying a test sandbox. "--driver auto" probes
 // a driver before it makes it the default.
@@ -153,6 +166,7 @@ type LimitCaps struct {
 	Memory bool
 	CPU    bool
 	Pids   bool
+	Disk   bool
 }
 
 // Spec is what to create. Token is the per-sandbox agent token the caller

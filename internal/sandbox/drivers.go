@@ -67,6 +67,7 @@ func Features(d driver.Driver) map[string]bool {
 		"memory_limit":   c.Limits.Memory,
 		"cpu_limit":      c.Limits.CPU,
 		"pids_limit":     c.Limits.Pids,
+		"disk_limit":     c.Limits.Disk,
 		"root_user":      c.RootUser,
 		"oom_report":     oom,
 		"egress_channel": egress,

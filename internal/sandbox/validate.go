@@ -99,8 +99,10 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 func (s *Service) checkLimits(req api.Limits) error {
 	max := s.cfg.MaxLimits
 	switch {
-	case req.MemoryMB < 0 || req.CPU < 0 || req.Pids < 0:
+	case req.MemoryMB < 0 || req.CPU < 0 || req.Pids < 0 || req.DiskMB < 0:
 		return errdefs.Invalid("invalid_limits", "limits must not be negative")
+	case max.DiskMB > 0 && req.DiskMB > max.DiskMB:
+		return errdefs.Invalid("invalid_limits", "disk_mb %d is over this server's maximum of %d", req.DiskMB, max.DiskMB)
 	case req.MemoryMB != 0 && req.MemoryMB < minMemoryMB:
 		return errdefs.Invalid("invalid_limits", "memory_mb must be at least %d", minMemoryMB)
 	case req.MemoryMB > max.MemoryMB:
@@ -128,6 +130,7 @@ func settleLimits(drv string, caps driver.LimitCaps, def, asked api.Limits, best
 	out.MemoryMB = choose(asked.MemoryMB, def.MemoryMB, caps.Memory)
 	out.CPU = choose(asked.CPU, def.CPU, caps.CPU)
 	out.Pids = choose(asked.Pids, def.Pids, caps.Pids)
+	out.DiskMB = choose(asked.DiskMB, def.DiskMB, caps.Disk)
 	return out, nil
 }
 
@@ -155,6 +158,9 @@ func unenforcedLimits(l api.Limits, caps driver.LimitCaps) []string {
 	}
 	if l.Pids != 0 && !caps.Pids {
 		out = append(out, "pids")
+	}
+	if l.DiskMB != 0 && !caps.Disk {
+		out = append(out, "disk_mb")
 	}
 	return out
 }

@@ -124,10 +124,10 @@ func Open(info Info) Backend {
 // file, with reflinks where the filesystem has them (xfs) and bytes
 // elsewhere (ext4, tmpfs). It has no disk quota.
 type dirBackend struct {
-	kind       Kind
-	method     Snapshot // SnapshotReflink or SnapshotCopy
-	fs         string   // the filesystem's name and mount point, for messages
-	mountPoint string
+	kind   Kind
+	method Snapshot // SnapshotReflink or SnapshotCopy
+	// fs and mountPoint name the filesystem, for messages.
+	fs, mountPoint string
 }
 
 var _ Backend = (*dirBackend)(nil)

@@ -208,6 +208,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	}
 	acct := accountFor(spec.Root || d.rootless)
 	sp.st.Root = spec.Root
+	sp.st.Limits = spec.Limits
 	if spec.Snapshot != "" {
 		if err := d.canSnapshot(sp.st); err != nil {
 			return sp.st, err
@@ -215,6 +216,9 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if err := d.replaceLayer(ctx, sp.st, spec.Snapshot); err != nil {
 			return sp.st, err
 		}
+	}
+	if err := d.limitDisk(sp.st); err != nil {
+		return sp.st, err
 	}
 	if img := spec.Image; img != nil {
 		acct = imageAccount(img, spec.Root, d.rootless)

@@ -300,6 +300,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 			c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: the cgroup %s controller is not available: that limit is not enforced", m))
 		}
 	}
+	c.Limits.Disk = d.diskLimits()
 	d.imageCaps(&c)
 	c.Snapshots = d.mapped || d.rootless
 	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)

@@ -151,7 +151,7 @@ func (d *Driver) replaceLayer(ctx context.Context, st state, src string) error {
 	if err := os.Rename(next, upper); err != nil {
 		return fmt.Errorf("put the snapshot in place: %w", err)
 	}
-	return nil
+	return d.limitDisk(st)
 }
 
 // RemoveSnapshot implements driver.Snapshotter.
