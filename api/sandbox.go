@@ -49,7 +49,10 @@ type CreateSandboxRequest struct {
 	Template string `json:"template,omitempty"`
 	// Snapshot starts the sandbox with a copy of the snapshot's files, over
 	// the snapshot's template (Template, if set, must be it).
-	Snapshot string            `json:"snapshot,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+	// Volumes mounts the caller's volumes; they are not part of the
+	// sandbox's snapshots.
+	Volumes  []VolumeMount     `json:"volumes,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
 	Limits   *Limits           `json:"limits,omitempty"`
@@ -89,6 +92,7 @@ type Sandbox struct {
 	Root             bool              `json:"root,omitempty"`
 	Network          NetworkPolicy     `json:"network"`
 	Error            string            `json:"error,omitempty"`
+	Volumes          []VolumeMount     `json:"volumes,omitempty"`
 	// Disk is what the sandbox's own files take on disk, in GET
 	// /v1/sandboxes/{id} (not in lists), where its driver can tell.
 	Disk *DiskUsage `json:"disk,omitempty"`

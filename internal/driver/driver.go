@@ -159,6 +159,8 @@ type Capabilities struct {
 	SharedLayers bool
 	// Snapshots says the driver is a Snapshotter on this host.
 	Snapshots bool
+	// Volumes says the driver mounts volumes (Spec.Volumes).
+	Volumes bool
 }
 
 // LimitCaps says which of api.Limits a driver enforces.
@@ -186,6 +188,9 @@ type Spec struct {
 	// Root runs the sandbox's commands as root inside it; only drivers
 	// whose Capabilities say RootUser accept it.
 	Root bool
+	// Volumes are directories of the host (a volume's, made by the
+	// volume service with the sandbox's own ids on disk) mounted inside.
+	Volumes []Volume
 	// Snapshot, when set, is a directory Snapshotter.Snapshot made: the
 	// sandbox's files start as a copy of it (over the same template).
 	Snapshot string
@@ -209,6 +214,13 @@ type Image struct {
 	Env        []string
 	WorkingDir string
 	User       ImageUser
+}
+
+// Volume is a host directory mounted into a sandbox at Path.
+type Volume struct {
+	Dir      string
+	Path     string
+	ReadOnly bool
 }
 
 // ImageUser is an image's user, as its own /etc/passwd names it.

@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/secrets"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/templates"
+	"github.com/hutchdev/hutch/internal/volumes"
 )
 
 // Config is what the API serves from. Sandboxes, Store, Auth and Log
@@ -31,7 +32,9 @@ type Config struct {
 	Secrets  *secrets.Service // nil: the secret routes answer 503
 	// Templates serves the template routes; nil (no driver of this
 	// server starts sandboxes from images): they answer 503.
-	Templates    *templates.Service
+	Templates *templates.Service
+	// Volumes serves the volume routes; nil: they answer 503.
+	Volumes      *volumes.Service
 	Store        store.Store
 	Auth         *auth.Authenticator
 	Log          *slog.Logger

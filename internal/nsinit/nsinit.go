@@ -42,6 +42,8 @@ type Config struct {
 	// ReadOnly are host directories bound read-only, nosuid and nodev at
 	// the same path inside the sandbox (/usr and the like).
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Binds are volumes: directories of the host bound into the root.
+	Binds []Bind `json:"binds,omitempty"`
 	// Sealed are directories inside the root bound read-only over
 	// themselves (where the agent binary is), so not even root inside can
 	// change them.
@@ -67,6 +69,14 @@ type Config struct {
 	Cgroup *cgroups.Join `json:"cgroup,omitempty"`
 }
 
+// Bind is a volume bound into the sandbox's root: Source, relative to the
+// sandbox's directory as Lower is, at Target, an absolute path inside.
+type Bind struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
 // Validate checks what Setup relies on.
 func (c *Config) Validate() error {
 	var errs []error
@@ -81,11 +91,7 @@ func (c *Config) Validate() error {
 	for _, p := range append([]string{c.Lower}, c.Lowers...) {
 		// Up out of the sandbox's directory (to the driver's templates or
 		// the layer store), then down only.
-		rest := p
-		for strings.HasPrefix(rest, "../") {
-			rest = rest[3:]
-		}
-		if p != "" && (!layerPath(p) || strings.HasPrefix(rest, "..")) {
+		if p != "" && !hostPath(p) {
 			errs = append(errs, fmt.Errorf("nsinit: lower %q must be a clean relative path without , : or \\, climbing only at its start", p))
 		}
 	}
@@ -96,6 +102,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Egress != "" && (path.IsAbs(c.Egress) || path.Clean(c.Egress) != c.Egress || strings.HasPrefix(c.Egress, "..")) {
 		errs = append(errs, fmt.Errorf("nsinit: egress %q must be a clean relative path", c.Egress))
+	}
+	for _, b := range c.Binds {
+		if !hostPath(b.Source) {
+			errs = append(errs, fmt.Errorf("nsinit: bind source %q must be a clean relative path, climbing only at its start", b.Source))
+		}
+		if !path.IsAbs(b.Target) || path.Clean(b.Target) != b.Target || b.Target == "/" {
+			errs = append(errs, fmt.Errorf("nsinit: bind target %q is not a clean absolute path below /", b.Target))
+		}
 	}
 	for _, p := range c.Sealed {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
@@ -120,6 +134,17 @@ func (c *Config) Validate() error {
 // relative, without the separators , and : or an escape.
 func layerPath(p string) bool {
 	return p != "" && !path.IsAbs(p) && path.Clean(p) == p && !strings.ContainsAny(p, ",:\\")
+}
+
+// hostPath reports whether p is a layerPath that climbs out of the
+// sandbox's directory only at its start (to the driver's templates, the
+// layer store, the volumes), then goes down only.
+func hostPath(p string) bool {
+	rest := p
+	for strings.HasPrefix(rest, "../") {
+		rest = rest[3:]
+	}
+	return layerPath(p) && !strings.HasPrefix(rest, "..")
 }
 
 // lowerdir is the overlay's lowerdir option.

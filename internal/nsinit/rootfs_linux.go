@@ -49,6 +49,9 @@ func buildRoot(c *Config) error {
 			return err
 		}
 	}
+	if err := bindVolumes(root, c.Binds); err != nil {
+		return err
+	}
 	for _, p := range c.Sealed {
 		q := filepath.Join(root, p)
 		if err := bindReadOnly(q, q, true); err != nil {

@@ -59,6 +59,9 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 			return api.Sandbox{}, err
 		}
 	}
+	if _, err := s.resolveVolumes(ctx, d, req.Volumes); err != nil {
+		return api.Sandbox{}, err
+	}
 	now := time.Now().UTC()
 	rec := &store.Sandbox{
 		ID:       ids.New(),
@@ -73,6 +76,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		Labels:   set.labels,
 		Root:     set.root,
 		Network:  set.network,
+		Volumes:  req.Volumes,
 		Node:     s.cfg.Node,
 	}
 	if set.timeout > 0 {
@@ -107,13 +111,18 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		Root:         rec.Root,
 		Snapshot:     snapDir,
 	}
+	// Again, now that the record holds the template and the volumes: a
+	// delete that came first is seen here, one that comes later is
+	// refused.
 	if set.image {
-		// Again, now that the record holds the template: a delete that
-		// came first is seen here, one that comes later is refused.
 		if spec.Image, err = s.resolveImage(ctx, rec.Template); err != nil {
 			s.fail(ctx, rec.ID, err)
 			return api.Sandbox{}, err
 		}
+	}
+	if spec.Volumes, err = s.resolveVolumes(ctx, d, rec.Volumes); err != nil {
+		s.fail(ctx, rec.ID, err)
+		return api.Sandbox{}, err
 	}
 	h, err := d.Create(ctx, spec)
 	if err != nil {
@@ -155,4 +164,15 @@ func (s *Service) resolveImage(ctx context.Context, name string) (*driver.Image,
 		return nil, errdefs.Invalid("invalid_template", "template %q does not exist; GET /v1/templates lists yours", name)
 	}
 	return img, err
+}
+
+// resolveVolumes resolves a create's volume mounts, where there are any.
+func (s *Service) resolveVolumes(ctx context.Context, d driver.Driver, mounts []api.VolumeMount) ([]driver.Volume, error) {
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	if s.cfg.Volumes == nil || !d.Capabilities().Volumes {
+		return nil, errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the %s driver on this server mounts no volumes", d.Name())
+	}
+	return s.cfg.Volumes.Resolve(ctx, mounts)
 }

@@ -83,6 +83,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		Labels:    r.Labels,
 		Root:      r.Root,
 		Network:   r.Network,
+		Volumes:   r.Volumes,
 		Error:     r.Error,
 		Node:      r.Node,
 		CreatedAt: r.CreatedAt,

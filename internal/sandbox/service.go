@@ -49,6 +49,8 @@ type Config struct {
 	// Templates resolves a tenant's image templates; nil offers only the
 	// drivers' own (host).
 	Templates Templates
+	// Volumes resolves a tenant's volumes; nil offers none.
+	Volumes Volumes
 	// SnapshotDir holds snapshots' files, one directory each, made and
 	// removed by the driver that took them; "" offers no snapshots.
 	SnapshotDir string
@@ -104,6 +106,13 @@ type Config struct {
 type Templates interface {
 	// Resolve returns the layers and defaults of the caller's template.
 	Resolve(ctx context.Context, name string) (*driver.Image, error)
+}
+
+// Volumes is internal/volumes' Service as the sandbox service sees it.
+type Volumes interface {
+	// Resolve checks the caller's volume mounts and returns them for the
+	// driver.
+	Resolve(ctx context.Context, mounts []api.VolumeMount) ([]driver.Volume, error)
 }
 
 // DiskGuard is internal/diskguard's Guard as the service sees it.

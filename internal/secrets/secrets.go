@@ -133,7 +133,7 @@ func (s *Service) Get(ctx context.Context, name string) (*store.Secret, error) {
 
 // List returns the metadata of the caller's tenant's secrets, by name.
 func (s *Service) List(ctx context.Context) ([]store.Secret, error) {
-	if _, err := store.SecretScope(ctx); err != nil {
+	if _, err := store.NamedScope(ctx, "secrets"); err != nil {
 		return nil, err
 	}
 	list, err := s.store.ListSecrets(ctx)

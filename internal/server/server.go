@@ -121,10 +121,18 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, err
 	}
+	vols, err := newVolumes(cfg, drivers.Default().Capabilities(), backend, st, events, log)
+	if err != nil {
+		return nil, err
+	}
 	// A nil *Service must not become a non-nil interface.
 	var svcTemplates sandbox.Templates
 	if tmpls != nil {
 		svcTemplates = tmpls
+	}
+	var svcVolumes sandbox.Volumes
+	if vols != nil {
+		svcVolumes = vols
 	}
 	capacity, err := hostCapacity(cfg, log)
 	if err != nil {
@@ -139,6 +147,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Node:               node,
 		DefaultTemplate:    cfg.DefaultTemplate,
 		Templates:          svcTemplates,
+		Volumes:            svcVolumes,
 		SnapshotDir:        filepath.Join(cfg.DataDir, "snapshots"),
 		DefaultLimits:      cfg.DefaultLimits,
 		MaxLimits:          cfg.MaxLimits,
@@ -191,6 +200,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Previews:     previews,
 		Secrets:      sec,
 		Templates:    tmpls,
+		Volumes:      vols,
 		Store:        st,
 		Auth:         authn,
 		Log:          log,

@@ -54,16 +54,17 @@ func CheckSecret(sec *Secret) error {
 	return nil
 }
 
-// SecretScope returns the tenant whose secrets a call in ctx addresses by
-// name: the principal's, even for the system. Without a principal it is an
+// NamedScope returns the tenant whose resources of a kind addressed by
+// name (secrets, templates, volumes) a call in ctx means: the
+// principal's, even for the system. Without a principal it is an
 // ErrForbidden error, code "no_tenant".
-func SecretScope(ctx context.Context) (Scope, error) {
+func NamedScope(ctx context.Context, kind string) (Scope, error) {
 	sc, err := ScopeOf(ctx)
 	if err != nil {
 		return sc, err
 	}
 	if sc.TenantID == "" {
-		return sc, errdefs.Forbidden("no_tenant", "secrets are addressed by name within one tenant: the call needs a principal")
+		return sc, errdefs.Forbidden("no_tenant", "%s are addressed by name within one tenant: the call needs a principal", kind)
 	}
 	return sc, nil
 }

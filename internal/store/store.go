@@ -170,6 +170,20 @@ type Store interface {
 	// DeleteSnapshot deletes one of the caller's tenant's snapshots.
 	DeleteSnapshot(ctx context.Context, id string) error
 
+	// Volumes are addressed by name within the principal's tenant.
+	//
+	// CreateVolume stores v in the caller's tenant, setting an ID if
+	// empty and CreatedAt if zero; a name in use is "volume_exists".
+	CreateVolume(ctx context.Context, v *Volume) error
+	// GetVolume returns one of the caller's tenant's volumes by name.
+	GetVolume(ctx context.Context, name string) (*Volume, error)
+	// ListVolumes returns the caller's tenant's volumes by name.
+	ListVolumes(ctx context.Context) ([]Volume, error)
+	// DeleteVolume deletes one of the caller's tenant's volumes, unless a
+	// sandbox of the tenant not yet destroyed mounts it ("volume_in_use"),
+	// checked in the same transaction; it returns what it deleted.
+	DeleteVolume(ctx context.Context, name string) (*Volume, error)
+
 	// Close releases the database.
 	Close() error
 }
@@ -242,8 +256,10 @@ type Sandbox struct {
 	Labels   map[string]string
 	Root     bool // commands run as root inside the sandbox
 	Network  api.NetworkPolicy
-	Handle   []byte // the driver's handle, opaque here
-	Error    string // why it failed
+	// Volumes are the volumes it mounts, by name.
+	Volumes []api.VolumeMount
+	Handle  []byte // the driver's handle, opaque here
+	Error   string // why it failed
 	// Node is the control plane that owns the sandbox: the one that
 	// recovers, reaps and sweeps it ("" before nodes were recorded).
 	Node string

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -55,19 +54,6 @@ func CheckTemplate(t *Template) error {
 	}
 	t.CreatedAt = orNow(t.CreatedAt)
 	return nil
-}
-
-// TemplateScope returns the tenant whose templates a call in ctx
-// addresses by name: the principal's, even for the system.
-func TemplateScope(ctx context.Context) (Scope, error) {
-	sc, err := ScopeOf(ctx)
-	if err != nil {
-		return sc, err
-	}
-	if sc.TenantID == "" {
-		return sc, errdefs.Forbidden("no_tenant", "templates are addressed by name within one tenant: the call needs a principal")
-	}
-	return sc, nil
 }
 
 // TemplateNotFound is the answer for a template that is missing or not

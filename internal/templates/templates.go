@@ -211,7 +211,7 @@ func (s *Service) Get(ctx context.Context, name string) (*store.Template, error)
 // List returns the caller's templates by name.
 func (s *Service) List(ctx context.Context) ([]store.Template, error) {
 	// Without a principal the store would list every tenant's.
-	if _, err := store.TemplateScope(ctx); err != nil {
+	if _, err := store.NamedScope(ctx, "templates"); err != nil {
 		return nil, err
 	}
 	return s.store.ListTemplates(ctx)

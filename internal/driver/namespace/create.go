@@ -41,6 +41,9 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	var h driver.Handle
 	var workdir string
 	var err error
+	if err := d.checkVolumes(spec); err != nil {
+		return h, err
+	}
 	if spec.Image != nil {
 		if err := d.checkImage(spec.Image); err != nil {
 			return h, err
@@ -63,6 +66,8 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	if sp, ok := d.pool.Take(); ok {
 		if st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
 			d.log.Warn("warm sandbox failed; starting a cold one", logattr.Sandbox(spec.SandboxID), "err", err)
+			// bringUp tore it down; what it returns names a dead agent.
+			st = state{}
 		}
 	}
 	if st.Pid == 0 {
@@ -168,6 +173,11 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 // image's layers), relative to the directory, and the agent's descriptor.
 func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
 	ev.Socket, ev.ExecFD = agentSocket, launch.ExecFD
+	binds, err := d.binds(st)
+	if err != nil {
+		return fmt.Errorf("the sandbox's volumes: %w", err)
+	}
+	ev.Namespace.Binds = binds
 	if st.Image != nil {
 		lowers, err := d.imageLowers(st)
 		if err != nil {
@@ -209,6 +219,13 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	acct := accountFor(spec.Root || d.rootless)
 	sp.st.Root = spec.Root
 	sp.st.Limits = spec.Limits
+	for _, v := range spec.Volumes {
+		sp.st.Volumes = append(sp.st.Volumes, volumeState{Dir: v.Dir, Path: v.Path, ReadOnly: v.ReadOnly})
+	}
+	if err := d.prepareVolumes(sp.st); err != nil {
+		return sp.st, err
+	}
+
 	if spec.Snapshot != "" {
 		if err := d.canSnapshot(sp.st); err != nil {
 			return sp.st, err
@@ -244,6 +261,9 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if err := d.personalizeCopy(sp.st, spec.SandboxID, acct, workdir); err != nil {
 			return sp.st, err
 		}
+	}
+	if err := d.volumeMountPoints(sp.st); err != nil {
+		return sp.st, err
 	}
 	if err := d.attachMounts(sp.st); err != nil {
 		return sp.st, err

@@ -303,6 +303,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 	c.Limits.Disk = d.diskLimits()
 	d.imageCaps(&c)
 	c.Snapshots = d.mapped || d.rootless
+	c.Volumes = d.mapped || d.rootless
 	c.Degraded = append(c.Degraded, launch.KernelGaps(d.probe)...)
 	if len(c.Degraded) > 0 {
 		c.Isolation = api.IsolationDegraded

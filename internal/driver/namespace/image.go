@@ -81,12 +81,20 @@ func (d *Driver) prepareImage(st state) error {
 
 // attachMounts gives the spawned agent of st, before it builds its root,
 // its id-mapped mounts (in its mount namespace, through its user
-// namespace): its writable layer over itself when st.Mapped, and its
-// shared image layers at lower/<i>.
+// namespace): when st.Mapped its writable layer over itself and its
+// volumes at vol/<i>, and its shared image layers at lower/<i>.
 func (d *Driver) attachMounts(st state) error {
 	var dirs, targets []string
 	if st.Mapped {
 		dirs, targets = append(dirs, filepath.Join(st.Dir, upperDir)), append(targets, filepath.Join(st.Dir, upperDir))
+	}
+	writable := map[int]bool{}
+	if st.Mapped {
+		writable[0] = true
+		for i, v := range st.Volumes {
+			writable[len(dirs)] = !v.ReadOnly
+			dirs, targets = append(dirs, v.Dir), append(targets, filepath.Join(st.Dir, volDir, strconv.Itoa(i)))
+		}
 	}
 	if st.Image != nil && st.Image.Shared {
 		for i, dir := range st.Image.Layers {
@@ -109,7 +117,7 @@ func (d *Driver) attachMounts(st state) error {
 	}()
 	for i, dir := range dirs {
 		mount := idmap.Mount
-		if st.Mapped && i == 0 {
+		if writable[i] {
 			mount = idmap.MountWritable
 		}
 		fd, err := mount(dir, userns)

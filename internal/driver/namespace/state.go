@@ -28,6 +28,8 @@ type state struct {
 	// Image is the image the sandbox's root is made of; nil for the host
 	// template.
 	Image *imageState `json:"image,omitempty"`
+	// Volumes are the volumes it mounts (volumes.go).
+	Volumes []volumeState `json:"volumes,omitempty"`
 }
 
 func readState(dir string) (state, error) {

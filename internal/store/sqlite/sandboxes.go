@@ -18,7 +18,7 @@ import (
 
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
-	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node,
+	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -37,19 +37,15 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		env, limits, err := encodeSandbox(sb)
-		if err != nil {
-			return err
-		}
-		network, err := json.Marshal(sb.Network)
+		enc, err := encodeSandbox(sb)
 		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
-				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits,
-			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, string(network), sb.Node)
+				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits,
+			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -150,19 +146,16 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		if err := store.CheckSandbox(sb); err != nil {
 			return err
 		}
-		env, limits, err := encodeSandbox(sb)
-		if err != nil {
-			return err
-		}
-		network, err := json.Marshal(sb.Network)
+		enc, err := encodeSandbox(sb)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
-				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?, node = ?
+				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?, node = ?,
+				volumes = ?
 			WHERE id = ?`,
-			string(sb.State), sb.Template, sb.Driver, env, sb.Cwd, limits, sb.TimeoutS, sb.Handle, sb.Error,
-			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, string(network), sb.Node, sb.ID); err != nil {
+			string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits, sb.TimeoutS, sb.Handle, sb.Error,
+			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.ID); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
 		}
 		if !maps.Equal(before.Labels, sb.Labels) {
@@ -229,15 +222,34 @@ func insertLabels(ctx context.Context, tx *sql.Tx, id string, labels map[string]
 	return nil
 }
 
-func encodeSandbox(sb *store.Sandbox) (env sql.NullString, limits string, err error) {
-	if env, err = encodeMap(sb.Env); err != nil {
-		return env, "", fmt.Errorf("encode env of sandbox %s: %w", sb.ID, err)
+// encodedSandbox is a sandbox's columns that the store keeps as JSON.
+type encodedSandbox struct {
+	env, volumes    sql.NullString
+	limits, network string
+}
+
+func encodeSandbox(sb *store.Sandbox) (encodedSandbox, error) {
+	var out encodedSandbox
+	var err error
+	if out.env, err = encodeMap(sb.Env); err != nil {
+		return out, fmt.Errorf("encode env of sandbox %s: %w", sb.ID, err)
 	}
 	b, err := json.Marshal(sb.Limits)
 	if err != nil {
-		return env, "", fmt.Errorf("encode limits of sandbox %s: %w", sb.ID, err)
+		return out, fmt.Errorf("encode limits of sandbox %s: %w", sb.ID, err)
 	}
-	return env, string(b), nil
+	out.limits = string(b)
+	if b, err = json.Marshal(sb.Network); err != nil {
+		return out, fmt.Errorf("encode network of sandbox %s: %w", sb.ID, err)
+	}
+	out.network = string(b)
+	if len(sb.Volumes) > 0 {
+		if b, err = json.Marshal(sb.Volumes); err != nil {
+			return out, fmt.Errorf("encode volumes of sandbox %s: %w", sb.ID, err)
+		}
+		out.volumes = sql.NullString{String: string(b), Valid: true}
+	}
+	return out, nil
 }
 
 func querySandboxes(ctx context.Context, q querier, query string, args ...any) ([]*store.Sandbox, error) {
@@ -262,12 +274,13 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 		sb               store.Sandbox
 		state            string
 		env, labels      sql.NullString
+		volumes          sql.NullString
 		limits, network  string
 		created, updated string
 		expires          sql.NullString
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
-		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &labels); err != nil {
+		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)
@@ -283,6 +296,11 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 	}
 	if err := json.Unmarshal([]byte(network), &sb.Network); err != nil {
 		return nil, fmt.Errorf("stored network policy: %w", err)
+	}
+	if volumes.Valid {
+		if err := json.Unmarshal([]byte(volumes.String), &sb.Volumes); err != nil {
+			return nil, fmt.Errorf("stored volumes: %w", err)
+		}
 	}
 	if sb.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
 		return err
 	}
 	if !sc.All || sec.TenantID == "" {
-		if _, err := store.SecretScope(ctx); err != nil {
+		if _, err := store.NamedScope(ctx, "secrets"); err != nil {
 			return err
 		}
 		sec.TenantID = sc.TenantID
@@ -49,7 +49,7 @@ func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
 
 // GetSecret implements store.Store.
 func (s *Store) GetSecret(ctx context.Context, name string) (*store.Secret, error) {
-	sc, err := store.SecretScope(ctx)
+	sc, err := store.NamedScope(ctx, "secrets")
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *Store) ListSecrets(ctx context.Context) ([]store.Secret, error) {
 
 // UpdateSecret implements store.Store.
 func (s *Store) UpdateSecret(ctx context.Context, name string, fn func(*store.Secret) error) (*store.Secret, error) {
-	sc, err := store.SecretScope(ctx)
+	sc, err := store.NamedScope(ctx, "secrets")
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (s *Store) UpdateSecret(ctx context.Context, name string, fn func(*store.Se
 
 // DeleteSecret implements store.Store.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {
-	sc, err := store.SecretScope(ctx)
+	sc, err := store.NamedScope(ctx, "secrets")
 	if err != nil {
 		return err
 	}

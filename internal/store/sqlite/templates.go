@@ -16,7 +16,7 @@ const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
-	sc, err := store.TemplateScope(ctx)
+	sc, err := store.NamedScope(ctx, "templates")
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 
 // GetTemplate implements store.Store.
 func (s *Store) GetTemplate(ctx context.Context, name string) (*store.Template, error) {
-	sc, err := store.TemplateScope(ctx)
+	sc, err := store.NamedScope(ctx, "templates")
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Store) ListTemplates(ctx context.Context) ([]store.Template, error) {
 
 // DeleteTemplate implements store.Store.
 func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
-	sc, err := store.TemplateScope(ctx)
+	sc, err := store.NamedScope(ctx, "templates")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+)
+
+// Volume is a tenant's named directory that sandboxes mount; its files are
+// on disk under the data directory, by ID.
+type Volume struct {
+	ID           string
+	TenantID     string
+	Name         string // unique in its tenant; see CheckVolumeName
+	SizeMB       int
+	SizeEnforced bool
+	CreatedAt    time.Time
+}
+
+// CheckVolumeName validates a volume's name: as a secret's.
+func CheckVolumeName(name string) error {
+	if !validName(name, api.MaxVolumeName) {
+		return errdefs.Invalid("invalid_volume_name",
+			"a volume's name must be 1-%d characters of A-Z, a-z, 0-9, '_', '.' and '-', not starting with '.' or '-'",
+			api.MaxVolumeName)
+	}
+	return nil
+}
+
+// CheckVolume validates v and sets CreatedAt to now if zero.
+func CheckVolume(v *Volume) error {
+	if v.ID == "" || v.TenantID == "" {
+		return errdefs.Invalid("invalid_volume", "a volume needs an id and a tenant")
+	}
+	if err := CheckVolumeName(v.Name); err != nil {
+		return err
+	}
+	if v.SizeMB <= 0 {
+		return errdefs.Invalid("invalid_volume", "a volume needs a size_mb above 0")
+	}
+	v.CreatedAt = orNow(v.CreatedAt)
+	return nil
+}
+
+// VolumeNotFound is the answer for a volume that is missing or not the
+// caller's.
+func VolumeNotFound(name string) error {
+	return errdefs.NotFound("volume_not_found", "volume %q not found", name)
+}
+
+// VolumeExists is the answer for a name already used in the tenant.
+func VolumeExists(name string) error {
+	return errdefs.Conflict("volume_exists", "a volume named %q already exists", name)
+}
+
+// VolumeInUse is the answer to deleting a volume that sandboxes mount.
+func VolumeInUse(name string, n int) error {
+	return errdefs.Conflict("volume_in_use", "volume %q is mounted by %d sandbox(es) that are not destroyed; destroy them first", name, n)
+}
