@@ -1,12 +1,12 @@
 // Package benchserver starts a hutch server inside a benchmark program, on
-// loopback with a temporary data directory, and hands back a client for
-// it.
+// loopback with a temporary data directory (in the system's temporary
+// directory, or under a directory the benchmark chooses, such as a
+// filesystem it mounted), and hands back a client for it.
 package benchserver
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,10 +26,22 @@ type Server struct {
 	dir    string
 }
 
-// Start starts a server; change adjusts its configuration (driver, agent,
-// warm pool) before it is validated.
+// Start starts a server whose data directory is in the system's temporary
+// directory, logging nowhere; change adjusts its configuration (driver,
+// agent, warm pool) before it is validated.
 func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
-	dir, err := os.MkdirTemp("", "hutch-bench-")
+	return StartIn(ctx, "", nil, change)
+}
+
+// StartIn starts a server whose data directory is in a new directory under
+// base ("" is the system's temporary directory), so the storage backend
+// it probes is base's filesystem's. log receives the server's log (nil
+// discards it); change adjusts the configuration before it is validated.
+func StartIn(ctx context.Context, base string, log *slog.Logger, change func(*config.Config)) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir, err := os.MkdirTemp(base, "hutch-bench-")
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +69,7 @@ func Start(ctx context.Context, change func(*config.Config)) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	srv, err := server.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "bench")
+	srv, err := server.Start(ctx, cfg, log, "bench")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -77,6 +89,9 @@ func (s *Server) Stop(ctx context.Context) {
 	s.srv.Shutdown(context.WithoutCancel(ctx))
 	os.RemoveAll(s.dir)
 }
+
+// DataDir is the server's data directory.
+func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
 
 // Addr is the address the server's API listens on.
 func (s *Server) Addr() string { return s.srv.Addr().String() }

@@ -1,11 +1,11 @@
 package image
 
 import (
-	"net"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 
