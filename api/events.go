@@ -13,6 +13,10 @@ const (
 	EventSandboxFailed    = "sandbox.failed"
 	EventSandboxExpired   = "sandbox.expired"
 	EventSandboxOOM       = "sandbox.oom"
+	// EventSandboxDiskFull says the sandbox's files reached its disk
+	// limit (writes fail with EDQUOT inside); it carries "used_bytes" and
+	// "limit_bytes", and comes again only after usage fell below 90%.
+	EventSandboxDiskFull = "sandbox.disk_full"
 )
 
 // Process event types, about a background process of a sandbox (POST

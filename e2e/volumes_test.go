@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -51,6 +52,22 @@ func TestVolumesAndDiskLimits(t *testing.T) {
 		t.Fatalf("the sandbox's disk: %+v, %v", got.Disk, err)
 	}
 	t.Logf("disk after the refused write: %+v", *got.Disk)
+	// ... and an event outside, from the lifecycle loop.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs, err := c.Events(ctx, client.EventQuery{SandboxID: sb.ID, Types: []string{api.EventSandboxDiskFull}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs.Events) == 1 {
+			t.Logf("event: %s", evs.Events[0].Message)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event within 30 s (%d events)", api.EventSandboxDiskFull, len(evs.Events))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	// A volume, its size enforced, shared and outliving its sandboxes.
 	vol, err := c.CreateVolume(ctx, api.CreateVolumeRequest{Name: "cache", SizeMB: 8})

@@ -51,6 +51,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	}
 	s.detach(rec.ID)
 	defer s.forgetOOM(rec.ID)
+	defer s.forgetDisk(rec.ID)
 	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -22,38 +20,6 @@ func (s *Service) Get(ctx context.Context, id string) (api.Sandbox, error) {
 	sb := s.toAPI(rec)
 	sb.Disk = s.diskUsage(ctx, rec)
 	return sb, nil
-}
-
-// diskUsageTimeout bounds measuring a sandbox's files for a Get (a walk,
-// where the filesystem keeps no count).
-const diskUsageTimeout = 2 * time.Second
-
-// diskUsage is what rec's files take, where its driver can tell; nil
-// otherwise, or when measuring fails or takes too long (logged).
-func (s *Service) diskUsage(ctx context.Context, rec *store.Sandbox) *api.DiskUsage {
-	if rec.State != api.StateRunning && rec.State != api.StateStopped {
-		return nil
-	}
-	d, err := s.driverOf(rec)
-	if err != nil {
-		return nil
-	}
-	m, ok := d.(driver.DiskMeter)
-	if !ok {
-		return nil
-	}
-	h, err := s.decodeHandle(rec)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, diskUsageTimeout)
-	defer cancel()
-	u, err := m.DiskUsage(ctx, h)
-	if err != nil {
-		s.log.Warn("measure a sandbox's disk", logattr.Sandbox(rec.ID), "err", err)
-		return nil
-	}
-	return &api.DiskUsage{UsedBytes: u.Bytes, LimitBytes: u.Limit, Method: u.Method}
 }
 
 // List returns a page of the caller's sandboxes.

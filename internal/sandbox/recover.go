@@ -177,6 +177,7 @@ func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 		case now := <-t.C:
 			s.reapExpired(ctx, now)
 			s.watchOOM(ctx)
+			s.watchDisk(ctx)
 			if now.Sub(lastSweep) >= sweepEvery {
 				lastSweep = now
 				if err := s.sweep(ctx); err != nil {

@@ -134,10 +134,12 @@ type Service struct {
 	admitMu sync.Mutex  // serialises admissions (admission.go)
 
 	mu     sync.Mutex
-	agents map[string]attached  // sandbox id → its agent, for running sandboxes
-	ooms   oomCounts            // sandbox id → OOM kills last seen
-	calls  map[string]int       // sandbox id → calls in flight (door.go)
-	active map[string]time.Time // sandbox id → last call (door.go)
+	agents map[string]attached // sandbox id → its agent, for running sandboxes
+	ooms   oomCounts           // sandbox id → OOM kills last seen
+	// diskFull: sandbox id → its disk_full event was recorded (disk.go)
+	diskFull map[string]bool
+	calls    map[string]int       // sandbox id → calls in flight (door.go)
+	active   map[string]time.Time // sandbox id → last call (door.go)
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
@@ -164,16 +166,17 @@ func New(cfg Config) (*Service, error) {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
 	}
 	return &Service{
-		cfg:     cfg,
-		store:   cfg.Store,
-		drivers: cfg.Drivers,
-		log:     cfg.Log,
-		events:  cfg.Events,
-		gateway: cfg.Gateway,
-		agents:  map[string]attached{},
-		ooms:    oomCounts{},
-		calls:   map[string]int{},
-		active:  map[string]time.Time{},
+		cfg:      cfg,
+		store:    cfg.Store,
+		drivers:  cfg.Drivers,
+		log:      cfg.Log,
+		events:   cfg.Events,
+		gateway:  cfg.Gateway,
+		agents:   map[string]attached{},
+		ooms:     oomCounts{},
+		diskFull: map[string]bool{},
+		calls:    map[string]int{},
+		active:   map[string]time.Time{},
 	}, nil
 }
 
