@@ -33,7 +33,8 @@ type ImageConfig struct {
 // Template is an image sandboxes start from, as the API shows it.
 type Template struct {
 	Name string `json:"name"`
-	// Source is the registry reference it was pulled from, or "upload".
+	// Source is the registry reference it was pulled from, "upload", or
+	// the snapshot it was made from.
 	Source string      `json:"source"`
 	Digest string      `json:"digest"` // the image manifest's
 	Config ImageConfig `json:"config"`
@@ -59,6 +60,11 @@ type CreateTemplateRequest struct {
 	// Platform picks one image of a multi-platform index, such as
 	// "linux/arm64"; empty means the server's own.
 	Platform string `json:"platform,omitempty"`
+	// Snapshot, instead of Ref, makes the template from one of the
+	// caller's snapshots: the snapshot's files as a layer over its
+	// sandbox's template (the host's or an image's), so sandboxes start
+	// from the environment an agent prepared once, without copying it.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // TemplateList is the body of GET /v1/templates.

@@ -145,6 +145,22 @@ func TestTemplates(t *testing.T) {
 	if got := mustRun(sb.ID, "cd && cat state; ls"); got != "one\ngone\nstate\n" {
 		t.Errorf("after restore: %q; want the snapshot's files", got)
 	}
+	// A template made from the snapshot: its files as a layer over the
+	// image, the image's defaults kept.
+	prepared, err := c.PullTemplate(ctx, api.CreateTemplateRequest{Name: "bb-prepared", Snapshot: snap.ID})
+	if err != nil {
+		t.Fatalf("template from a snapshot: %v", err)
+	}
+	if prepared.Layers != 3 || prepared.Config.User != "app" {
+		t.Errorf("template from a snapshot = %+v; want the image's two layers and the snapshot's, the image's user", prepared)
+	}
+	fromTmpl, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "bb-prepared"})
+	if err != nil {
+		t.Fatalf("create from the prepared template: %v", err)
+	}
+	if got := mustRun(fromTmpl.ID, "id -u; cd && cat state gone; hostname"); got != "1001\none\ndoomed\n"+fromTmpl.ID+"\n" {
+		t.Errorf("in a sandbox from the prepared template: %q", got)
+	}
 	// A sandbox started from the snapshot.
 	again, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Snapshot: snap.ID})
 	if err != nil {
@@ -159,7 +175,7 @@ func TestTemplates(t *testing.T) {
 	if err := c.DeleteTemplate(ctx, "bb"); client.Code(err) != "template_in_use" {
 		t.Errorf("delete a template in use: %v; want template_in_use", err)
 	}
-	for _, id := range append([]string{sb.ID, again.ID}, forks.Sandboxes[0].ID, forks.Sandboxes[1].ID) {
+	for _, id := range append([]string{sb.ID, again.ID, fromTmpl.ID}, forks.Sandboxes[0].ID, forks.Sandboxes[1].ID) {
 		if err := c.DeleteSandbox(ctx, id); err != nil {
 			t.Fatal(err)
 		}
@@ -173,6 +189,9 @@ func TestTemplates(t *testing.T) {
 	if err := c.DeleteTemplate(ctx, "bb"); err != nil {
 		t.Fatalf("delete the template: %v", err)
 	}
+	if err := c.DeleteTemplate(ctx, "bb-prepared"); err != nil {
+		t.Fatalf("delete the prepared template: %v", err)
+	}
 	if n := layers(); n != 2 {
 		t.Errorf("after deleting one of two templates of the image the store holds %d layers; want 2", n)
 	}
@@ -184,5 +203,57 @@ func TestTemplates(t *testing.T) {
 	}
 	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "bb"}); client.Code(err) != "invalid_template" {
 		t.Errorf("create from a deleted template: %v; want invalid_template", err)
+	}
+}
+
+// TestTemplateFromHostSnapshot: an environment prepared once in a sandbox
+// of the host template becomes a template; sandboxes from it have the
+// prepared files over the host's system directories, with no copy made.
+func TestTemplateFromHostSnapshot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
+	}
+	s := startServer(t, "", "--driver", "namespace")
+	c := s.client()
+	ctx := context.Background()
+	src, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Exec(ctx, src.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "mkdir -p tools && echo ready > tools/prepared && rm -f /workspace/none"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("prepare: %+v, %v", res, err)
+	}
+	snap, err := c.CreateSnapshot(ctx, src.ID, api.CreateSnapshotRequest{Name: "prepared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PullTemplate(ctx, api.CreateTemplateRequest{Name: "prepared", Snapshot: snap.ID}); err != nil {
+		t.Fatalf("template from a host sandbox's snapshot: %v", err)
+	}
+	// The template keeps its own copy: the snapshot may go.
+	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "prepared"})
+	if err != nil {
+		t.Fatalf("create from it: %v", err)
+	}
+	res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "id -u; pwd; cat tools/prepared; hostname; test -x /usr/bin/env && echo host usr"}})
+	if err != nil || res.Stdout != "1000\n/workspace\nready\n"+sb.ID+"\nhost usr\n" {
+		t.Errorf("in a sandbox from the template: %+v, %v", res, err)
+	}
+	if err := c.DeleteTemplate(ctx, "prepared"); client.Code(err) != "template_in_use" {
+		t.Errorf("delete the template in use: %v", err)
+	}
+	for _, id := range []string{sb.ID, src.ID} {
+		if err := c.DeleteSandbox(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.DeleteTemplate(ctx, "prepared"); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(s.dataDir, "layers", "snap")); len(left) != 0 {
+		t.Errorf("the template's layer stays: %v", left)
 	}
 }

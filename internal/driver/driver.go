@@ -208,6 +208,10 @@ type Image struct {
 	// flattened tree owned by hutch's user.
 	Layers []string
 	Shared bool
+	// Host puts the layers over the driver's host template (a template
+	// made from a snapshot of a sandbox of it) instead of over hutch's
+	// base layer, with the host template's accounts and defaults.
+	Host bool
 	// Env ("NAME=value") is under the request's; WorkingDir is the
 	// default working directory ("" for the driver's); User is who
 	// commands run as unless the request asks for root.

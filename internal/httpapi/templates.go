@@ -32,7 +32,15 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request) {
 			a.writeError(w, r, err)
 			return
 		}
-		t, err = svc.Pull(r.Context(), req)
+		if req.Snapshot != "" {
+			if req.Ref != "" {
+				a.writeError(w, r, errdefs.Invalid("invalid_template", "a template comes from a ref or a snapshot, not both"))
+				return
+			}
+			t, err = svc.FromSnapshot(r.Context(), req.Name, req.Snapshot)
+		} else {
+			t, err = svc.Pull(r.Context(), req)
+		}
 	}
 	if err != nil {
 		a.writeError(w, r, err)

@@ -18,7 +18,7 @@ import (
 // <data>/layers, when the default driver starts sandboxes from images;
 // otherwise there is none (nil), and a default template other than host
 // stops the start.
-func newTemplates(cfg config.Config, caps driver.Capabilities, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
+func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
 	if !caps.Images {
 		if cfg.DefaultTemplate != api.HostTemplate {
 			return nil, fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", cfg.DefaultTemplate)
@@ -32,6 +32,8 @@ func newTemplates(cfg config.Config, caps driver.Capabilities, st store.Store, s
 		MaxUploadBytes: cfg.MaxImageBytes,
 		MaxLayerBytes:  cfg.MaxImageBytes,
 		Registries:     templates.RegistryPolicy{Insecure: cfg.RegistryInsecure},
+		Storage:        backend,
+		SnapshotDir:    snapshotDir(cfg),
 	}, st, sec, events, log)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
@@ -54,3 +56,6 @@ func newVolumes(cfg config.Config, caps driver.Capabilities, backend storage.Bac
 	}
 	return volumes.New(filepath.Join(cfg.DataDir, "volumes"), backend, st, events, log)
 }
+
+// snapshotDir is where snapshots' files are.
+func snapshotDir(cfg config.Config) string { return filepath.Join(cfg.DataDir, "snapshots") }

@@ -23,7 +23,11 @@ type Template struct {
 	// Flat is the id of a flattened copy of the whole image, kept instead
 	// of shared layers where the host cannot share them (hutch without
 	// root); "" when the layers are shared.
-	Flat      string
+	Flat string
+	// Base is "host" for a template made from a snapshot of a sandbox of
+	// the host template: its layers lie over the host template. "" for an
+	// image's.
+	Base      string
 	CreatedAt time.Time
 }
 
@@ -48,6 +52,9 @@ func CheckTemplate(t *Template) error {
 	}
 	if err := CheckTemplateName(t.Name); err != nil {
 		return err
+	}
+	if t.Base != "" && t.Base != api.HostTemplate {
+		return errdefs.Invalid("invalid_template", "a template's base is %q or none", api.HostTemplate)
 	}
 	if t.Digest == "" || (len(t.Layers) == 0 && t.Flat == "") {
 		return errdefs.Invalid("invalid_template", "a template needs its image's digest and its layers")

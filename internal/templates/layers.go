@@ -29,6 +29,8 @@ import (
 //	  sha256/<hex>.json  what unpacking it found (its size)
 //	  flat/<id>/       a whole image flattened into one tree, where layers
 //	                   cannot be shared (see Layers.Shared)
+//	  snap/<id>/       a sandbox's files copied from a snapshot: a layer in
+//	                   overlayfs's form with the sandbox's own ids
 //	  incoming/        uploads on their way in
 //
 // A sandbox never writes here: its root is an overlay whose upper layer
@@ -36,8 +38,13 @@ import (
 const (
 	sharedDir   = "sha256"
 	flatDir     = "flat"
+	snapDir     = "snap"
 	incomingDir = "incoming"
 )
+
+// snapPrefix names, in a template's layers, a layer copied from a
+// snapshot (snap/<id>), which has no diff id.
+const snapPrefix = "snapshot:"
 
 // imageIDs bounds the ids an image's files may carry: a sandbox's user
 // namespace maps 65,536 of them, so a file owned by any other would show
@@ -65,7 +72,7 @@ type layerMeta struct {
 
 // openLayers makes the store's directories under root.
 func openLayers(root string, shared bool, maxBytes int64) (*Layers, error) {
-	for _, d := range []string{root, filepath.Join(root, sharedDir), filepath.Join(root, flatDir), filepath.Join(root, incomingDir)} {
+	for _, d := range []string{root, filepath.Join(root, sharedDir), filepath.Join(root, flatDir), filepath.Join(root, snapDir), filepath.Join(root, incomingDir)} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("layer store: %w", err)
 		}
@@ -92,14 +99,19 @@ func (l *Layers) dir(diffID string) string {
 func (l *Layers) flat(id string) string { return filepath.Join(l.root, flatDir, id) }
 
 // Dirs returns the host directories of a template's layers, bottom
-// first: its shared layers, or its one flattened tree.
+// first: its flattened tree if it has one, then its layers (shared ones
+// by diff id, copies of snapshots by id).
 func (l *Layers) Dirs(layers []string, flat string) []string {
+	var out []string
 	if flat != "" {
-		return []string{l.flat(flat)}
+		out = append(out, l.flat(flat))
 	}
-	out := make([]string, len(layers))
-	for i, d := range layers {
-		out[i] = l.dir(d)
+	for _, d := range layers {
+		if id, ok := strings.CutPrefix(d, snapPrefix); ok {
+			out = append(out, filepath.Join(l.root, snapDir, id))
+			continue
+		}
+		out = append(out, l.dir(d))
 	}
 	return out
 }
@@ -216,7 +228,7 @@ func (l *Layers) unpackFlat(ctx context.Context, img *image.Image) (_ string, _ 
 // name (diff ids and flat ids), and what a crash left half-made.
 func (l *Layers) collect(keep map[string]bool) (removed []string, err error) {
 	var errs []error
-	for _, sub := range []string{sharedDir, flatDir} {
+	for _, sub := range []string{sharedDir, flatDir, snapDir} {
 		ents, err := os.ReadDir(filepath.Join(l.root, sub))
 		if err != nil {
 			return removed, fmt.Errorf("layer store: %w", err)
@@ -224,8 +236,11 @@ func (l *Layers) collect(keep map[string]bool) (removed []string, err error) {
 		for _, e := range ents {
 			name := e.Name()
 			key := name
-			if sub == sharedDir {
+			switch sub {
+			case sharedDir:
 				key = "sha256:" + strings.TrimSuffix(name, ".json")
+			case snapDir:
+				key = snapPrefix + name
 			}
 			if keep[key] {
 				continue

@@ -28,8 +28,10 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/oci/image"
+	"github.com/hutchdev/hutch/internal/storage"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
@@ -62,6 +64,11 @@ type Config struct {
 	MaxLayerBytes  int64
 	// Registries is how pulls reach registries (registry.go).
 	Registries RegistryPolicy
+	// Storage copies a snapshot's files into the store (FromSnapshot),
+	// SnapshotDir is where snapshots are; without them templates are
+	// not made from snapshots.
+	Storage     storage.Backend
+	SnapshotDir string
 }
 
 // Service imports, lists, resolves and deletes templates. Every call acts
@@ -124,6 +131,54 @@ func (s *Service) Pull(ctx context.Context, req api.CreateTemplateRequest) (*sto
 		src.Password = string(pw)
 	}
 	return s.make(ctx, req.Name, req.Ref, src)
+}
+
+// FromSnapshot makes the template name from the caller's snapshot: a
+// copy of the snapshot's files (in overlayfs's form, with the sandbox's
+// own ids, as a shared layer is) laid over the snapshot's own template,
+// whose defaults it takes.
+func (s *Service) FromSnapshot(ctx context.Context, name, snapshotID string) (*store.Template, error) {
+	if err := store.CheckTemplateName(name); err != nil {
+		return nil, err
+	}
+	if s.cfg.Storage == nil || s.cfg.SnapshotDir == "" {
+		return nil, errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "this server makes no template from a snapshot")
+	}
+	if _, err := s.store.GetTemplate(ctx, name); err == nil {
+		return nil, store.TemplateExists(name)
+	}
+	snap, err := s.store.GetSnapshot(ctx, snapshotID)
+	if err != nil {
+		return nil, err
+	}
+	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID}
+	if snap.Template == api.HostTemplate {
+		t.Base = api.HostTemplate
+	} else {
+		base, err := s.store.GetTemplate(ctx, snap.Template)
+		if err != nil {
+			return nil, err
+		}
+		t.Config, t.Layers, t.Flat, t.Bytes = base.Config, append([]string{}, base.Layers...), base.Flat, base.Bytes
+	}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	id := ids.New()
+	stats, err := s.cfg.Storage.Copy(ctx, filepath.Join(s.cfg.SnapshotDir, snap.ID, "fs"), filepath.Join(s.cfg.Dir, snapDir, id))
+	if err != nil {
+		return nil, fmt.Errorf("copy the snapshot's files: %w", err)
+	}
+	t.Layers = append(t.Layers, snapPrefix+id)
+	t.Bytes += max(stats.Bytes, snap.Bytes)
+	if err := s.store.CreateTemplate(ctx, t); err != nil {
+		if rerr := s.cfg.Storage.Remove(filepath.Join(s.cfg.Dir, snapDir, id)); rerr != nil {
+			s.log.Warn("remove an unrecorded layer", "err", rerr)
+		}
+		return nil, err
+	}
+	s.log.Info("template made", logattr.Tenant(t.TenantID), "template", t.Name, "snapshot", snap.ID, "base", snap.Template, "copy", stats.Method)
+	s.emit(ctx, t, api.EventTemplateCreated, "created from snapshot "+snap.ID)
+	return t, nil
 }
 
 // Import makes the template name from an image archive read from r: an
@@ -267,11 +322,14 @@ func (s *Service) Resolve(ctx context.Context, name string) (*driver.Image, erro
 		return nil, err
 	}
 	dirs := s.layers.Dirs(t.Layers, t.Flat)
-	user, err := resolveUser(t.Config.User, dirs)
-	if err != nil {
-		return nil, err
+	img := &driver.Image{Layers: dirs, Shared: s.layers.Shared(), Host: t.Base == api.HostTemplate,
+		Env: t.Config.Env, WorkingDir: t.Config.WorkingDir}
+	if !img.Host {
+		if img.User, err = resolveUser(t.Config.User, dirs); err != nil {
+			return nil, err
+		}
 	}
-	return &driver.Image{Layers: dirs, Shared: t.Flat == "", Env: t.Config.Env, WorkingDir: t.Config.WorkingDir, User: user}, nil
+	return img, nil
 }
 
 // emit records a template event on a context that outlives ctx.

@@ -48,7 +48,11 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 		if err := d.checkImage(spec.Image); err != nil {
 			return h, err
 		}
-		workdir, err = resolveImageCwd(spec.Cwd, spec.Image)
+		if spec.Image.Host {
+			workdir, err = d.resolveCwd(spec.Cwd)
+		} else {
+			workdir, err = resolveImageCwd(spec.Cwd, spec.Image)
+		}
 	} else {
 		if spec.Template != "" && spec.Template != "host" {
 			return h, errdefs.Invalid("invalid_template", "the namespace driver has the %q template", "host")
@@ -238,21 +242,27 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		return sp.st, err
 	}
 	if img := spec.Image; img != nil {
-		acct = imageAccount(img, spec.Root, d.rootless)
-		sp.st.Image = &imageState{Layers: img.Layers, Shared: img.Shared, UID: acct.id, GID: acct.gid}
-		sp.st.Template = d.base.Dir
+		if !img.Host {
+			acct = imageAccount(img, spec.Root, d.rootless)
+			sp.st.Template = d.base.Dir
+		}
+		sp.st.Image = &imageState{Layers: img.Layers, Shared: img.Shared, Host: img.Host, UID: acct.id, GID: acct.gid}
 		if err := launch.WriteState(dir, sp.st); err != nil {
 			return sp.st, err
 		}
 		if err := d.prepareImage(sp.st); err != nil {
 			return sp.st, err
 		}
-		if spec.Snapshot == "" {
-			if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
-				return sp.st, err
-			}
+	}
+	switch {
+	case spec.Snapshot != "":
+	case spec.Image != nil:
+		// An image keeps its accounts, and so does a snapshot's layer
+		// over the host template (its sandbox's were written into it).
+		if err := d.personalizeImage(sp.st, spec.SandboxID, acct, workdir); err != nil {
+			return sp.st, err
 		}
-	} else if spec.Snapshot == "" {
+	default:
 		if err := d.personalize(sp.st, spec.SandboxID, acct, workdir); err != nil {
 			return sp.st, err
 		}

@@ -22,7 +22,7 @@ const defaultTmpBytes = 1 << 30
 // startsFrom adds where it listens and where its template is.
 func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
 	shell, readOnly := d.tmpl.Shell, d.tmpl.ReadOnly
-	if spec.Image != nil {
+	if spec.Image != nil && !spec.Image.Host {
 		shell, readOnly = "/bin/sh", nil
 	}
 	env := acct.env(spec.SandboxID, shell)

@@ -34,6 +34,7 @@ const lowerDir = "lower"
 type imageState struct {
 	Layers []string `json:"layers"` // host directories, bottom first
 	Shared bool     `json:"shared,omitempty"`
+	Host   bool     `json:"host,omitempty"` // over the host template (driver.Image.Host)
 	// UID and GID are who the sandbox's commands run as.
 	UID uint32 `json:"uid"`
 	GID uint32 `json:"gid"`
@@ -132,11 +133,19 @@ func (d *Driver) attachMounts(st state) error {
 // imageLowers are the overlay's lower layers of an image sandbox, topmost
 // first, relative to its directory.
 func (d *Driver) imageLowers(st state) ([]string, error) {
+	// hutch's base layer lies over an image; the host template under a
+	// snapshot's layer.
 	base, err := filepath.Rel(st.Dir, d.base.Dir)
+	if st.Image.Host {
+		base, err = filepath.Rel(st.Dir, st.Template)
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := []string{base}
+	var out []string
+	if !st.Image.Host {
+		out = append(out, base)
+	}
 	for i := len(st.Image.Layers) - 1; i >= 0; i-- {
 		p := filepath.Join(lowerDir, strconv.Itoa(i))
 		if !st.Image.Shared {
@@ -145,6 +154,9 @@ func (d *Driver) imageLowers(st state) ([]string, error) {
 			}
 		}
 		out = append(out, p)
+	}
+	if st.Image.Host {
+		out = append(out, base)
 	}
 	return out, nil
 }

@@ -41,7 +41,7 @@ func (d *Driver) checkVolumes(spec driver.Spec) error {
 		return errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the namespace driver here mounts no volumes: as root it needs id-mapped mounts (%v)", d.idmapErr)
 	}
 	fixed := []string{"/proc", "/dev", "/tmp", sealedDir}
-	if spec.Image == nil {
+	if spec.Image == nil || spec.Image.Host {
 		fixed = append(fixed, d.tmpl.ReadOnly...)
 	}
 	for _, v := range spec.Volumes {

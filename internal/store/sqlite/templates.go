@@ -12,7 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at`
+const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base`
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
@@ -36,8 +36,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt), t.Base)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create template %s: %w", t.Name, store.TemplateExists(t.Name))
@@ -119,7 +119,7 @@ func scanTemplate(row scanner) (store.Template, error) {
 		t                       store.Template
 		config, layers, created string
 	)
-	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created); err != nil {
+	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created, &t.Base); err != nil {
 		return store.Template{}, err
 	}
 	if err := json.Unmarshal([]byte(config), &t.Config); err != nil {
