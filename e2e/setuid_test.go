@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,9 +55,31 @@ func TestPlantedSetuid(t *testing.T) {
 		t.Errorf("a host user ran the sandbox's setuid file %s (owner uid %d)", planted, st.Uid)
 	}
 
-	// A process of the sandbox's host uid outside it (however it got there).
+	// The file keeps the sandbox's own ids on disk (its layer is id-mapped
+	// in): the sandbox's root's, setuid. Only hutch's user may reach it:
+	// every directory above it up to the sandbox's own upper/ is closed.
+	if st.Uid != 0 {
+		t.Errorf("the planted file is owned by %d on disk; want 0, the sandbox's root's own id", st.Uid)
+	}
+	upper, err := os.Stat(filepath.Join(dir, "upper"))
+	if err != nil || upper.Mode().Perm() != 0o700 {
+		t.Errorf("the writable layer's directory: %v, %v; want 0700", upper, err)
+	}
+	// A process of the sandbox's host uid outside it (however it got
+	// there): the uid its root has on the host.
+	var state struct {
+		IDBase uint32 `json:"id_base"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &state)
+	}
+	if err != nil || state.IDBase == 0 {
+		t.Fatalf("the sandbox's host ids: %+v, %v", state, err)
+	}
+	hostUID := state.IDBase + st.Uid
 	stray := exec.Command("/usr/bin/sleep", "600")
-	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid, Groups: []uint32{}}, Setsid: true}
+	stray.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostUID, Gid: hostUID, Groups: []uint32{}}, Setsid: true}
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +92,6 @@ func TestPlantedSetuid(t *testing.T) {
 	select {
 	case <-exited:
 	case <-time.After(5 * time.Second):
-		t.Fatalf("a process of the sandbox's host uid %d outlived its destroy", st.Uid)
+		t.Fatalf("a process of the sandbox's host uid %d outlived its destroy", hostUID)
 	}
 }
