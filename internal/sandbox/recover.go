@@ -153,7 +153,7 @@ func (s *Service) sweep(ctx context.Context) error {
 			return fmt.Errorf("sweep %s: %w", d.Name(), err)
 		}
 	}
-	return nil
+	return s.sweepSnapshots(ctx)
 }
 
 // Run reaps expired sandboxes and reports out-of-memory kills every tick,

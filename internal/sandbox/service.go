@@ -138,8 +138,10 @@ type Service struct {
 	ooms   oomCounts           // sandbox id → OOM kills last seen
 	// diskFull: sandbox id → its disk_full event was recorded (disk.go)
 	diskFull map[string]bool
-	calls    map[string]int       // sandbox id → calls in flight (door.go)
-	active   map[string]time.Time // sandbox id → last call (door.go)
+	// capturing: snapshot id → its files are being made (snapshots.go)
+	capturing map[string]bool
+	calls     map[string]int       // sandbox id → calls in flight (door.go)
+	active    map[string]time.Time // sandbox id → last call (door.go)
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
@@ -166,17 +168,18 @@ func New(cfg Config) (*Service, error) {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
 	}
 	return &Service{
-		cfg:      cfg,
-		store:    cfg.Store,
-		drivers:  cfg.Drivers,
-		log:      cfg.Log,
-		events:   cfg.Events,
-		gateway:  cfg.Gateway,
-		agents:   map[string]attached{},
-		ooms:     oomCounts{},
-		diskFull: map[string]bool{},
-		calls:    map[string]int{},
-		active:   map[string]time.Time{},
+		cfg:       cfg,
+		store:     cfg.Store,
+		drivers:   cfg.Drivers,
+		log:       cfg.Log,
+		events:    cfg.Events,
+		gateway:   cfg.Gateway,
+		agents:    map[string]attached{},
+		ooms:      oomCounts{},
+		diskFull:  map[string]bool{},
+		capturing: map[string]bool{},
+		calls:     map[string]int{},
+		active:    map[string]time.Time{},
 	}, nil
 }
 

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -78,6 +80,15 @@ func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) 
 		return nil, st, err
 	}
 	start := time.Now()
+	// The files come before their record: a sweep meanwhile leaves them.
+	s.mu.Lock()
+	s.capturing[snap.ID] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.capturing, snap.ID)
+		s.mu.Unlock()
+	}()
 	if st, err = sn.Snapshot(ctx, h, dir); err != nil {
 		return nil, st, err
 	}
@@ -245,6 +256,56 @@ func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api
 		out.Sandboxes = append(out.Sandboxes, sb)
 	}
 	return out, nil
+}
+
+// snapshotGrace is how old a copy under way (a hidden name) must be
+// before a sweep takes it for a crash's leftovers.
+const snapshotGrace = 30 * time.Minute
+
+// sweepSnapshots removes the files of snapshots no record names, left by
+// a server that stopped between a copy and its record; the default
+// driver made them.
+func (s *Service) sweepSnapshots(ctx context.Context) error {
+	if s.cfg.SnapshotDir == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(s.cfg.SnapshotDir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return fmt.Errorf("sweep snapshots: %w", err)
+	}
+	sn, ok := s.drivers.Default().(driver.Snapshotter)
+	if !ok || len(ents) == 0 {
+		return nil
+	}
+	all, err := s.store.ListSnapshots(ctx, store.SnapshotQuery{})
+	if err != nil {
+		return fmt.Errorf("sweep snapshots: %w", err)
+	}
+	known := make(map[string]bool, len(all))
+	for _, snap := range all {
+		known[snap.ID] = true
+	}
+	s.mu.Lock()
+	for id := range s.capturing {
+		known[id] = true
+	}
+	s.mu.Unlock()
+	for _, e := range ents {
+		info, err := e.Info()
+		// A name with a dot is a copy under way (or a crash's): the
+		// backend renames it into place when whole.
+		if known[e.Name()] || err != nil || (strings.HasPrefix(e.Name(), ".") && time.Since(info.ModTime()) < snapshotGrace) {
+			continue
+		}
+		if err := sn.RemoveSnapshot(s.snapshotDir(e.Name())); err != nil {
+			return fmt.Errorf("sweep snapshots: %w", err)
+		}
+		s.log.Info("swept an unrecorded snapshot's files", "snapshot", e.Name())
+	}
+	return nil
 }
 
 // snapshotDir is where the files of snapshot id are.
