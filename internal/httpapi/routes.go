@@ -25,6 +25,19 @@ type route struct {
 	long bool
 }
 
+// withService runs h with the service get returns, or answers with
+// get's error (a part this server runs without: 503).
+func withService[S any](a *API, get func() (S, error), h func(http.ResponseWriter, *http.Request, S)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		svc, err := get()
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		h(w, r, svc)
+	}
+}
+
 func (a *API) routes() []route {
 	return []route{
 		{method: "GET", pattern: "/healthz", handler: a.healthz, public: true},
@@ -37,19 +50,19 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/keys", handler: a.createKey},
 		{method: "GET", pattern: "/v1/keys", handler: a.listKeys, role: api.RoleReader},
 		{method: "DELETE", pattern: "/v1/keys/{id}", handler: a.deleteKey, query: []string{"cascade"}},
-		{method: "POST", pattern: "/v1/secrets", handler: a.createSecret},
-		{method: "GET", pattern: "/v1/secrets", handler: a.listSecrets, role: api.RoleReader},
-		{method: "GET", pattern: "/v1/secrets/{name}", handler: a.getSecret, role: api.RoleReader},
-		{method: "PUT", pattern: "/v1/secrets/{name}", handler: a.replaceSecret},
-		{method: "DELETE", pattern: "/v1/secrets/{name}", handler: a.deleteSecret},
-		{method: "POST", pattern: "/v1/volumes", handler: a.createVolume},
-		{method: "GET", pattern: "/v1/volumes", handler: a.listVolumes, role: api.RoleReader},
-		{method: "GET", pattern: "/v1/volumes/{name}", handler: a.getVolume, role: api.RoleReader},
-		{method: "DELETE", pattern: "/v1/volumes/{name}", handler: a.deleteVolume},
-		{method: "POST", pattern: "/v1/templates", handler: a.createTemplate, query: []string{"name"}, long: true},
-		{method: "GET", pattern: "/v1/templates", handler: a.listTemplates, role: api.RoleReader},
-		{method: "GET", pattern: "/v1/templates/{name}", handler: a.getTemplate, role: api.RoleReader},
-		{method: "DELETE", pattern: "/v1/templates/{name}", handler: a.deleteTemplate},
+		{method: "POST", pattern: "/v1/secrets", handler: withService(a, a.secrets, a.createSecret)},
+		{method: "GET", pattern: "/v1/secrets", handler: withService(a, a.secrets, a.listSecrets), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/secrets/{name}", handler: withService(a, a.secrets, a.getSecret), role: api.RoleReader},
+		{method: "PUT", pattern: "/v1/secrets/{name}", handler: withService(a, a.secrets, a.replaceSecret)},
+		{method: "DELETE", pattern: "/v1/secrets/{name}", handler: withService(a, a.secrets, a.deleteSecret)},
+		{method: "POST", pattern: "/v1/volumes", handler: withService(a, a.volumes, a.createVolume)},
+		{method: "GET", pattern: "/v1/volumes", handler: withService(a, a.volumes, a.listVolumes), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/volumes/{name}", handler: withService(a, a.volumes, a.getVolume), role: api.RoleReader},
+		{method: "DELETE", pattern: "/v1/volumes/{name}", handler: withService(a, a.volumes, a.deleteVolume)},
+		{method: "POST", pattern: "/v1/templates", handler: withService(a, a.templates, a.createTemplate), query: []string{"name"}, long: true},
+		{method: "GET", pattern: "/v1/templates", handler: withService(a, a.templates, a.listTemplates), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/templates/{name}", handler: withService(a, a.templates, a.getTemplate), role: api.RoleReader},
+		{method: "DELETE", pattern: "/v1/templates/{name}", handler: withService(a, a.templates, a.deleteTemplate)},
 
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.createSnapshot, long: true},

@@ -14,12 +14,7 @@ import (
 // handler calls Service.Reveal), and no error message quotes a request
 // body.
 
-func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.secrets()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) createSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
 	var req api.CreateSecretRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
@@ -33,12 +28,7 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, secretToAPI(sec))
 }
 
-func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.secrets()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
 	var req api.ReplaceSecretRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
@@ -52,12 +42,7 @@ func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, secretToAPI(sec))
 }
 
-func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.secrets()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) listSecrets(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
 	list, err := svc.List(r.Context())
 	if err != nil {
 		a.writeError(w, r, err)
@@ -70,12 +55,7 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *API) getSecret(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.secrets()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) getSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
 	sec, err := svc.Get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -84,12 +64,7 @@ func (a *API) getSecret(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, secretToAPI(sec))
 }
 
-func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.secrets()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
 	if err := svc.Delete(r.Context(), r.PathValue("name")); err != nil {
 		a.writeError(w, r, err)
 		return

@@ -13,13 +13,11 @@ import (
 // createTemplate pulls an image (a JSON body naming its ref) or imports
 // one (the archive itself as the body, Content-Type application/x-tar,
 // named by ?name=).
-func (a *API) createTemplate(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.templates()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	var t *store.Template
+func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
+	var (
+		t   *store.Template
+		err error
+	)
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-tar" {
 		t, err = svc.Import(r.Context(), r.URL.Query().Get("name"), r.Body)
 	} else {
@@ -49,12 +47,7 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, templateToAPI(t))
 }
 
-func (a *API) listTemplates(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.templates()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) listTemplates(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
 	list, err := svc.List(r.Context())
 	if err != nil {
 		a.writeError(w, r, err)
@@ -67,12 +60,7 @@ func (a *API) listTemplates(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *API) getTemplate(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.templates()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) getTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
 	t, err := svc.Get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -81,12 +69,7 @@ func (a *API) getTemplate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, templateToAPI(t))
 }
 
-func (a *API) deleteTemplate(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.templates()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) deleteTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
 	if err := svc.Delete(r.Context(), r.PathValue("name")); err != nil {
 		a.writeError(w, r, err)
 		return

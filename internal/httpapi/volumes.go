@@ -9,12 +9,7 @@ import (
 	"github.com/hutchdev/hutch/internal/volumes"
 )
 
-func (a *API) createVolume(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.volumes()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) createVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
 	var req api.CreateVolumeRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
@@ -28,12 +23,7 @@ func (a *API) createVolume(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, volumeToAPI(v))
 }
 
-func (a *API) listVolumes(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.volumes()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) listVolumes(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
 	list, err := svc.List(r.Context())
 	if err != nil {
 		a.writeError(w, r, err)
@@ -46,12 +36,7 @@ func (a *API) listVolumes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *API) getVolume(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.volumes()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) getVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
 	v, err := svc.Get(r.Context(), r.PathValue("name"))
 	if err != nil {
 		a.writeError(w, r, err)
@@ -60,12 +45,7 @@ func (a *API) getVolume(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, volumeToAPI(v))
 }
 
-func (a *API) deleteVolume(w http.ResponseWriter, r *http.Request) {
-	svc, err := a.volumes()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) deleteVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
 	if err := svc.Delete(r.Context(), r.PathValue("name")); err != nil {
 		a.writeError(w, r, err)
 		return

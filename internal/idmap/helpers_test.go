@@ -85,27 +85,14 @@ func (s *sandbox) attach(t testing.TB, dirs, targets []string) {
 	}
 }
 
-// mountAndAttach is what the driver does for one sandbox.
+// mountAndAttach is what the driver does for one sandbox: each of dirs,
+// read-only, at the target of the same index.
 func mountAndAttach(pid int, dirs, targets []string) error {
-	userns, err := idmap.UsernsFD(pid)
-	if err != nil {
-		return err
+	ps := make([]idmap.Placement, len(dirs))
+	for i := range dirs {
+		ps[i] = idmap.Placement{Dir: dirs[i], Target: targets[i]}
 	}
-	defer unix.Close(userns)
-	fds := make([]int, 0, len(dirs))
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	for _, dir := range dirs {
-		fd, err := idmap.Mount(dir, userns)
-		if err != nil {
-			return err
-		}
-		fds = append(fds, fd)
-	}
-	return idmap.Attach(pid, fds, targets)
+	return idmap.Place(pid, ps)
 }
 
 // sharedDir makes a directory every user may pass through (t.TempDir is

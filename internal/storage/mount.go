@@ -72,16 +72,27 @@ func mountOf(dir string) (Mount, error) {
 	if stx.Mask&unix.STATX_MNT_ID == 0 {
 		return Mount{}, fmt.Errorf("statx %s: the kernel gave no mount id (Linux 5.8 or later does)", dir)
 	}
+	// A read of mountinfo is not atomic: while other mounts come and go
+	// it can skip lines, so a mount that is there may be missed; another
+	// read finds it.
+	var err error
+	for range 5 {
+		var m Mount
+		if m, err = readMount(int(stx.Mnt_id)); err == nil {
+			return m, nil
+		}
+	}
+	return Mount{}, fmt.Errorf("the mount of %s: %w", dir, err)
+}
+
+// readMount reads /proc/self/mountinfo once for the mount with id.
+func readMount(id int) (Mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return Mount{}, err
 	}
 	defer f.Close()
-	m, err := findMount(f, int(stx.Mnt_id))
-	if err != nil {
-		return Mount{}, fmt.Errorf("the mount of %s: %w", dir, err)
-	}
-	return m, nil
+	return findMount(f, id)
 }
 
 // findMount reads mountinfo (proc(5)) for the mount with id.

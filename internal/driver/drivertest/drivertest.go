@@ -103,6 +103,28 @@ func create(t *testing.T, d driver.Driver, sp driver.Spec) *sandbox {
 	return sb
 }
 
+// reattach takes the handle a Start or Restore returned, with a client of
+// its agent.
+func (sb *sandbox) reattach(h driver.Handle) {
+	sb.handle = h
+	sb.agent.Close()
+	sb.agent = newAgent(h)
+}
+
+// restart stops and starts the sandbox, keeping its files.
+func restart(t *testing.T, d driver.Driver, sb *sandbox) {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.Stop(ctx, sb.handle); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	h, err := d.Start(ctx, sb.handle)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	sb.reattach(h)
+}
+
 // newAgent is a client of the agent of h.
 func newAgent(h driver.Handle) *agentclient.Client {
 	return agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))

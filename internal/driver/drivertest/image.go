@@ -89,17 +89,7 @@ func testImage(t *testing.T, s Suite) {
 	if !caps.StartStop {
 		return
 	}
-	ctx := context.Background()
-	if err := d.Stop(ctx, sbRoot.handle); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	h, err := d.Start(ctx, sbRoot.handle)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	sbRoot.handle = h
-	sbRoot.agent.Close()
-	sbRoot.agent = newAgent(h)
+	restart(t, d, sbRoot)
 	if got := sh(t, sbRoot, "cat /bin/new /srv/mine; ls /opt/stuff"); got != "new\nchanged\nb\n" {
 		t.Errorf("after Stop and Start: %q; want the sandbox's files over the image's", got)
 	}

@@ -71,9 +71,7 @@ func testLifecycle(t *testing.T, s Suite) {
 	if _, err := d.Start(ctx, h); !errors.Is(err, errdefs.ErrConflict) {
 		t.Fatalf("Start of a running sandbox = %v, want a conflict", err)
 	}
-	sb.handle = h
-	sb.agent.Close()
-	sb.agent = newAgent(h)
+	sb.reattach(h)
 	if got := sh(t, sb, "cat kept.txt"); got != "kept\n" {
 		t.Fatalf("file after Stop/Start = %q, want kept", got)
 	}

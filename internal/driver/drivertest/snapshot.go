@@ -70,9 +70,7 @@ func testSnapshot(t *testing.T, s Suite) {
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	a.handle = h
-	a.agent.Close()
-	a.agent = newAgent(h)
+	a.reattach(h)
 	if got := sh(t, a, snapshotView); got != want {
 		t.Errorf("after Restore:\n%s\nwant, as snapshotted:\n%s", got, want)
 	}

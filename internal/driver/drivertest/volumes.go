@@ -48,17 +48,7 @@ func testVolumes(t *testing.T, s Suite) {
 	}
 	// Through a stop and start, and past the sandboxes.
 	if d.Capabilities().StartStop {
-		ctx := context.Background()
-		if err := d.Stop(ctx, a.handle); err != nil {
-			t.Fatal(err)
-		}
-		h, err := d.Start(ctx, a.handle)
-		if err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		a.handle = h
-		a.agent.Close()
-		a.agent = newAgent(h)
+		restart(t, d, a)
 		if got := sh(t, a, "cat /data/x"); got != "shared\n" {
 			t.Errorf("after Stop and Start: %q", got)
 		}

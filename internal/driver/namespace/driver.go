@@ -172,7 +172,9 @@ func (d *Driver) Open(ctx context.Context) error {
 	}
 	if d.store = d.cfg.Storage; d.store == nil {
 		if d.store, err = probeStorage(d.dir); err != nil {
-			return fmt.Errorf("namespace driver: %w", err)
+			// A copy backend works anywhere; only speed and quotas go.
+			d.log.Warn("namespace driver: storage probe failed: sandboxes' files are copied byte by byte, with no disk limit", "err", err)
+			d.store = storage.Open(storage.Info{})
 		}
 	}
 	if d.rootless {

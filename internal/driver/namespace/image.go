@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/idmap"
@@ -85,49 +83,23 @@ func (d *Driver) prepareImage(st state) error {
 // namespace): when st.Mapped its writable layer over itself and its
 // volumes at vol/<i>, and its shared image layers at lower/<i>.
 func (d *Driver) attachMounts(st state) error {
-	var dirs, targets []string
+	var ps []idmap.Placement
 	if st.Mapped {
-		dirs, targets = append(dirs, filepath.Join(st.Dir, upperDir)), append(targets, filepath.Join(st.Dir, upperDir))
-	}
-	writable := map[int]bool{}
-	if st.Mapped {
-		writable[0] = true
+		upper := filepath.Join(st.Dir, upperDir)
+		ps = append(ps, idmap.Placement{Dir: upper, Target: upper, Writable: true})
 		for i, v := range st.Volumes {
-			writable[len(dirs)] = !v.ReadOnly
-			dirs, targets = append(dirs, v.Dir), append(targets, filepath.Join(st.Dir, volDir, strconv.Itoa(i)))
+			ps = append(ps, idmap.Placement{Dir: v.Dir, Target: filepath.Join(st.Dir, volDir, strconv.Itoa(i)), Writable: !v.ReadOnly})
 		}
 	}
 	if st.Image != nil && st.Image.Shared {
 		for i, dir := range st.Image.Layers {
-			dirs, targets = append(dirs, dir), append(targets, filepath.Join(st.Dir, lowerDir, strconv.Itoa(i)))
+			ps = append(ps, idmap.Placement{Dir: dir, Target: filepath.Join(st.Dir, lowerDir, strconv.Itoa(i))})
 		}
 	}
-	if len(dirs) == 0 {
-		return nil
+	if err := idmap.Place(st.Pid, ps); err != nil {
+		return fmt.Errorf("the sandbox's mounts: %w", err)
 	}
-	userns, err := idmap.UsernsFD(st.Pid)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(userns)
-	fds := make([]int, 0, len(dirs))
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	for i, dir := range dirs {
-		mount := idmap.Mount
-		if writable[i] {
-			mount = idmap.MountWritable
-		}
-		fd, err := mount(dir, userns)
-		if err != nil {
-			return fmt.Errorf("the sandbox's mounts: %w", err)
-		}
-		fds = append(fds, fd)
-	}
-	return idmap.Attach(st.Pid, fds, targets)
+	return nil
 }
 
 // imageLowers are the overlay's lower layers of an image sandbox, topmost
@@ -225,20 +197,11 @@ func (d *Driver) personalizeImage(st state, hostname string, acct account, workd
 		return err
 	}
 	etc := sandboxEtc(hostname, "/bin/sh")
-	for _, name := range []string{"hostname", "hosts", "resolv.conf"} {
-		p := filepath.Join(upper, "etc", name)
-		if err := os.WriteFile(p, []byte(etc[name]), 0o644); err != nil {
-			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
-		}
-		if err := os.Lchown(p, d.diskUID(st, rootID), d.diskGID(st, rootID)); err != nil {
-			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
-		}
+	if err := d.writeEtc(st, map[string]string{"hostname": etc["hostname"], "hosts": etc["hosts"], "resolv.conf": etc["resolv.conf"]}); err != nil {
+		return err
 	}
-	var made []string
-	for p := workdir; p != "/"; p = path.Dir(p) {
-		made = append(made, p)
-	}
-	for i := len(made) - 1; i >= 0; i-- {
+	made := parentsOf(workdir)
+	for i := range made {
 		// A directory the image has keeps its owner and mode, as a copy-up
 		// would; one it lacks is the user's.
 		mode, uid, gid := os.FileMode(0o755), acct.id, acct.gid

@@ -93,26 +93,40 @@ func (d *Driver) personalize(st state, hostname string, acct account, workdir st
 			return err
 		}
 	}
-	for name, content := range sandboxEtc(hostname, d.tmpl.Shell) {
-		p := filepath.Join(upper, "etc", name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
-		}
-		if err := os.Chown(p, d.diskUID(st, rootID), d.diskGID(st, rootID)); err != nil {
-			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
-		}
+	if err := d.writeEtc(st, sandboxEtc(hostname, d.tmpl.Shell)); err != nil {
+		return err
 	}
 	// The working directory and any parent it lacks belong to the user.
-	var made []string
-	for p := workdir; p != "/"; p = path.Dir(p) {
-		made = append(made, p)
-	}
-	for i := len(made) - 1; i >= 0; i-- {
-		if err := d.mkdirOwned(st, filepath.Join(upper, made[i]), 0o755, acct.id, acct.id); err != nil {
+	for _, p := range parentsOf(workdir) {
+		if err := d.mkdirOwned(st, filepath.Join(upper, p), 0o755, acct.id, acct.id); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeEtc writes files into the fresh upper layer's /etc (which exists),
+// owned by the sandbox's root.
+func (d *Driver) writeEtc(st state, files map[string]string) error {
+	for name, content := range files {
+		p := filepath.Join(st.Dir, upperFS, "etc", name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
+		}
+		if err := os.Lchown(p, d.diskUID(st, rootID), d.diskGID(st, rootID)); err != nil {
+			return fmt.Errorf("write the sandbox's /etc/%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// parentsOf is p and each directory above it but /, topmost first.
+func parentsOf(p string) []string {
+	var out []string
+	for ; p != "/" && p != "."; p = path.Dir(p) {
+		out = append([]string{p}, out...)
+	}
+	return out
 }
 
 // mkdirOwned makes p (if it is not there) with mode, owned by the

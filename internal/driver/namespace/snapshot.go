@@ -179,20 +179,16 @@ func (d *Driver) personalizeCopy(st state, hostname string, acct account, workdi
 		return fmt.Errorf("the sandbox's files: %w", err)
 	}
 	defer root.Close()
-	var made []string
-	for p := workdir; p != "/"; p = filepath.Dir(p) {
-		made = append(made, p)
-	}
-	for i := len(made) - 1; i >= 0; i-- {
-		rel := made[i][1:]
+	for _, p := range parentsOf(workdir) {
+		rel := p[1:]
 		if _, err := root.Lstat(rel); err == nil {
 			continue
 		}
 		if err := root.Mkdir(rel, 0o755); err != nil {
-			return fmt.Errorf("make the sandbox's %s: %w", made[i], err)
+			return fmt.Errorf("make the sandbox's %s: %w", p, err)
 		}
 		if err := root.Lchown(rel, d.diskUID(st, acct.id), d.diskGID(st, acct.gid)); err != nil {
-			return fmt.Errorf("make the sandbox's %s: %w", made[i], err)
+			return fmt.Errorf("make the sandbox's %s: %w", p, err)
 		}
 	}
 	return nil
