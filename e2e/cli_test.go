@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // cli runs the hutch CLI against s with stdin and returns stdout, stderr
@@ -98,5 +100,43 @@ func TestCLI(t *testing.T) {
 	}
 	if _, _, code := s.cli("", "exec", id); code != 2 {
 		t.Fatalf("exec without a command exited %d, want 2", code)
+	}
+}
+
+// TestCLITemplates: hutch template import takes an OCI layout directory
+// (tarred on the way) or an archive, ls lists, a sandbox starts from it,
+// and rm deletes it.
+func TestCLITemplates(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
+	}
+	s := startServer(t, "", "--driver", "namespace")
+	img := testutil.BusyboxImage(t, testutil.BusyboxOpts())
+	if out, errOut, code := s.cli("", "template", "import", "bb", testutil.WriteLayout(t, img)); code != 0 || out != "bb\n" {
+		t.Fatalf("import a layout directory: %q %q %d", out, errOut, code)
+	}
+	if _, errOut, code := s.cli("", "template", "import", "bb-save", testutil.WriteDockerSave(t, img, "bb:1")); code != 0 {
+		t.Fatalf("import a docker save tar: %q %d", errOut, code)
+	}
+	out, _, code := s.cli("", "template", "ls")
+	if code != 0 || !strings.Contains(out, "bb-save") || !strings.Contains(out, "upload") {
+		t.Fatalf("ls: %q %d", out, code)
+	}
+	out, errOut, code := s.cli("", "sandbox", "create", "--template", "bb")
+	if code != 0 {
+		t.Fatalf("create from the template: %q %d", errOut, code)
+	}
+	id := strings.TrimSpace(out)
+	if out, _, code := s.cli("", "exec", id, "--", "sh", "-c", "echo $GREETING; pwd"); code != 0 || out != "hello\n/srv\n" {
+		t.Errorf("exec in it: %q %d", out, code)
+	}
+	if _, errOut, code := s.cli("", "template", "rm", "bb"); code == 0 || !strings.Contains(errOut, "template_in_use") {
+		t.Errorf("rm a template in use: %q %d", errOut, code)
+	}
+	if _, _, code := s.cli("", "sandbox", "rm", id); code != 0 {
+		t.Fatal("sandbox rm")
+	}
+	if out, errOut, code := s.cli("", "template", "rm", "bb", "bb-save"); code != 0 || out != "bb\nbb-save\n" {
+		t.Errorf("rm: %q %q %d", out, errOut, code)
 	}
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +82,7 @@ func templateImport(ctx context.Context, e *env, args []string) error {
 		}
 		if fi.IsDir() {
 			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(tarDir(pw, pos[1])) }()
+			go func() { pw.CloseWithError(writeTar(pw, pos[1])) }()
 			defer pr.Close()
 			body = pr
 		} else {
@@ -110,52 +107,6 @@ func templateImport(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tarDir writes the regular files and directories under dir (an OCI
-// image layout) as a tar.
-func tarDir(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: an image layout holds only files and directories", p)
-		}
-		h, err := tar.FileInfoHeader(fi, "")
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
 
 func templateList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "template ls", "hutch template ls [--json]")
