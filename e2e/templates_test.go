@@ -296,3 +296,39 @@ func TestSnapshotSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultTemplate: with --default-template naming an image template,
+// a create that names none starts from the tenant's template of that name;
+// host stays available by name.
+func TestDefaultTemplate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
+	}
+	s := startServer(t, "", "--driver", "namespace", "--default-template", "base")
+	c := s.client()
+	ctx := context.Background()
+	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{}); client.Code(err) != "invalid_template" {
+		t.Errorf("a default template the tenant lacks: %v; want invalid_template", err)
+	}
+	f, err := os.Open(testutil.WriteLayoutTar(t, testutil.BusyboxImage(t, testutil.BusyboxOpts())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := c.ImportTemplate(ctx, "base", f); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil || sb.Template != "base" {
+		t.Fatalf("a create naming no template: %+v, %v; want template base", sb, err)
+	}
+	host, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "host"})
+	if err != nil || host.Template != "host" {
+		t.Fatalf("host by name: %+v, %v", host, err)
+	}
+	for _, id := range []string{sb.ID, host.ID} {
+		if err := c.DeleteSandbox(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
