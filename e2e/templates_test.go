@@ -332,3 +332,51 @@ func TestDefaultTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestForkAllOrNone: a fork the tenant's quota cannot hold whole makes no
+// sandbox at all, and drops its snapshot.
+func TestForkAllOrNone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's snapshots; CI runs as root")
+	}
+	s := startServer(t, "", "--driver", "namespace", "--tenant-max-sandboxes", "3")
+	ctx := context.Background()
+	tn, err := s.client().CreateTenant(ctx, api.CreateTenantRequest{Name: "forker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(s.url, tn.Key.Secret)
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeleteSandbox(context.Background(), sb.ID) })
+	if _, err := c.Fork(ctx, sb.ID, api.ForkRequest{Count: 3}); client.Code(err) != "quota_exceeded" {
+		t.Fatalf("a fork of 3 with room for 2: %v; want quota_exceeded", err)
+	}
+	list, err := c.ListSandboxes(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, l := range list.Sandboxes {
+		if l.State != api.StateDestroyed && l.State != api.StateFailed {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Errorf("after a refused fork the tenant has %d sandboxes not destroyed; want 1, the original", live)
+	}
+	if snaps, err := c.ListSnapshots(ctx, ""); err != nil || len(snaps.Snapshots) != 0 {
+		t.Errorf("the fork's snapshot stays: %+v, %v", snaps, err)
+	}
+	forks, err := c.Fork(ctx, sb.ID, api.ForkRequest{Count: 2})
+	if err != nil || len(forks.Sandboxes) != 2 {
+		t.Fatalf("a fork of 2: %+v, %v", forks, err)
+	}
+	for _, f := range forks.Sandboxes {
+		if err := c.DeleteSandbox(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

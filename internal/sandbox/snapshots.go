@@ -209,8 +209,10 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 }
 
 // Fork starts req.Count sandboxes from the caller's sandbox id's files as
-// they are now, with its settings. The copy is taken once, under the
-// sandbox's lock, then dropped once the forks have their own.
+// they are now, with its settings (not its volumes). The copy is taken
+// once, under the sandbox's lock, then dropped once the forks have their
+// own. Either all the forks are made or none: one refused (a quota, say)
+// destroys those made before it.
 func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api.ForkResult, error) {
 	var out api.ForkResult
 	if req.Count < 1 || req.Count > api.MaxForkCount {
@@ -251,7 +253,13 @@ func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api
 			Root: rec.Root, Network: &rec.Network, Driver: rec.Driver,
 		})
 		if err != nil {
-			return out, err
+			// All or none: the forks made so far go too.
+			for _, f := range out.Sandboxes {
+				if derr := s.Destroy(ctx, f.ID); derr != nil {
+					s.log.Error("roll back a fork", logattr.Sandbox(f.ID), "err", derr)
+				}
+			}
+			return api.ForkResult{}, err
 		}
 		out.Sandboxes = append(out.Sandboxes, sb)
 	}
