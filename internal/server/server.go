@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
-	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), backend, st, sec, events, log)
+	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), backend, disk, st, sec, events, log)
 	if err != nil {
 		return nil, err
 	}

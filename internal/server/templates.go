@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/diskguard"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/storage"
 	"github.com/hutchdev/hutch/internal/store"
@@ -18,7 +19,7 @@ import (
 // <data>/layers, when the default driver starts sandboxes from images;
 // otherwise there is none (nil), and a default template other than host
 // stops the start.
-func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
+func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, disk *diskguard.Guard, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
 	if !caps.Images {
 		if cfg.DefaultTemplate != api.HostTemplate {
 			return nil, fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", cfg.DefaultTemplate)
@@ -34,6 +35,7 @@ func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.B
 		Registries:     templates.RegistryPolicy{Insecure: cfg.RegistryInsecure},
 		Storage:        backend,
 		SnapshotDir:    snapshotDir(cfg),
+		Disk:           disk,
 	}, st, sec, events, log)
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)

@@ -69,6 +69,9 @@ type Config struct {
 	// not made from snapshots.
 	Storage     storage.Backend
 	SnapshotDir string
+	// Disk refuses new templates while the data directory's filesystem is
+	// below its reserve (internal/diskguard); nil checks nothing.
+	Disk interface{ Check(what string) error }
 }
 
 // Service imports, lists, resolves and deletes templates. Every call acts
@@ -151,6 +154,9 @@ func (s *Service) FromSnapshot(ctx context.Context, name, snapshotID string) (*s
 	if err != nil {
 		return nil, err
 	}
+	if err := s.diskCheck(); err != nil {
+		return nil, err
+	}
 	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID}
 	if snap.Template == api.HostTemplate {
 		t.Base = api.HostTemplate
@@ -187,6 +193,9 @@ func (s *Service) Import(ctx context.Context, name string, r io.Reader) (*store.
 	if err := store.CheckTemplateName(name); err != nil {
 		return nil, err
 	}
+	if err := s.diskCheck(); err != nil {
+		return nil, err
+	}
 	f, err := os.CreateTemp(filepath.Join(s.cfg.Dir, incomingDir), "upload-")
 	if err != nil {
 		return nil, fmt.Errorf("receive the image: %w", err)
@@ -203,9 +212,20 @@ func (s *Service) Import(ctx context.Context, name string, r io.Reader) (*store.
 	return s.make(ctx, name, "upload", image.Source{Path: f.Name()})
 }
 
+// diskCheck refuses a new template below the disk reserve.
+func (s *Service) diskCheck() error {
+	if s.cfg.Disk == nil {
+		return nil
+	}
+	return s.cfg.Disk.Check("a new template")
+}
+
 // make opens the image src, unpacks what the store lacks and records the
 // template.
 func (s *Service) make(ctx context.Context, name, source string, src image.Source) (*store.Template, error) {
+	if err := s.diskCheck(); err != nil {
+		return nil, err
+	}
 	// A name taken is refused before anything is fetched.
 	if _, err := s.store.GetTemplate(ctx, name); err == nil {
 		return nil, store.TemplateExists(name)
