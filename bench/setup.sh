@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# setup.sh installs what the benchmarks compare hutch against: bubblewrap
-# (bwrap) and runc, from Debian's packages. It installs only what is
-# missing, so running it again does nothing. Needs root (or sudo) and apt.
+# setup.sh installs what the benchmarks compare hutch against and run
+# beside it, from Debian's packages: bubblewrap (bwrap) and runc
+# (lifecycle); umoci, skopeo, docker-registry and the mkfs of btrfs and xfs
+# (storage). It installs only what is missing, so running it again does
+# nothing. Needs root (or sudo) and apt.
 #
 #	bash bench/setup.sh
 set -euo pipefail
@@ -11,8 +13,12 @@ die() {
 	exit 1
 }
 
+# mkfs.* and runc live in sbin, which a user's PATH may leave out.
+PATH=$PATH:/usr/sbin:/sbin
+
 # package:command pairs; a package counts as present when its command is.
-want=(bubblewrap:bwrap runc:runc)
+want=(bubblewrap:bwrap runc:runc umoci:umoci skopeo:skopeo docker-registry:docker-registry
+	btrfs-progs:mkfs.btrfs xfsprogs:mkfs.xfs)
 
 missing=()
 for pair in "${want[@]}"; do

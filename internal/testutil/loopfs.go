@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"github.com/hutchdev/hutch/internal/loopdev"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,7 +114,7 @@ func TryLoopFS(t testing.TB, cfg LoopFSConfig) (*LoopFS, error) {
 	// The loop device clears itself when its last user (the mount, or
 	// loop below until the mount holds it) lets go: a test that leaves
 	// the mount lazily unmounted still frees the device once it is idle.
-	loop, err := attachLoop(img, fs.Image)
+	loop, err := loopdev.Attach(img, fs.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TryLoopFS(t testing.TB, cfg LoopFSConfig) (*LoopFS, error) {
 	mountErr := unix.Mount(fs.Device, fs.Dir, cfg.Type, 0, cfg.Options)
 	loop.Close()
 	if mountErr != nil {
-		if err := waitDetached(fs.Device); err != nil {
+		if err := loopdev.WaitDetached(fs.Device); err != nil {
 			t.Error(err)
 		}
 		return nil, fmt.Errorf("mount -t %s -o %q %s (%s): %w (the kernel's reason is in dmesg)",
@@ -138,7 +139,7 @@ func (fs *LoopFS) cleanup(t testing.TB) {
 		t.Errorf("LoopFS: %v", err)
 		return
 	}
-	if err := waitDetached(fs.Device); err != nil {
+	if err := loopdev.WaitDetached(fs.Device); err != nil {
 		// Autoclear detaches it when its last user goes; say who leaks.
 		t.Error(err)
 	}
@@ -162,55 +163,6 @@ func unmount(t testing.TB, dir string) error {
 				return fmt.Errorf("unmount -l %s: %w", dir, err)
 			}
 			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// attachLoop attaches img to a free loop device with autoclear, retrying
-// when another process takes the device the kernel offered between the two
-// calls. The caller closes the device.
-func attachLoop(img *os.File, name string) (*os.File, error) {
-	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer ctl.Close()
-	for range 64 {
-		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
-		if err != nil {
-			return nil, fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
-		}
-		dev, err := os.OpenFile(fmt.Sprintf("/dev/loop%d", n), os.O_RDWR|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, err
-		}
-		cfg := unix.LoopConfig{Fd: uint32(img.Fd())}
-		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
-		copy(cfg.Info.File_name[:len(cfg.Info.File_name)-1], name)
-		err = unix.IoctlLoopConfigure(int(dev.Fd()), &cfg)
-		if err == nil {
-			return dev, nil
-		}
-		dev.Close()
-		if !errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("LOOP_CONFIGURE /dev/loop%d: %w", n, err)
-		}
-	}
-	return nil, errors.New("no free loop device after 64 tries")
-}
-
-// waitDetached waits up to five seconds for dev to have no backing file.
-func waitDetached(dev string) error {
-	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, err := os.ReadFile(backing)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("LoopFS: %s is still attached to %s; something still holds its filesystem", dev, strings.TrimSpace(string(b)))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
