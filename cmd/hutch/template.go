@@ -107,7 +107,6 @@ func templateImport(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-
 func templateList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "template ls", "hutch template ls [--json]")
 	asJSON := fs.Bool("json", false, "print the templates as JSON")
