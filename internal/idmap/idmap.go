@@ -3,9 +3,10 @@ package idmap
 import (
 	"fmt"
 	"path/filepath"
-	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/osthread"
 )
 
 // mountAttrs are what every mount Mount makes carries besides its
@@ -94,14 +95,7 @@ func Attach(pid int, fds []int, targets []string) error {
 		return fmt.Errorf("open the mount namespace of process %d: %w", pid, err)
 	}
 	defer unix.Close(ns)
-	done := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread is in another mount namespace once
-		// attach has begun, so it must end with this goroutine.
-		runtime.LockOSThread()
-		done <- attach(ns, fds, targets)
-	}()
-	return <-done
+	return osthread.Discarded(func() error { return attach(ns, fds, targets) })
 }
 
 // attach enters the mount namespace ns on the calling thread, which must

@@ -2,9 +2,10 @@ package launch
 
 import (
 	"fmt"
-	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/osthread"
 )
 
 // InDir runs start on an OS thread of its own whose working directory is
@@ -20,20 +21,13 @@ func InDir(dir string, start func() error) error {
 		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(fd)
-	done := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine, and its
-		// working directory with it.
-		runtime.LockOSThread()
+	return osthread.Discarded(func() error {
 		if err := unix.Unshare(unix.CLONE_FS); err != nil {
-			done <- fmt.Errorf("unshare the thread's working directory: %w", err)
-			return
+			return fmt.Errorf("unshare the thread's working directory: %w", err)
 		}
 		if err := unix.Fchdir(fd); err != nil {
-			done <- fmt.Errorf("enter %s: %w", dir, err)
-			return
+			return fmt.Errorf("enter %s: %w", dir, err)
 		}
-		done <- start()
-	}()
-	return <-done
+		return start()
+	})
 }
