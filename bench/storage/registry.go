@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hutchdev/hutch/internal/osthread"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -79,7 +79,7 @@ func startRegistry() (_ *registry, retErr error) {
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir} // no REGISTRY_* overrides
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		done, err := startTied(cmd)
+		done, err := osthread.StartTied(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", bin, err)
 		}
@@ -106,26 +106,6 @@ func (r *registry) kill() {
 func (r *registry) stop() {
 	r.kill()
 	os.RemoveAll(r.dir)
-}
-
-// startTied starts cmd from a goroutine locked to its thread, which lives
-// until cmd exits: Pdeathsig fires when the thread that started the
-// process ends, so the process dies with this one but not before its
-// time. done closes once cmd has exited.
-func startTied(cmd *exec.Cmd) (done <-chan struct{}, err error) {
-	started := make(chan error, 1)
-	exited := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cmd.Wait()
-		close(exited)
-	}()
-	return exited, <-started
 }
 
 // waitRegistry waits up to 15 seconds for host to answer /v2/, or for the

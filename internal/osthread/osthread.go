@@ -1,10 +1,13 @@
-// Package osthread runs a function on an OS thread that is then thrown
-// away: for work that changes what a thread is (a namespace entered with
-// setns, filesystem attributes unshared) and must not leak into the rest
-// of the process.
+// Package osthread ties work to OS threads: a function run on a thread
+// that is then thrown away, for work that changes what a thread is (a
+// namespace entered with setns, filesystem attributes unshared) and must
+// not leak into the rest of the process; and a child started from a
+// thread that lives as long as it, for a Pdeathsig that fires only when
+// this process dies.
 package osthread
 
 import (
+	"os/exec"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -33,4 +36,24 @@ func Discarded(fn func() error) error {
 		done <- fn()
 	}()
 	return <-done
+}
+
+// StartTied starts cmd from a goroutine locked to its thread, which lives
+// until cmd exits: a Pdeathsig fires when the thread that started the
+// process ends, so the process dies with this one but not before its
+// time. done closes once cmd has exited.
+func StartTied(cmd *exec.Cmd) (done <-chan struct{}, err error) {
+	started := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(exited)
+	}()
+	return exited, <-started
 }

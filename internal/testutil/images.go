@@ -15,6 +15,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/hutchdev/hutch/internal/osthread"
 	"io"
 	"io/fs"
 	"math/big"
@@ -463,7 +464,7 @@ func startRegistry(t testing.TB, bin, dir, auth string) string {
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir} // no REGISTRY_* overrides
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		done, err := startTied(cmd)
+		done, err := osthread.StartTied(cmd)
 		if err != nil {
 			t.Fatalf("start %s: %v", bin, err)
 		}
@@ -500,26 +501,6 @@ storage:
 http:
   addr: %s
 `
-
-// startTied starts cmd from a goroutine locked to its thread, which
-// lives until cmd exits: Pdeathsig fires when the thread that started
-// the process ends, so the process dies with the test binary but not
-// before its time. done closes once cmd has exited.
-func startTied(cmd *exec.Cmd) (done <-chan struct{}, err error) {
-	started := make(chan error, 1)
-	exited := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cmd.Wait()
-		close(exited)
-	}()
-	return exited, <-started
-}
 
 // freeLoopbackAddr returns 127.0.0.1:<a port free a moment ago>.
 func freeLoopbackAddr(t testing.TB) string {
