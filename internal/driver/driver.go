@@ -193,7 +193,10 @@ type Spec struct {
 	Volumes []Volume
 	// Snapshot, when set, is a directory Snapshotter.Snapshot made: the
 	// sandbox's files start as a copy of it (over the same template).
-	Snapshot string
+	// TakeSnapshot lets the driver take the directory itself instead of a
+	// copy (the caller drops the snapshot right after).
+	Snapshot     string
+	TakeSnapshot bool
 	// Image, when set, is what the sandbox's root is made of instead of
 	// the driver's host template (Template names it, for messages); only
 	// drivers whose Capabilities say Images accept it.

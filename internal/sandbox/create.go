@@ -20,7 +20,14 @@ import (
 // marked failed with the reason, and the error is returned. The sandbox's
 // lock is held from before its record exists, so a destroy that finds the
 // record mid-create waits for the create to end.
-func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ api.Sandbox, retErr error) {
+func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error) {
+	return s.create(ctx, req, false)
+}
+
+// create is Create; takeSnapshot lets the driver take the files of
+// req.Snapshot as the new sandbox's instead of copying them (Fork's last
+// sandbox: the snapshot is dropped right after).
+func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, takeSnapshot bool) (_ api.Sandbox, retErr error) {
 	p, ok := tenancy.From(ctx)
 	if !ok {
 		return api.Sandbox{}, errdefs.Forbidden("no_tenant", "no tenant in request")
@@ -110,6 +117,7 @@ func (s *Service) Create(ctx context.Context, req api.CreateSandboxRequest) (_ a
 		MaxTarBytes:  s.cfg.MaxTarBytes,
 		Root:         rec.Root,
 		Snapshot:     snapDir,
+		TakeSnapshot: snapDir != "" && takeSnapshot,
 	}
 	// Again, now that the record holds the template and the volumes: a
 	// delete that came first is seen here, one that comes later is

@@ -247,11 +247,12 @@ func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api
 		labels[k] = v
 	}
 	limits := rec.Limits
-	for range req.Count {
-		sb, err := s.Create(ctx, api.CreateSandboxRequest{
+	for i := range req.Count {
+		// The last fork takes the snapshot's files: one copy fewer.
+		sb, err := s.create(ctx, api.CreateSandboxRequest{
 			Snapshot: snap.ID, Env: env, Cwd: rec.Cwd, Limits: &limits, TimeoutS: rec.TimeoutS, Labels: labels,
 			Root: rec.Root, Network: &rec.Network, Driver: rec.Driver,
-		})
+		}, i == req.Count-1)
 		if err != nil {
 			// All or none: the forks made so far go too.
 			for _, f := range out.Sandboxes {

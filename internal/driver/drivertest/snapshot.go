@@ -93,6 +93,22 @@ func testSnapshot(t *testing.T, s Suite) {
 	if got := sh(t, a, "ls /workspace/only-b 2>/dev/null; ls /workspace/only-a"); got != "/workspace/only-a\n" {
 		t.Errorf("the sandboxes share files: %q", got)
 	}
+	// A sandbox that may take the snapshot's files rather than a copy
+	// (a fork's last): the same files, and the snapshot can still be
+	// removed.
+	taken := filepath.Join(t.TempDir(), "taken")
+	if _, err := sn.Snapshot(ctx, b.handle, taken); err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	cs := spec(api.Limits{MemoryMB: 256, Pids: 128})
+	cs.Root, cs.Snapshot, cs.TakeSnapshot = sp.Root, taken, true
+	c := create(t, d, cs)
+	if got := sh(t, c, "cat /workspace/only-b; cat /workspace/deep/er/text; hostname"); got != "b\nkept text\n"+c.id+"\n" {
+		t.Errorf("a sandbox that took the snapshot: %q", got)
+	}
+	if err := sn.RemoveSnapshot(taken); err != nil {
+		t.Errorf("RemoveSnapshot of a taken snapshot: %v", err)
+	}
 	if err := sn.RemoveSnapshot(dir); err != nil {
 		t.Fatalf("RemoveSnapshot: %v", err)
 	}

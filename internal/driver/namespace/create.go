@@ -234,7 +234,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 		if err := d.canSnapshot(sp.st); err != nil {
 			return sp.st, err
 		}
-		if err := d.replaceLayer(ctx, sp.st, spec.Snapshot); err != nil {
+		if err := d.replaceLayer(ctx, sp.st, spec.Snapshot, spec.TakeSnapshot); err != nil {
 			return sp.st, err
 		}
 	}

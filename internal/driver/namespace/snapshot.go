@@ -127,7 +127,7 @@ func (d *Driver) Restore(ctx context.Context, h driver.Handle, src string) (driv
 	if err := d.killAll(ctx, st); err != nil {
 		return h, err
 	}
-	if err := d.replaceLayer(ctx, st, src); err != nil {
+	if err := d.replaceLayer(ctx, st, src, false); err != nil {
 		return h, err
 	}
 	if err := d.writeIdentity(st, filepath.Base(st.Dir)); err != nil {
@@ -137,12 +137,15 @@ func (d *Driver) Restore(ctx context.Context, h driver.Handle, src string) (driv
 }
 
 // replaceLayer makes a copy of the snapshot src the sandbox's writable
-// layer.
-func (d *Driver) replaceLayer(ctx context.Context, st state, src string) error {
+// layer, or, when take, src itself (moved; a copy where it cannot be).
+func (d *Driver) replaceLayer(ctx context.Context, st state, src string, take bool) error {
 	upper := filepath.Join(st.Dir, upperDir)
 	next := filepath.Join(st.Dir, ".upper-"+ids.New())
-	if _, err := d.store.Copy(ctx, src, next); err != nil {
-		return fmt.Errorf("copy the snapshot: %w", err)
+	moved := take && os.Rename(src, next) == nil
+	if !moved {
+		if _, err := d.store.Copy(ctx, src, next); err != nil {
+			return fmt.Errorf("copy the snapshot: %w", err)
+		}
 	}
 	if err := d.removeLayer(upper); err != nil {
 		_ = d.store.Remove(next)
