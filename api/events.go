@@ -13,6 +13,10 @@ const (
 	EventSandboxFailed    = "sandbox.failed"
 	EventSandboxExpired   = "sandbox.expired"
 	EventSandboxOOM       = "sandbox.oom"
+	// EventSandboxTimeout says the sandbox's lifetime was set (POST
+	// /v1/sandboxes/{id}/timeout); it carries "timeout_s" and, for a
+	// running sandbox, "expires_at".
+	EventSandboxTimeout = "sandbox.timeout"
 	// EventSandboxDiskFull says the sandbox's files reached its disk
 	// limit (writes fail with EDQUOT inside); it carries "used_bytes" and
 	// "limit_bytes", and comes again only after usage fell below 90%.

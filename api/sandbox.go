@@ -86,13 +86,15 @@ type Sandbox struct {
 	// UnenforcedLimits names the limits set but not enforced by the
 	// sandbox's driver (memory_mb, cpu, pids, disk_mb), accepted only with
 	// limits_best_effort.
-	UnenforcedLimits []string          `json:"unenforced_limits,omitempty"`
-	TimeoutS         int               `json:"timeout_s"`
-	Labels           map[string]string `json:"labels,omitempty"`
-	Root             bool              `json:"root,omitempty"`
-	Network          NetworkPolicy     `json:"network"`
-	Error            string            `json:"error,omitempty"`
-	Volumes          []VolumeMount     `json:"volumes,omitempty"`
+	UnenforcedLimits []string `json:"unenforced_limits,omitempty"`
+	// TimeoutS is the sandbox's lifetime; while it is stopped, its clock
+	// does not run and TimeoutS is what it has left (ExpiresAt is unset).
+	TimeoutS int               `json:"timeout_s"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Root     bool              `json:"root,omitempty"`
+	Network  NetworkPolicy     `json:"network"`
+	Error    string            `json:"error,omitempty"`
+	Volumes  []VolumeMount     `json:"volumes,omitempty"`
 	// Disk is what the sandbox's own files take on disk, in GET
 	// /v1/sandboxes/{id} (not in lists), where its driver can tell.
 	Disk *DiskUsage `json:"disk,omitempty"`
@@ -118,4 +120,12 @@ type DiskUsage struct {
 	// Method is how UsedBytes was measured: "qgroup" (the filesystem's
 	// count, as of its last commit, up to 30 s old) or "walk".
 	Method string `json:"method"`
+}
+
+// TimeoutRequest is the body of POST /v1/sandboxes/{id}/timeout: the
+// sandbox's lifetime from now (a running sandbox) or from its next start
+// (a stopped one, whose clock does not run), at most the server's
+// maximum.
+type TimeoutRequest struct {
+	TimeoutS int `json:"timeout_s"`
 }

@@ -143,3 +143,17 @@ func (c *Client) AllSandboxes(ctx context.Context, opts ListOptions) iter.Seq2[a
 		}
 	}
 }
+
+// SetTimeout gives sandbox id a lifetime of timeoutS seconds: from now
+// when it runs, from its next start when it is stopped (a stopped
+// sandbox's clock does not run).
+func (c *Client) SetTimeout(ctx context.Context, id string, timeoutS int) (*api.Sandbox, error) {
+	if id == "" {
+		return nil, errNoID
+	}
+	var out api.Sandbox
+	if err := c.do(ctx, http.MethodPost, sandboxPath(id, "timeout"), nil, api.TimeoutRequest{TimeoutS: timeoutS}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -140,3 +140,29 @@ func TestCLITemplates(t *testing.T) {
 		t.Errorf("rm: %q %q %d", out, errOut, code)
 	}
 }
+
+// TestCLIExtend: hutch sandbox extend gives a running sandbox a new
+// lifetime from now, a stopped one from its next start.
+func TestCLIExtend(t *testing.T) {
+	s := startServer(t, "")
+	out, errOut, code := s.cli("", "sandbox", "create", "--timeout", "60")
+	if code != 0 {
+		t.Fatalf("create: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+	if out, errOut, code := s.cli("", "sandbox", "extend", id, "2h"); code != 0 || !strings.Contains(out, "expires at") {
+		t.Fatalf("extend: %q %q %d", out, errOut, code)
+	}
+	if out, _, _ := s.cli("", "sandbox", "get", id, "--json"); !strings.Contains(out, `"timeout_s": 7200`) && !strings.Contains(out, `"timeout_s":7200`) {
+		t.Errorf("after extend: %s", out)
+	}
+	if _, _, code := s.cli("", "sandbox", "stop", id); code != 0 {
+		t.Fatal("stop")
+	}
+	if out, errOut, code := s.cli("", "sandbox", "extend", id, "90s"); code != 0 || !strings.Contains(out, "90s from its next start") {
+		t.Errorf("extend a stopped sandbox: %q %q %d", out, errOut, code)
+	}
+	if _, errOut, code := s.cli("", "sandbox", "extend", id, "99h"); code == 0 || !strings.Contains(errOut, "invalid_timeout") {
+		t.Errorf("over the maximum: %q %d", errOut, code)
+	}
+}

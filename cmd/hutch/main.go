@@ -84,6 +84,7 @@ commands:
   sandbox get ID             show a sandbox
   sandbox rm ID…             destroy sandboxes
   sandbox stop|start ID…     stop or start sandboxes
+  sandbox extend ID DUR      a new lifetime from now (90s, 30m, 2h)
   exec [flags] ID -- CMD…    run a command in a sandbox, streaming its output
   start [flags] ID -- CMD…   start a background process and print its pid
   ps ID                      list a sandbox's processes

@@ -10,7 +10,7 @@ import (
 	"github.com/hutchdev/hutch/client"
 )
 
-const sandboxUsage = "hutch sandbox create|ls|get|rm|stop|start …"
+const sandboxUsage = "hutch sandbox create|ls|get|rm|stop|start|extend …"
 
 // runSandbox is `hutch sandbox <verb>`.
 func runSandbox(ctx context.Context, e *env, args []string) error {
@@ -26,6 +26,7 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 		"rm":     sandboxRemove,
 		"stop":   sandboxStop,
 		"start":  sandboxStart,
+		"extend": sandboxExtend,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {
@@ -188,4 +189,35 @@ func sandboxStart(ctx context.Context, e *env, args []string) error {
 		_, err := c.StartSandbox(ctx, id)
 		return err
 	})
+}
+
+func sandboxExtend(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox extend", "hutch sandbox extend ID DURATION\n\n"+
+		"Gives the sandbox a lifetime of DURATION (90s, 30m, 2h) from now, or from its next\n"+
+		"start when it is stopped (a stopped sandbox's clock does not run).")
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef(fs, "sandbox extend takes a sandbox id and a duration")
+	}
+	d, err := time.ParseDuration(pos[1])
+	if err != nil || d < time.Second {
+		return usagef(fs, "duration %q: give one of a second or more, such as 90s, 30m or 2h", pos[1])
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sb, err := c.SetTimeout(ctx, pos[0], int(d.Round(time.Second)/time.Second))
+	if err != nil {
+		return err
+	}
+	if sb.ExpiresAt != nil {
+		fmt.Fprintf(e.stdout, "%s expires at %s\n", sb.ID, sb.ExpiresAt.Local().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(e.stdout, "%s has %ds from its next start\n", sb.ID, sb.TimeoutS)
+	}
+	return nil
 }

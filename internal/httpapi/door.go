@@ -47,6 +47,8 @@ type Sandboxes interface {
 	WaitProcess(ctx context.Context, id string, pid int, timeout time.Duration) (api.Process, error)
 	ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (sandbox.Stream[api.OutputEvent], error)
 
+	SetTimeout(ctx context.Context, id string, req api.TimeoutRequest) (api.Sandbox, error)
+
 	Snapshot(ctx context.Context, id string, req api.CreateSnapshotRequest) (api.Snapshot, error)
 	GetSnapshot(ctx context.Context, id string) (api.Snapshot, error)
 	ListSnapshots(ctx context.Context, sandbox string) ([]api.Snapshot, error)

@@ -65,6 +65,7 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/templates/{name}", handler: withService(a, a.templates, a.deleteTemplate)},
 
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/timeout", handler: a.setTimeout},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.createSnapshot, long: true},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.listSandboxSnapshots, role: api.RoleReader},
 		{method: "GET", pattern: "/v1/snapshots", handler: a.listSnapshots, query: []string{"sandbox"}, role: api.RoleReader},

@@ -102,3 +102,17 @@ func (a *API) startSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, sb)
 }
+
+func (a *API) setTimeout(w http.ResponseWriter, r *http.Request) {
+	var req api.TimeoutRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sb, err := a.cfg.Sandboxes.SetTimeout(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
@@ -100,7 +101,9 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 		s.fail(tctx, id, err)
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, nil)
+	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, func(sb *store.Sandbox) {
+		holdClock(sb, time.Now())
+	})
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -157,6 +160,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	}
 	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle, sb.Error = raw, ""
+		runClock(sb, time.Now())
 	})
 	if err != nil {
 		return api.Sandbox{}, err
