@@ -13,6 +13,10 @@ const (
 	EventSandboxFailed    = "sandbox.failed"
 	EventSandboxExpired   = "sandbox.expired"
 	EventSandboxOOM       = "sandbox.oom"
+	// EventSandboxExpiring comes a while (hutch serve --expiry-warning)
+	// before a running sandbox's timeout ends; it carries "expires_at" and
+	// "on_expiry".
+	EventSandboxExpiring = "sandbox.expiring"
 	// EventSandboxTimeout says the sandbox's lifetime was set (POST
 	// /v1/sandboxes/{id}/timeout); it carries "timeout_s" and, for a
 	// running sandbox, "expires_at".

@@ -50,6 +50,10 @@ type CreateSandboxRequest struct {
 	// Snapshot starts the sandbox with a copy of the snapshot's files, over
 	// the snapshot's template (Template, if set, must be it).
 	Snapshot string `json:"snapshot,omitempty"`
+	// OnExpiry is what the sandbox's timeout does: "destroy" or "stop"
+	// (its files kept, its clock held until it is started again); the
+	// server's default when empty.
+	OnExpiry string `json:"on_expiry,omitempty"`
 	// Volumes mounts the caller's volumes; they are not part of the
 	// sandbox's snapshots.
 	Volumes  []VolumeMount     `json:"volumes,omitempty"`
@@ -95,6 +99,8 @@ type Sandbox struct {
 	Network  NetworkPolicy     `json:"network"`
 	Error    string            `json:"error,omitempty"`
 	Volumes  []VolumeMount     `json:"volumes,omitempty"`
+	// OnExpiry is what its timeout does: "destroy" or "stop".
+	OnExpiry string `json:"on_expiry"`
 	// Disk is what the sandbox's own files take on disk, in GET
 	// /v1/sandboxes/{id} (not in lists), where its driver can tell.
 	Disk *DiskUsage `json:"disk,omitempty"`
@@ -129,3 +135,9 @@ type DiskUsage struct {
 type TimeoutRequest struct {
 	TimeoutS int `json:"timeout_s"`
 }
+
+// What a sandbox's expiry does (CreateSandboxRequest.OnExpiry).
+const (
+	OnExpiryDestroy = "destroy"
+	OnExpiryStop    = "stop"
+)

@@ -63,6 +63,12 @@ type Config struct {
 	MaxLimits      api.Limits
 	DefaultTimeout time.Duration // sandbox lifetime when a create names none
 	MaxTimeout     time.Duration
+	// OnExpiry is what a sandbox's timeout does when its create names
+	// nothing: api.OnExpiryDestroy or api.OnExpiryStop.
+	OnExpiry string
+	// ExpiryWarning is how long before a running sandbox's expiry its
+	// sandbox.expiring event comes; 0: none.
+	ExpiryWarning  time.Duration
 	MaxFileBytes   int64 // one file through the file API
 	MaxTarBytes    int64 // one tar upload
 	MaxOutputBytes int   // per stream of a run-to-completion exec
@@ -135,6 +141,8 @@ func Default() Config {
 		MaxSecretBytes:     64 << 10,
 		MaxImageBytes:      8 << 30,
 		DefaultTemplate:    api.HostTemplate,
+		OnExpiry:           api.OnExpiryDestroy,
+		ExpiryWarning:      5 * time.Minute,
 		MaxCallsPerSandbox: 1024,
 		MaxConnsPerClient:  256,
 		DiskReserve:        64 << 20,
@@ -179,6 +187,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
+	str(&c.OnExpiry, "on-expiry", "HUTCH_ON_EXPIRY", "what a sandbox's timeout does when its create names nothing: destroy, or stop (its files kept)")
 	str(&c.DefaultTemplate, "default-template", "HUTCH_DEFAULT_TEMPLATE", "template of a sandbox whose create names none: host, or an image template's name (each tenant's own)")
 	if v := getenv("HUTCH_REGISTRY_INSECURE"); v != "" {
 		c.RegistryInsecure = splitList(v)
@@ -249,6 +258,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	dur(&c.DefaultTimeout, "default-timeout", "HUTCH_DEFAULT_TIMEOUT", "lifetime of a sandbox that names none")
 	dur(&c.MaxTimeout, "max-timeout", "HUTCH_MAX_TIMEOUT", "longest lifetime a sandbox may ask for")
+	dur(&c.ExpiryWarning, "expiry-warning", "HUTCH_EXPIRY_WARNING", "how long before a running sandbox's expiry a sandbox.expiring event comes (0: none)")
 	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
 	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
@@ -312,6 +322,12 @@ func (c Config) Validate() error {
 		if _, err := previewhost.ParsePublicURL(c.PreviewURL, c.PreviewDomain); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.OnExpiry != api.OnExpiryDestroy && c.OnExpiry != api.OnExpiryStop {
+		errs = append(errs, fmt.Errorf("on expiry %q: use %s or %s", c.OnExpiry, api.OnExpiryDestroy, api.OnExpiryStop))
+	}
+	if c.ExpiryWarning < 0 {
+		errs = append(errs, fmt.Errorf("expiry warning %s must not be negative", c.ExpiryWarning))
 	}
 	if c.DefaultTemplate != api.HostTemplate {
 		if err := store.CheckTemplateName(c.DefaultTemplate); err != nil {

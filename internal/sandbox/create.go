@@ -84,6 +84,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		Root:     set.root,
 		Network:  set.network,
 		Volumes:  req.Volumes,
+		OnExpiry: set.onExpiry,
 		Node:     s.cfg.Node,
 	}
 	if set.timeout > 0 {

@@ -53,6 +53,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	s.detach(rec.ID)
 	defer s.forgetOOM(rec.ID)
 	defer s.forgetDisk(rec.ID)
+	defer s.forgetWarning(rec.ID)
 	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
@@ -82,6 +83,13 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	if rec.State == api.StateStopped {
 		return s.toAPI(rec), nil
 	}
+	return s.stop(ctx, rec, "sandbox stopped", holdClock)
+}
+
+// stop stops rec under its lock; msg is its event's, and clock says what
+// becomes of its lifetime (holdClock, or restClock at its expiry).
+func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, clock func(*store.Sandbox, time.Time)) (api.Sandbox, error) {
+	id := rec.ID
 	d, err := s.startStopDriver(rec)
 	if err != nil {
 		return api.Sandbox{}, err
@@ -102,12 +110,12 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 		return api.Sandbox{}, err
 	}
 	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, func(sb *store.Sandbox) {
-		holdClock(sb, time.Now())
+		clock(sb, time.Now())
 	})
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	s.emit(tctx, rec, api.EventSandboxStopped, "sandbox stopped", nil)
+	s.emit(tctx, rec, api.EventSandboxStopped, msg, nil)
 	return s.toAPI(rec), nil
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,6 +51,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		Root:      r.Root,
 		Network:   r.Network,
 		Volumes:   r.Volumes,
+		OnExpiry:  cmp.Or(r.OnExpiry, api.OnExpiryDestroy),
 		Error:     r.Error,
 		Node:      r.Node,
 		CreatedAt: r.CreatedAt,

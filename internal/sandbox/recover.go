@@ -206,7 +206,11 @@ func (s *Service) reapExpired(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, rec := range recs {
-		if rec.ExpiresAt == nil || rec.ExpiresAt.After(now) || !s.owns(rec) {
+		if rec.ExpiresAt == nil || !s.owns(rec) {
+			continue
+		}
+		if rec.ExpiresAt.After(now) {
+			s.warnExpiring(ctx, rec, now)
 			continue
 		}
 		s.reap(ctx, rec.ID, now)
@@ -223,6 +227,17 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 		return
 	}
 	s.emitExpired(ctx, rec)
+	s.forgetWarning(rec.ID)
+	if rec.OnExpiry == api.OnExpiryStop {
+		// Stopped, its clock rests: its next start gives it its whole
+		// lifetime again.
+		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock); err != nil {
+			s.log.Warn("stop expired sandbox", logattr.Sandbox(rec.ID), "err", err)
+			return
+		}
+		s.log.Info("sandbox expired: stopped", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
+		return
+	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	if err := s.destroy(tctx, rec); err != nil {

@@ -63,7 +63,12 @@ type Config struct {
 	MaxLimits       api.Limits
 	DefaultTimeout  time.Duration
 	MaxTimeout      time.Duration
-	MaxFileBytes    int64
+	// OnExpiry is what a timeout does when the create names nothing
+	// ("" is api.OnExpiryDestroy); ExpiryWarning how long before a
+	// running sandbox's expiry sandbox.expiring comes (0: none).
+	OnExpiry      string
+	ExpiryWarning time.Duration
+	MaxFileBytes  int64
 	// MaxTarBytes bounds what one tar upload unpacks in a sandbox; zero
 	// leaves the agent's default.
 	MaxTarBytes    int64
@@ -140,8 +145,11 @@ type Service struct {
 	diskFull map[string]bool
 	// capturing: snapshot id → its files are being made (snapshots.go)
 	capturing map[string]bool
-	calls     map[string]int       // sandbox id → calls in flight (door.go)
-	active    map[string]time.Time // sandbox id → last call (door.go)
+	// warned: sandbox id → the expiry its sandbox.expiring event was for
+	// (timeout.go)
+	warned map[string]time.Time
+	calls  map[string]int       // sandbox id → calls in flight (door.go)
+	active map[string]time.Time // sandbox id → last call (door.go)
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
@@ -178,6 +186,7 @@ func New(cfg Config) (*Service, error) {
 		ooms:      oomCounts{},
 		diskFull:  map[string]bool{},
 		capturing: map[string]bool{},
+		warned:    map[string]time.Time{},
 		calls:     map[string]int{},
 		active:    map[string]time.Time{},
 	}, nil

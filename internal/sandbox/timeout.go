@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -66,6 +67,10 @@ func holdClock(sb *store.Sandbox, now time.Time) {
 	sb.ExpiresAt = nil
 }
 
+// restClock stops the clock of a sandbox its expiry stops: TimeoutS, its
+// lifetime, is whole again at its next start.
+func restClock(sb *store.Sandbox, _ time.Time) { sb.ExpiresAt = nil }
+
 // runClock starts a starting sandbox's clock again from what was left.
 func runClock(sb *store.Sandbox, now time.Time) {
 	if sb.ExpiresAt != nil || sb.TimeoutS <= 0 {
@@ -73,4 +78,32 @@ func runClock(sb *store.Sandbox, now time.Time) {
 	}
 	exp := now.Add(time.Duration(sb.TimeoutS) * time.Second)
 	sb.ExpiresAt = &exp
+}
+
+// warnExpiring records sandbox.expiring once for a running sandbox that
+// expires within the server's warning time (once for each expiry: a new
+// lifetime earns a new warning).
+func (s *Service) warnExpiring(ctx context.Context, rec *store.Sandbox, now time.Time) {
+	if s.cfg.ExpiryWarning <= 0 || rec.State != api.StateRunning || rec.ExpiresAt.Sub(now) > s.cfg.ExpiryWarning {
+		return
+	}
+	s.mu.Lock()
+	done := s.warned[rec.ID].Equal(*rec.ExpiresAt)
+	s.warned[rec.ID] = *rec.ExpiresAt
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	action := cmp.Or(rec.OnExpiry, api.OnExpiryDestroy)
+	left := rec.ExpiresAt.Sub(now).Round(time.Second)
+	s.emit(ctx, rec, api.EventSandboxExpiring,
+		fmt.Sprintf("the sandbox's timeout ends in %s; then it is %s (POST /v1/sandboxes/%s/timeout gives it more)", left, map[string]string{api.OnExpiryStop: "stopped"}[action]+map[string]string{api.OnExpiryDestroy: "destroyed"}[action], rec.ID),
+		map[string]any{"expires_at": rec.ExpiresAt.UTC().Format(time.RFC3339), "on_expiry": action})
+}
+
+// forgetWarning drops what warnExpiring kept of a sandbox.
+func (s *Service) forgetWarning(id string) {
+	s.mu.Lock()
+	delete(s.warned, id)
+	s.mu.Unlock()
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ type settled struct {
 	root     bool
 	network  api.NetworkPolicy
 	image    bool // template names an image template, not a driver's own
+	onExpiry string
 }
 
 func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled, error) {
@@ -91,6 +93,13 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 		if out.timeout > s.cfg.MaxTimeout {
 			return out, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, int(s.cfg.MaxTimeout.Seconds()))
 		}
+	}
+	switch out.onExpiry = req.OnExpiry; out.onExpiry {
+	case "":
+		out.onExpiry = cmp.Or(s.cfg.OnExpiry, api.OnExpiryDestroy)
+	case api.OnExpiryDestroy, api.OnExpiryStop:
+	default:
+		return out, errdefs.Invalid("invalid_on_expiry", "on_expiry %q: use %s or %s", req.OnExpiry, api.OnExpiryDestroy, api.OnExpiryStop)
 	}
 	return out, validateLabels(out.labels)
 }

@@ -153,6 +153,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxLimits:          cfg.MaxLimits,
 		DefaultTimeout:     cfg.DefaultTimeout,
 		MaxTimeout:         cfg.MaxTimeout,
+		OnExpiry:           cfg.OnExpiry,
+		ExpiryWarning:      cfg.ExpiryWarning,
 		MaxFileBytes:       cfg.MaxFileBytes,
 		MaxTarBytes:        cfg.MaxTarBytes,
 		MaxOutputBytes:     cfg.MaxOutputBytes,

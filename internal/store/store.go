@@ -258,8 +258,11 @@ type Sandbox struct {
 	Network  api.NetworkPolicy
 	// Volumes are the volumes it mounts, by name.
 	Volumes []api.VolumeMount
-	Handle  []byte // the driver's handle, opaque here
-	Error   string // why it failed
+	// OnExpiry is what its expiry does: api.OnExpiryDestroy (also when
+	// empty) or api.OnExpiryStop.
+	OnExpiry string
+	Handle   []byte // the driver's handle, opaque here
+	Error    string // why it failed
 	// Node is the control plane that owns the sandbox: the one that
 	// recovers, reaps and sweeps it ("" before nodes were recorded).
 	Node string

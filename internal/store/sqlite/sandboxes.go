@@ -18,7 +18,7 @@ import (
 
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
-	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes,
+	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes, s.on_expiry,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -42,10 +42,10 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
-				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes, on_expiry)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits,
-			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes)
+			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -152,10 +152,10 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
 				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?, node = ?,
-				volumes = ?
+				volumes = ?, on_expiry = ?
 			WHERE id = ?`,
 			string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits, sb.TimeoutS, sb.Handle, sb.Error,
-			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.ID); err != nil {
+			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry, sb.ID); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
 		}
 		if !maps.Equal(before.Labels, sb.Labels) {
@@ -280,7 +280,7 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 		expires          sql.NullString
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
-		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &labels); err != nil {
+		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &sb.OnExpiry, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)
