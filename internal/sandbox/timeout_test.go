@@ -31,7 +31,7 @@ func TestStoppedClockHolds(t *testing.T) {
 	if st := f.state(t, sb.ID); st != api.StateStopped {
 		t.Fatalf("a stopped sandbox past its expiry is %s; want stopped", st)
 	}
-	before := time.Now()
+	before := time.Now().Truncate(time.Millisecond) // the store keeps microseconds
 	started, err := f.svc.Start(f.ctx, sb.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestSetTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := time.Now()
+	before := time.Now().Truncate(time.Millisecond) // the store keeps microseconds
 	got, err := f.svc.SetTimeout(f.ctx, sb.ID, api.TimeoutRequest{TimeoutS: 1800})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestSetTimeout(t *testing.T) {
 	if err != nil || got.ExpiresAt != nil || got.TimeoutS != 120 {
 		t.Fatalf("set on a stopped sandbox: %+v, %v; want 120 s held for its start", got, err)
 	}
-	before = time.Now()
+	before = time.Now().Truncate(time.Millisecond)
 	got, err = f.svc.Start(f.ctx, sb.ID)
 	if err != nil || got.ExpiresAt == nil || got.ExpiresAt.Before(before.Add(119*time.Second)) || got.ExpiresAt.After(time.Now().Add(121*time.Second)) {
 		t.Fatalf("start after a set: %+v, %v", got, err)
