@@ -86,7 +86,7 @@ func copyTree(ctx context.Context, src string, parent int, name string, method S
 	if err := c.copyDir(sfd, dfd, ""); err != nil {
 		return CopyStats{}, err
 	}
-	if err := c.finishDir(sfd, dfd, parent, name, "", &st); err != nil {
+	if err := c.finish(sfd, dfd, parent, name, "", &st); err != nil {
 		return CopyStats{}, err
 	}
 	if err := unix.Syncfs(dfd); err != nil {
@@ -179,12 +179,13 @@ func (c *copier) copySubdir(sdir, ddir int, name, rel string) error {
 	} else if err := c.copyDir(sfd, dfd, rel); err != nil {
 		return err
 	}
-	return c.finishDir(sfd, dfd, ddir, name, rel, &st)
+	return c.finish(sfd, dfd, ddir, name, rel, &st)
 }
 
-// finishDir gives the copy dfd (named name in ddir) the attributes of
-// sfd, whose statx is st, once its contents are in.
-func (c *copier) finishDir(sfd, dfd, ddir int, name, rel string, st *unix.Statx_t) error {
+// finish gives the copy dfd (named name in ddir) the attributes of sfd,
+// whose statx is st, once its contents are in: a directory's entries, a
+// file's data.
+func (c *copier) finish(sfd, dfd, ddir int, name, rel string, st *unix.Statx_t) error {
 	fcap, err := c.copyXattrs(xattrFd(sfd), xattrFd(dfd), rel)
 	if err != nil {
 		return err
@@ -224,21 +225,8 @@ func (c *copier) copyFile(sdir, ddir int, name, rel string) error {
 	if err := c.copyData(sfd, dfd, int64(st.Size)); err != nil {
 		return c.fail("copy the data of", rel, err)
 	}
-	fcap, err := c.copyXattrs(xattrFd(sfd), xattrFd(dfd), rel)
-	if err != nil {
-		return err
-	}
-	if err := unix.Fchown(dfd, int(st.Uid), int(st.Gid)); err != nil {
-		return c.fail("chown the copy of", rel, err)
-	}
-	if err := unix.Fchmod(dfd, uint32(st.Mode)&0o7777); err != nil {
-		return c.fail("chmod the copy of", rel, err)
-	}
-	if err := c.setCapability(xattrFd(dfd), fcap, rel); err != nil {
-		return err
-	}
 	c.stats.Bytes += int64(st.Size)
-	return c.setTimes(ddir, name, rel, &st)
+	return c.finish(sfd, dfd, ddir, name, rel, &st)
 }
 
 func (c *copier) copySymlink(sdir, ddir int, name, rel string, st *unix.Statx_t) error {
