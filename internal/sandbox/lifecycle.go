@@ -100,13 +100,7 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	if rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateRunning}, api.StateStopping, nil); err != nil {
-		return api.Sandbox{}, err
-	}
-	s.detach(id)
-	if err := d.Stop(tctx, h); err != nil {
-		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not stop sandbox %s", d.Name(), id)
-		s.fail(tctx, id, err)
+	if rec, err = s.takeDown(tctx, rec, d, "stop", func() error { return d.Stop(tctx, h) }); err != nil {
 		return api.Sandbox{}, err
 	}
 	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, func(sb *store.Sandbox) {
@@ -117,6 +111,23 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	}
 	s.emit(tctx, rec, api.EventSandboxStopped, msg, nil)
 	return s.toAPI(rec), nil
+}
+
+// takeDown moves a running sandbox to stopping, lets go of its agent and
+// runs op, the driver's call that ends its processes (a stop, a restore);
+// when op fails, so does the sandbox. ctx outlives the request.
+func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, verb string, op func() error) (*store.Sandbox, error) {
+	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateRunning}, api.StateStopping, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.detach(rec.ID)
+	if err := op(); err != nil {
+		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), verb, rec.ID)
+		s.fail(ctx, rec.ID, err)
+		return nil, err
+	}
+	return rec, nil
 }
 
 // Start starts a stopped sandbox again, once admitted against its

@@ -184,13 +184,11 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	if rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateRunning}, api.StateStopping, nil); err != nil {
-		return api.Sandbox{}, err
-	}
-	s.detach(id)
-	if h, err = sn.Restore(tctx, h, s.snapshotDir(snap.ID)); err != nil {
-		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not restore sandbox %s", d.Name(), id)
-		s.fail(tctx, id, err)
+	rec, err = s.takeDown(tctx, rec, d, "restore", func() (err error) {
+		h, err = sn.Restore(tctx, h, s.snapshotDir(snap.ID))
+		return err
+	})
+	if err != nil {
 		return api.Sandbox{}, err
 	}
 	raw, err := s.encodeHandle(rec, h)
