@@ -80,6 +80,9 @@ func runClock(sb *store.Sandbox, now time.Time) {
 	sb.ExpiresAt = &exp
 }
 
+// expiryDone says what an expiry does to a sandbox, for people.
+var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpiryStop: "stopped"}
+
 // warnExpiring records sandbox.expiring once for a running sandbox that
 // expires within the server's warning time (once for each expiry: a new
 // lifetime earns a new warning).
@@ -97,7 +100,7 @@ func (s *Service) warnExpiring(ctx context.Context, rec *store.Sandbox, now time
 	action := cmp.Or(rec.OnExpiry, api.OnExpiryDestroy)
 	left := rec.ExpiresAt.Sub(now).Round(time.Second)
 	s.emit(ctx, rec, api.EventSandboxExpiring,
-		fmt.Sprintf("the sandbox's timeout ends in %s; then it is %s (POST /v1/sandboxes/%s/timeout gives it more)", left, map[string]string{api.OnExpiryStop: "stopped"}[action]+map[string]string{api.OnExpiryDestroy: "destroyed"}[action], rec.ID),
+		fmt.Sprintf("the sandbox's timeout ends in %s; then it is %s (POST /v1/sandboxes/%s/timeout gives it more)", left, expiryDone[action], rec.ID),
 		map[string]any{"expires_at": rec.ExpiresAt.UTC().Format(time.RFC3339), "on_expiry": action})
 }
 

@@ -260,14 +260,8 @@ func (l *Layers) collect(keep map[string]bool) (removed []string, err error) {
 	return removed, errors.Join(errs...)
 }
 
-// collectOne removes the flattened image id.
-func (l *Layers) collectOne(id string) (bool, error) {
-	p := l.flat(id)
-	if _, err := os.Lstat(p); err != nil {
-		return false, nil
-	}
-	return true, layer.RemoveAll(p)
-}
+// removeFlat removes the flattened image id (a missing one is no error).
+func (l *Layers) removeFlat(id string) error { return layer.RemoveAll(l.flat(id)) }
 
 // checkDiffID refuses a diff id that is not a sha256 digest: it names a
 // directory.

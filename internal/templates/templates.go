@@ -272,7 +272,7 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 // recorded; shared layers wait for the next collection.
 func (s *Service) dropFlat(t *store.Template) {
 	if t.Flat != "" {
-		if _, err := s.layers.collectOne(t.Flat); err != nil {
+		if err := s.layers.removeFlat(t.Flat); err != nil {
 			s.log.Warn("remove an unrecorded image", "err", err)
 		}
 	}
