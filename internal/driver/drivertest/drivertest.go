@@ -55,6 +55,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("CancelledDestroyStillCleans", func(t *testing.T) { testCancelledDestroy(t, s) })
 	t.Run("Image", func(t *testing.T) { testImage(t, s) })
 	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, s) })
+	t.Run("SnapshotLinks", func(t *testing.T) { testSnapshotLinks(t, s) })
 	t.Run("Volumes", func(t *testing.T) { testVolumes(t, s) })
 	if s.Escape {
 		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })

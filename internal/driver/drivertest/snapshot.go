@@ -120,3 +120,52 @@ func testSnapshot(t *testing.T, s Suite) {
 		t.Errorf("after the snapshot went, its sandbox reads %q", got)
 	}
 }
+
+// testSnapshotLinks: a sandbox's root makes its /etc, and a volume's
+// mount point, links to a directory of the host's; a sandbox started from
+// a snapshot of it gets its own name and mount point written by the driver
+// without a byte reaching that directory.
+func testSnapshotLinks(t *testing.T, s Suite) {
+	d := s.New(t)
+	sn, ok := d.(driver.Snapshotter)
+	caps := d.Capabilities()
+	if !ok || !caps.Snapshots || !caps.RootUser || !caps.Images {
+		// From an image, root inside owns /etc, as it does not the host
+		// template's.
+		t.Skip("the driver cannot copy sandboxes, run root inside, or start from images here")
+	}
+	ctx := context.Background()
+	host := t.TempDir()
+	if err := os.Chmod(host, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	img := suiteImage(t, caps.SharedLayers)
+	sp := spec(api.Limits{})
+	sp.Root, sp.Template, sp.Image = true, "busybox", img
+	a := create(t, d, sp)
+	sh(t, a, "rm -rf /etc && ln -s "+host+" /etc && rm -rf /srv && ln -s "+host+" /srv")
+	dir := filepath.Join(t.TempDir(), "snap")
+	if _, err := sn.Snapshot(ctx, a.handle, dir); err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	t.Cleanup(func() { sn.RemoveSnapshot(dir) })
+	bs := spec(api.Limits{})
+	bs.Root, bs.Template, bs.Image, bs.Snapshot = true, "busybox", img, dir
+	bs.Cwd = "/" // the image's, /srv, is now a link leading nowhere inside
+	b := create(t, d, bs)
+	if got := strings.TrimSpace(sh(t, b, "cat /etc/hostname")); got != b.id {
+		t.Errorf("the sandbox from the snapshot has /etc/hostname %q; want its own id", got)
+	}
+	if d.Capabilities().Volumes {
+		vol := t.TempDir()
+		vs := spec(api.Limits{})
+		vs.Root, vs.Template, vs.Image, vs.Snapshot, vs.Cwd = true, "busybox", img, dir, "/"
+		vs.Volumes = []driver.Volume{{Dir: vol, Path: "/srv/sub"}}
+		if sb, err := d.Create(ctx, vs); err == nil {
+			d.Destroy(ctx, sb)
+		}
+	}
+	if ents, err := os.ReadDir(host); err != nil || len(ents) != 0 {
+		t.Errorf("the host's directory the sandbox linked to holds %v, %v; want nothing", ents, err)
+	}
+}
