@@ -25,6 +25,17 @@ const (
 	// limit (writes fail with EDQUOT inside); it carries "used_bytes" and
 	// "limit_bytes", and comes again only after usage fell below 90%.
 	EventSandboxDiskFull = "sandbox.disk_full"
+	// EventSandboxPaused and EventSandboxResumed say the sandbox's
+	// processes were frozen or thawed; both carry "reason": "request",
+	// "idle", "expiry", "memory_pressure", or for a resume "auto" (a call
+	// reached the paused sandbox; then also "op", the call).
+	EventSandboxPaused  = "sandbox.paused"
+	EventSandboxResumed = "sandbox.resumed"
+	// EventSandboxIdle says the sandbox went without a call or process
+	// output for its idle window; it carries "idle_s", "action" (what was
+	// done: pause, stop or destroy) and "reason" ("idle" or
+	// "memory_pressure", when low host memory shrank the window).
+	EventSandboxIdle = "sandbox.idle"
 )
 
 // Process event types, about a background process of a sandbox (POST

@@ -8,12 +8,15 @@ type SandboxState string
 // The states of a sandbox. Creating, starting, stopping and destroying are
 // transitional: the sandbox's driver is at work, and any other change
 // waits for it or is refused with 409 sandbox_state_conflict.
+// Paused is running with every process frozen: memory, files and open
+// connections are kept, and a call that reaches it resumes it first.
 // Unavailable is never stored: it is how the API shows a sandbox whose
 // driver this server has not loaded; the sandbox is left untouched.
 const (
 	StateCreating    SandboxState = "creating"
 	StateStarting    SandboxState = "starting"
 	StateRunning     SandboxState = "running"
+	StatePaused      SandboxState = "paused"
 	StateStopping    SandboxState = "stopping"
 	StateStopped     SandboxState = "stopped"
 	StateDestroying  SandboxState = "destroying"
@@ -23,7 +26,7 @@ const (
 )
 
 // SandboxStates lists every state, in the order of a sandbox's life.
-var SandboxStates = []SandboxState{StateCreating, StateStarting, StateRunning, StateStopping, StateStopped,
+var SandboxStates = []SandboxState{StateCreating, StateStarting, StateRunning, StatePaused, StateStopping, StateStopped,
 	StateDestroying, StateDestroyed, StateFailed, StateUnavailable}
 
 // Isolation levels a driver reports.
