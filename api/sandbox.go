@@ -139,8 +139,11 @@ type TimeoutRequest struct {
 	TimeoutS int `json:"timeout_s"`
 }
 
-// What a sandbox's expiry does (CreateSandboxRequest.OnExpiry).
+// What a sandbox's expiry (CreateSandboxRequest.OnExpiry) or idle window
+// (Settings.OnIdle) does to it. Stop and pause hold its clock until it
+// runs again.
 const (
 	OnExpiryDestroy = "destroy"
 	OnExpiryStop    = "stop"
+	OnExpiryPause   = "pause"
 )

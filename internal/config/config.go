@@ -68,12 +68,22 @@ type Config struct {
 	OnExpiry string
 	// ExpiryWarning is how long before a running sandbox's expiry its
 	// sandbox.expiring event comes; 0: none.
-	ExpiryWarning  time.Duration
-	MaxFileBytes   int64 // one file through the file API
-	MaxTarBytes    int64 // one tar upload
-	MaxOutputBytes int   // per stream of a run-to-completion exec
-	MaxBodyBytes   int64 // one JSON request body
-	MaxSecretBytes int64 // one secret's value
+	ExpiryWarning time.Duration
+	// SandboxIdle, OnIdle, PausedStopAfter, MemoryLowPct,
+	// MemoryCriticalPct and MinIdle are the idle and memory-pressure
+	// policy (api.Settings); a PATCH /v1/settings kept in the store wins
+	// over them.
+	SandboxIdle       time.Duration
+	OnIdle            string
+	PausedStopAfter   time.Duration
+	MemoryLowPct      int
+	MemoryCriticalPct int
+	MinIdle           time.Duration
+	MaxFileBytes      int64 // one file through the file API
+	MaxTarBytes       int64 // one tar upload
+	MaxOutputBytes    int   // per stream of a run-to-completion exec
+	MaxBodyBytes      int64 // one JSON request body
+	MaxSecretBytes    int64 // one secret's value
 	// MaxCallsPerSandbox bounds the calls in flight to one sandbox
 	// (streams, terminals and watches included).
 	MaxCallsPerSandbox int
@@ -143,6 +153,10 @@ func Default() Config {
 		DefaultTemplate:    api.HostTemplate,
 		OnExpiry:           api.OnExpiryDestroy,
 		ExpiryWarning:      5 * time.Minute,
+		OnIdle:             api.OnExpiryPause,
+		MemoryLowPct:       20,
+		MemoryCriticalPct:  10,
+		MinIdle:            time.Minute,
 		MaxCallsPerSandbox: 1024,
 		MaxConnsPerClient:  256,
 		DiskReserve:        64 << 20,
@@ -187,7 +201,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
-	str(&c.OnExpiry, "on-expiry", "HUTCH_ON_EXPIRY", "what a sandbox's timeout does when its create names nothing: destroy, or stop (its files kept)")
+	str(&c.OnExpiry, "on-expiry", "HUTCH_ON_EXPIRY", "what a sandbox's timeout does when its create names nothing: destroy, stop (its files kept) or pause (its memory kept too)")
+	str(&c.OnIdle, "on-idle", "HUTCH_ON_IDLE", "what --sandbox-idle does to an idle sandbox: pause, stop or destroy")
 	str(&c.DefaultTemplate, "default-template", "HUTCH_DEFAULT_TEMPLATE", "template of a sandbox whose create names none: host, or an image template's name (each tenant's own)")
 	if v := getenv("HUTCH_REGISTRY_INSECURE"); v != "" {
 		c.RegistryInsecure = splitList(v)
@@ -221,6 +236,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.TenantQuotas.Pids, "tenant-pids", "HUTCH_TENANT_PIDS", "default quota: pids limits of a tenant's sandboxes that are not stopped (0: no limit)")
 	num(&c.TenantQuotas.DiskMB, "tenant-disk-mb", "HUTCH_TENANT_DISK_MB", "default quota: MiB of disk of a tenant (recorded, not enforced yet; 0: no limit)")
 	num(&c.ReserveMemoryMB, "reserve-memory-mb", "HUTCH_RESERVE_MEMORY_MB", "MiB of the host's memory kept from sandboxes for the control plane and the host (caps the cgroup parent; never more than half)")
+	num(&c.MemoryLowPct, "memory-low-pct", "HUTCH_MEMORY_LOW_PCT", "below this % of the host's memory available, the idle window shrinks and idle sandboxes are paused (0: off)")
+	num(&c.MemoryCriticalPct, "memory-critical-pct", "HUTCH_MEMORY_CRITICAL_PCT", "below this % of the host's memory available, paused sandboxes are stopped, the longest paused first (0: off)")
 	num(&c.ReservePids, "reserve-pids", "HUTCH_RESERVE_PIDS", "tasks of the host's pid_max and threads-max kept from sandboxes for the control plane and the host (never more than half)")
 	if v := getenv("HUTCH_EGRESS_ALLOW_PRIVATE"); v != "" {
 		ps, err := parsePrefixes(v)
@@ -258,6 +275,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	dur(&c.DefaultTimeout, "default-timeout", "HUTCH_DEFAULT_TIMEOUT", "lifetime of a sandbox that names none")
 	dur(&c.MaxTimeout, "max-timeout", "HUTCH_MAX_TIMEOUT", "longest lifetime a sandbox may ask for")
+	dur(&c.SandboxIdle, "sandbox-idle", "HUTCH_SANDBOX_IDLE", "how long a sandbox may go without a call or process output before --on-idle is done to it (0: never)")
+	dur(&c.PausedStopAfter, "paused-stop-after", "HUTCH_PAUSED_STOP_AFTER", "stop a sandbox paused this long, freeing its memory (0: never)")
+	dur(&c.MinIdle, "min-idle", "HUTCH_MIN_IDLE", "shortest idle window low memory shrinks --sandbox-idle to")
 	dur(&c.ExpiryWarning, "expiry-warning", "HUTCH_EXPIRY_WARNING", "how long before a running sandbox's expiry a sandbox.expiring event comes (0: none)")
 	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
 	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
@@ -322,12 +342,6 @@ func (c Config) Validate() error {
 		if _, err := previewhost.ParsePublicURL(c.PreviewURL, c.PreviewDomain); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if c.OnExpiry != api.OnExpiryDestroy && c.OnExpiry != api.OnExpiryStop {
-		errs = append(errs, fmt.Errorf("on expiry %q: use %s or %s", c.OnExpiry, api.OnExpiryDestroy, api.OnExpiryStop))
-	}
-	if c.ExpiryWarning < 0 {
-		errs = append(errs, fmt.Errorf("expiry warning %s must not be negative", c.ExpiryWarning))
 	}
 	if c.DefaultTemplate != api.HostTemplate {
 		if err := store.CheckTemplateName(c.DefaultTemplate); err != nil {
@@ -430,4 +444,21 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// Settings are the lifecycle settings the flags give (api.Settings).
+func (c Config) Settings() api.Settings {
+	s := func(d time.Duration) int { return int(d.Round(time.Second) / time.Second) }
+	return api.Settings{
+		DefaultTimeoutS:   s(c.DefaultTimeout),
+		MaxTimeoutS:       s(c.MaxTimeout),
+		OnExpiry:          c.OnExpiry,
+		ExpiryWarningS:    s(c.ExpiryWarning),
+		IdleTimeoutS:      s(c.SandboxIdle),
+		OnIdle:            c.OnIdle,
+		PausedStopAfterS:  s(c.PausedStopAfter),
+		MemoryLowPct:      c.MemoryLowPct,
+		MemoryCriticalPct: c.MemoryCriticalPct,
+		MinIdleS:          s(c.MinIdle),
+	}
 }

@@ -133,6 +133,38 @@ type Egresser interface {
 	ListenEgress(ctx context.Context, h Handle) (net.Listener, error)
 }
 
+// Pauser is implemented by drivers that can freeze every process of a
+// sandbox, its agent included, and thaw them; Capabilities says Pause.
+// Both are idempotent: pausing a paused sandbox or resuming a running one
+// does nothing. A paused sandbox keeps its memory and its connections; its
+// agent does not answer until it is resumed. Stop and Destroy end a paused
+// sandbox as they end a running one.
+type Pauser interface {
+	// Pause fails, leaving the sandbox running, when the kernel does not
+	// report every task frozen within a short wait.
+	Pause(ctx context.Context, h Handle) error
+	Resume(ctx context.Context, h Handle) error
+}
+
+// Meter is implemented by drivers that can tell what a running or paused
+// sandbox uses now (GET /v1/sandboxes/{id}/metrics).
+type Meter interface {
+	Stats(ctx context.Context, h Handle) (Stats, error)
+}
+
+// Stats is what a sandbox uses now. Unsupported names each figure the
+// driver cannot measure on this host ("cpu", "memory", "pids",
+// "network"); those are left zero.
+type Stats struct {
+	CPUUsageNS              uint64
+	MemoryBytes, MemoryPeak int64
+	MemoryLimit             int64
+	Pids, PidsLimit         int
+	RxBytes, TxBytes        uint64
+	RxPackets, TxPackets    uint64
+	Unsupported             []string
+}
+
 // Sweeper is implemented by drivers that can find what they made outside
 // the store (directories, cgroups, processes) and remove what known does not
 // claim. It runs at start-up and on a timer.
@@ -157,6 +189,8 @@ type Capabilities struct {
 	// ones.
 	Images       bool
 	SharedLayers bool
+	// Pause says the driver is a Pauser on this host (it has a freezer).
+	Pause bool
 	// Snapshots says the driver is a Snapshotter on this host.
 	Snapshots bool
 	// Volumes says the driver mounts volumes (Spec.Volumes).

@@ -73,6 +73,7 @@ func Features(d driver.Driver) map[string]bool {
 		"egress_channel": egress,
 		"images":         c.Images,
 		"snapshots":      c.Snapshots,
+		"pause":          c.Pause,
 	}
 }
 
@@ -91,7 +92,7 @@ func (s *Service) Info() api.Info {
 		Limits: api.InfoLimits{
 			Default:        settledDefaults(cfg.DefaultLimits, c.Limits),
 			Max:            cfg.MaxLimits,
-			MaxTimeoutS:    int(cfg.MaxTimeout.Seconds()),
+			MaxTimeoutS:    s.Settings().MaxTimeoutS,
 			MaxFileBytes:   cfg.MaxFileBytes,
 			MaxOutputBytes: cfg.MaxOutputBytes,
 		},

@@ -83,7 +83,7 @@ func (f *fixture) config() Config {
 		Node:            "node-a",
 		DefaultTemplate: "host",
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
-		MaxTimeout:      time.Hour,
+		Settings:        api.Settings{DefaultTimeoutS: 3600, MaxTimeoutS: 3600, OnExpiry: api.OnExpiryDestroy, OnIdle: api.OnExpiryPause},
 		MaxOutputBytes:  1 << 20,
 		MaxFileBytes:    1 << 20,
 		TeardownTimeout: 5 * time.Second,

@@ -64,8 +64,8 @@ func newLiveFixtureAt(t *testing.T, path string, mutate func(*Config)) *liveFixt
 		DefaultTemplate: "host",
 		DefaultLimits:   api.Limits{MemoryMB: 256, CPU: 1, Pids: 64},
 		MaxLimits:       api.Limits{MemoryMB: 1024, CPU: 2, Pids: 256},
-		DefaultTimeout:  time.Hour, MaxTimeout: time.Hour,
-		MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 10 * time.Second,
+		Settings:        api.Settings{DefaultTimeoutS: 3600, MaxTimeoutS: 3600, OnExpiry: api.OnExpiryDestroy, OnIdle: api.OnExpiryPause},
+		MaxFileBytes:    1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 10 * time.Second,
 	}
 	if mutate != nil {
 		mutate(&cfg)

@@ -21,8 +21,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -61,14 +63,10 @@ type Config struct {
 	DefaultTemplate string
 	DefaultLimits   api.Limits
 	MaxLimits       api.Limits
-	DefaultTimeout  time.Duration
-	MaxTimeout      time.Duration
-	// OnExpiry is what a timeout does when the create names nothing
-	// ("" is api.OnExpiryDestroy); ExpiryWarning how long before a
-	// running sandbox's expiry sandbox.expiring comes (0: none).
-	OnExpiry      string
-	ExpiryWarning time.Duration
-	MaxFileBytes  int64
+	// Settings are the lifecycle settings at start (settings.go); they
+	// must pass CheckSettings.
+	Settings     api.Settings
+	MaxFileBytes int64
 	// MaxTarBytes bounds what one tar upload unpacks in a sandbox; zero
 	// leaves the agent's default.
 	MaxTarBytes    int64
@@ -135,6 +133,8 @@ type Service struct {
 	events  *EventLog
 	gateway Gateway
 
+	settings atomic.Pointer[api.Settings] // in force (settings.go)
+
 	locks   keylock.Map // serialises the lifecycle calls of each sandbox
 	admitMu sync.Mutex  // serialises admissions (admission.go)
 
@@ -175,7 +175,10 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Egress == nil {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
 	}
-	return &Service{
+	if err := CheckSettings(cfg.Settings); err != nil {
+		return nil, fmt.Errorf("sandbox service: %w", err)
+	}
+	s := &Service{
 		cfg:       cfg,
 		store:     cfg.Store,
 		drivers:   cfg.Drivers,
@@ -189,7 +192,9 @@ func New(cfg Config) (*Service, error) {
 		warned:    map[string]time.Time{},
 		calls:     map[string]int{},
 		active:    map[string]time.Time{},
-	}, nil
+	}
+	s.settings.Store(&cfg.Settings)
+	return s, nil
 }
 
 // Config returns the service's configuration.

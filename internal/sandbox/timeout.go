@@ -26,7 +26,7 @@ func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequ
 	if req.TimeoutS <= 0 {
 		return api.Sandbox{}, errdefs.Invalid("invalid_timeout", "timeout_s must be positive")
 	}
-	if max := int(s.cfg.MaxTimeout.Seconds()); req.TimeoutS > max {
+	if max := s.Settings().MaxTimeoutS; req.TimeoutS > max {
 		return api.Sandbox{}, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, max)
 	}
 	unlock := s.locks.Lock(id)
@@ -87,7 +87,8 @@ var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpir
 // expires within the server's warning time (once for each expiry: a new
 // lifetime earns a new warning).
 func (s *Service) warnExpiring(ctx context.Context, rec *store.Sandbox, now time.Time) {
-	if s.cfg.ExpiryWarning <= 0 || rec.State != api.StateRunning || rec.ExpiresAt.Sub(now) > s.cfg.ExpiryWarning {
+	warning := seconds(s.Settings().ExpiryWarningS)
+	if warning <= 0 || rec.State != api.StateRunning || rec.ExpiresAt.Sub(now) > warning {
 		return
 	}
 	s.mu.Lock()

@@ -86,7 +86,7 @@ func TestSetTimeout(t *testing.T) {
 // its timeout ends (again after a new lifetime); on_expiry stop stops it
 // with its files and its clock held, destroy destroys it.
 func TestExpiryActions(t *testing.T) {
-	f := newLiveFixture(t, func(c *Config) { c.ExpiryWarning = time.Minute })
+	f := newLiveFixture(t, func(c *Config) { c.Settings.ExpiryWarningS = 60 })
 	sys := tenancy.System(context.Background())
 	keep, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{TimeoutS: 120, OnExpiry: api.OnExpiryStop})
 	if err != nil {
@@ -99,8 +99,8 @@ func TestExpiryActions(t *testing.T) {
 	if gone.OnExpiry != api.OnExpiryDestroy || keep.OnExpiry != api.OnExpiryStop {
 		t.Fatalf("on_expiry shown as %q and %q", keep.OnExpiry, gone.OnExpiry)
 	}
-	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{OnExpiry: "pause"}); !errdefs.HasCode(err, "invalid_on_expiry") {
-		t.Errorf("on_expiry pause: %v; want invalid_on_expiry", err)
+	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{OnExpiry: "hibernate"}); !errdefs.HasCode(err, "invalid_on_expiry") {
+		t.Errorf("on_expiry hibernate: %v; want invalid_on_expiry", err)
 	}
 	count := func(id, typ string) int {
 		t.Helper()

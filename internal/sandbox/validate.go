@@ -41,6 +41,7 @@ type settled struct {
 
 func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled, error) {
 	caps := d.Capabilities()
+	set := s.Settings()
 	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, root: req.Root}
 	if req.Network != nil {
 		pol, err := egress.Parse(*req.Network)
@@ -87,19 +88,18 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 	case req.TimeoutS < 0:
 		return out, errdefs.Invalid("invalid_timeout", "timeout_s must not be negative")
 	case req.TimeoutS == 0:
-		out.timeout = s.cfg.DefaultTimeout
+		out.timeout = seconds(set.DefaultTimeoutS)
 	default:
-		out.timeout = time.Duration(req.TimeoutS) * time.Second
-		if out.timeout > s.cfg.MaxTimeout {
-			return out, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, int(s.cfg.MaxTimeout.Seconds()))
+		out.timeout = seconds(req.TimeoutS)
+		if req.TimeoutS > set.MaxTimeoutS {
+			return out, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, set.MaxTimeoutS)
 		}
 	}
-	switch out.onExpiry = req.OnExpiry; out.onExpiry {
-	case "":
-		out.onExpiry = cmp.Or(s.cfg.OnExpiry, api.OnExpiryDestroy)
-	case api.OnExpiryDestroy, api.OnExpiryStop:
-	default:
-		return out, errdefs.Invalid("invalid_on_expiry", "on_expiry %q: use %s or %s", req.OnExpiry, api.OnExpiryDestroy, api.OnExpiryStop)
+	switch out.onExpiry = cmp.Or(req.OnExpiry, set.OnExpiry); {
+	case !slices.Contains(expiryActions, out.onExpiry):
+		return out, errdefs.Invalid("invalid_on_expiry", "on_expiry %q: use one of %v", req.OnExpiry, expiryActions)
+	case out.onExpiry == api.OnExpiryPause && !d.Capabilities().Pause:
+		return out, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot pause sandboxes; use on_expiry %s or %s", d.Name(), api.OnExpiryStop, api.OnExpiryDestroy)
 	}
 	return out, validateLabels(out.labels)
 }
