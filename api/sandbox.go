@@ -53,10 +53,15 @@ type CreateSandboxRequest struct {
 	// Snapshot starts the sandbox with a copy of the snapshot's files, over
 	// the snapshot's template (Template, if set, must be it).
 	Snapshot string `json:"snapshot,omitempty"`
-	// OnExpiry is what the sandbox's timeout does: "destroy" or "stop"
-	// (its files kept, its clock held until it is started again); the
-	// server's default when empty.
+	// OnExpiry is what the sandbox's timeout does: "destroy", "stop"
+	// (its files kept, its clock held until it is started again) or
+	// "pause" (its memory kept too, until it is resumed); the server's
+	// default when empty.
 	OnExpiry string `json:"on_expiry,omitempty"`
+	// IdleTimeoutS is how long the sandbox may go without a call or
+	// process output before the server's idle action (on_idle in
+	// /v1/settings) is done to it; 0 takes the server's window.
+	IdleTimeoutS int `json:"idle_timeout_s,omitempty"`
 	// Volumes mounts the caller's volumes; they are not part of the
 	// sandbox's snapshots.
 	Volumes  []VolumeMount     `json:"volumes,omitempty"`
@@ -102,8 +107,15 @@ type Sandbox struct {
 	Network  NetworkPolicy     `json:"network"`
 	Error    string            `json:"error,omitempty"`
 	Volumes  []VolumeMount     `json:"volumes,omitempty"`
-	// OnExpiry is what its timeout does: "destroy" or "stop".
+	// OnExpiry is what its timeout does: "destroy", "stop" or "pause".
 	OnExpiry string `json:"on_expiry"`
+	// IdleTimeoutS is its own idle window (0: the server's, in
+	// /v1/settings); KeepaliveUntil keeps it from idle actions until
+	// then.
+	IdleTimeoutS   int        `json:"idle_timeout_s,omitempty"`
+	KeepaliveUntil *time.Time `json:"keepalive_until,omitempty"`
+	// PausedAt is when it was paused, while it is paused.
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 	// Disk is what the sandbox's own files take on disk, in GET
 	// /v1/sandboxes/{id} (not in lists), where its driver can tell.
 	Disk *DiskUsage `json:"disk,omitempty"`
@@ -129,6 +141,13 @@ type DiskUsage struct {
 	// Method is how UsedBytes was measured: "qgroup" (the filesystem's
 	// count, as of its last commit, up to 30 s old) or "walk".
 	Method string `json:"method"`
+}
+
+// KeepaliveRequest is the body of POST /v1/sandboxes/{id}/keepalive: no
+// idle action is done to the sandbox for the next ForS seconds (0 ends a
+// keepalive). Its timeout still runs.
+type KeepaliveRequest struct {
+	ForS int `json:"for_s"`
 }
 
 // TimeoutRequest is the body of POST /v1/sandboxes/{id}/timeout: the

@@ -41,6 +41,30 @@ func (c *Client) StopSandbox(ctx context.Context, id string) (*api.Sandbox, erro
 	return c.sandboxCall(ctx, http.MethodPost, id, "stop")
 }
 
+// PauseSandbox freezes a running sandbox's processes, its memory kept,
+// and returns it.
+func (c *Client) PauseSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
+	return c.sandboxCall(ctx, http.MethodPost, id, "pause")
+}
+
+// ResumeSandbox thaws a paused sandbox and returns it.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
+	return c.sandboxCall(ctx, http.MethodPost, id, "resume")
+}
+
+// Keepalive keeps idle actions off the sandbox for the next forS seconds
+// (0 ends a keepalive) and returns it.
+func (c *Client) Keepalive(ctx context.Context, id string, forS int) (*api.Sandbox, error) {
+	if id == "" {
+		return nil, errNoID
+	}
+	var out api.Sandbox
+	if err := c.do(ctx, http.MethodPost, sandboxPath(id, "keepalive"), nil, api.KeepaliveRequest{ForS: forS}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // StartSandbox starts a stopped sandbox again and returns it.
 func (c *Client) StartSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
 	return c.sandboxCall(ctx, http.MethodPost, id, "start")

@@ -60,6 +60,7 @@ var commands = map[string]command{
 	"exec":     runExec,
 	"start":    runStart,
 	"ps":       runPs,
+	"stats":    runStats,
 	"logs":     runLogs,
 	"kill":     runKill,
 	"shell":    runShell,
@@ -70,6 +71,7 @@ var commands = map[string]command{
 	"secret":   runSecret,
 	"template": runTemplate,
 	"tenant":   runTenant,
+	"settings": runSettings,
 	"info":     runInfo,
 	"events":   runEvents,
 	"version":  runVersion,
@@ -88,6 +90,7 @@ commands:
   exec [flags] ID -- CMD…    run a command in a sandbox, streaming its output
   start [flags] ID -- CMD…   start a background process and print its pid
   ps ID                      list a sandbox's processes
+  stats [--no-stream] [ID…]  live CPU, memory, network, pids and disk of sandboxes
   logs [-f] ID PID           print (or follow) a process's output
   kill [-s SIG] ID PID       signal a process (--group: its process group)
   shell ID [-- CMD…]         a terminal in the sandbox (raw mode, resizes)
@@ -100,6 +103,7 @@ commands:
   tenant create NAME         create a tenant (admin)
   tenant quota get|set       show a tenant's quotas and usage; set them (admin)
   info                       show the server's driver, limits and features
+  settings [set KEY=VALUE…]  show the lifecycle settings; change them live (admin)
   events [-f] [flags]        print the event log; -f follows it live
   version                    print hutch's version
 

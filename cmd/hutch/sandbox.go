@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/hutchdev/hutch/client"
 )
 
-const sandboxUsage = "hutch sandbox create|ls|get|rm|stop|start|extend …"
+const sandboxUsage = "hutch sandbox create|ls|get|rm|stop|start|pause|resume|extend|keepalive …"
 
 // runSandbox is `hutch sandbox <verb>`.
 func runSandbox(ctx context.Context, e *env, args []string) error {
@@ -19,14 +20,17 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 		return errUsageShown
 	}
 	verbs := map[string]command{
-		"create": sandboxCreate,
-		"ls":     sandboxList,
-		"list":   sandboxList,
-		"get":    sandboxGet,
-		"rm":     sandboxRemove,
-		"stop":   sandboxStop,
-		"start":  sandboxStart,
-		"extend": sandboxExtend,
+		"create":    sandboxCreate,
+		"ls":        sandboxList,
+		"list":      sandboxList,
+		"get":       sandboxGet,
+		"rm":        sandboxRemove,
+		"stop":      sandboxStop,
+		"start":     sandboxStart,
+		"pause":     sandboxPause,
+		"resume":    sandboxResume,
+		"extend":    sandboxExtend,
+		"keepalive": sandboxKeepalive,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {
@@ -191,26 +195,77 @@ func sandboxStart(ctx context.Context, e *env, args []string) error {
 	})
 }
 
-func sandboxExtend(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "sandbox extend", "hutch sandbox extend ID DURATION\n\n"+
-		"Gives the sandbox a lifetime of DURATION (90s, 30m, 2h) from now, or from its next\n"+
-		"start when it is stopped (a stopped sandbox's clock does not run).")
-	pos, err := parseArgs(fs, args, -1)
+func sandboxPause(ctx context.Context, e *env, args []string) error {
+	return eachSandbox(ctx, e, args, "pause", func(c *client.Client, id string) error {
+		_, err := c.PauseSandbox(ctx, id)
+		return err
+	})
+}
+
+func sandboxResume(ctx context.Context, e *env, args []string) error {
+	return eachSandbox(ctx, e, args, "resume", func(c *client.Client, id string) error {
+		_, err := c.ResumeSandbox(ctx, id)
+		return err
+	})
+}
+
+func sandboxKeepalive(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox keepalive", "hutch sandbox keepalive ID DURATION\n\n"+
+		"Keeps the idle action (pause, stop or destroy) off the sandbox for DURATION\n"+
+		"(90s, 30m, 2h) from now; 0 ends a keepalive. Its timeout still runs.")
+	id, d, err := idAndDuration(fs, args, 0)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		return usagef(fs, "sandbox extend takes a sandbox id and a duration")
-	}
-	d, err := time.ParseDuration(pos[1])
-	if err != nil || d < time.Second {
-		return usagef(fs, "duration %q: give one of a second or more, such as 90s, 30m or 2h", pos[1])
 	}
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	sb, err := c.SetTimeout(ctx, pos[0], int(d.Round(time.Second)/time.Second))
+	sb, err := c.Keepalive(ctx, id, int(d.Round(time.Second)/time.Second))
+	if err != nil {
+		return err
+	}
+	if sb.KeepaliveUntil != nil {
+		fmt.Fprintf(e.stdout, "%s kept alive until %s\n", sb.ID, sb.KeepaliveUntil.Local().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(e.stdout, "%s has no keepalive\n", sb.ID)
+	}
+	return nil
+}
+
+// idAndDuration reads the ID DURATION arguments of fs, a duration of at
+// least least.
+func idAndDuration(fs *flag.FlagSet, args []string, least time.Duration) (string, time.Duration, error) {
+	pos, err := parseArgs(fs, args, -1)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(pos) != 2 {
+		return "", 0, usagef(fs, "%s takes a sandbox id and a duration", fs.Name())
+	}
+	d, err := time.ParseDuration(pos[1])
+	if pos[1] == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < least {
+		return "", 0, usagef(fs, "duration %q: give one of %s or more, such as 90s, 30m or 2h", pos[1], least)
+	}
+	return pos[0], d, nil
+}
+
+func sandboxExtend(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox extend", "hutch sandbox extend ID DURATION\n\n"+
+		"Gives the sandbox a lifetime of DURATION (90s, 30m, 2h) from now, or from its next\n"+
+		"start when it is stopped (a stopped sandbox's clock does not run).")
+	id, d, err := idAndDuration(fs, args, time.Second)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	sb, err := c.SetTimeout(ctx, id, int(d.Round(time.Second)/time.Second))
 	if err != nil {
 		return err
 	}

@@ -99,8 +99,12 @@ func New(network, address, token string, opts ...Option) *Client {
 			// Output goes in DATA frames of up to a chunk (256 KiB), not
 			// HTTP/2's default 16 KiB.
 			MaxReadFrameSize: 1 << 20,
-			SendPingTimeout:  30 * time.Second,
-			PingTimeout:      15 * time.Second,
+			// A connection quiet for SendPingTimeout is pinged, and dropped
+			// when the ping is not answered within PingTimeout: a call to a
+			// hung agent fails within their sum (the HTTP/2 server answers
+			// pings however busy its handlers are).
+			SendPingTimeout: 10 * time.Second,
+			PingTimeout:     5 * time.Second,
 		}
 	}
 	c.hc = &http.Client{Transport: c.tr}

@@ -5,7 +5,7 @@
 // Every sandbox gets a group named by its id under a parent (default
 // "hutch") at the root of each hierarchy, as Docker does:
 //
-//	v1, in each of the memory, pids, cpu and freezer hierarchies:
+//	v1, in each of the memory, pids, cpu, cpuacct and freezer hierarchies:
 //	  <mnt>/<parent>/<id>/       the agent
 //	  <mnt>/<parent>/<id>/box/   the sandbox's commands
 //	v2:
@@ -49,6 +49,11 @@ const (
 // it. v2 has cgroup.kill and cgroup.freeze built in.
 const freezer = "freezer"
 
+// cpuacct is the v1 controller that counts a group's CPU time (Stats); v2
+// counts it in every group's cpu.stat, with or without the cpu controller.
+// A host without it still runs sandboxes; their CPU time is unknown.
+const cpuacct = "cpuacct"
+
 // limited lists the controllers hutch sets limits with, in a fixed order.
 var limited = []string{Memory, Pids, CPU}
 
@@ -82,7 +87,8 @@ type Manager struct {
 	version int
 	parent  string
 	// hiers are the hierarchies hutch uses: on v1 one per mount of memory,
-	// pids, cpu or freezer (co-mounted controllers share one); on v2 one.
+	// pids, cpu, cpuacct or freezer (co-mounted controllers share one); on
+	// v2 one.
 	hiers []hierarchy
 }
 
@@ -94,6 +100,12 @@ type hierarchy struct {
 
 func (h hierarchy) has(controller string) bool {
 	return slices.Contains(h.controllers, controller)
+}
+
+// accountingOnly says h holds cpuacct alone: a hierarchy hutch only reads,
+// where a group an older hutch made is missing (see Place).
+func (h hierarchy) accountingOnly() bool {
+	return len(h.controllers) == 1 && h.controllers[0] == cpuacct
 }
 
 // Version tells which cgroup version holds the controllers hutch uses: 1 or 2.

@@ -23,7 +23,7 @@ type mount struct {
 
 // v1Controllers are the v1 controllers hutch uses, in the order their
 // hierarchies are listed.
-var v1Controllers = []string{Memory, Pids, CPU, freezer}
+var v1Controllers = []string{Memory, Pids, CPU, cpuacct, freezer}
 
 // New finds the cgroup file systems of this host in /proc/self/mountinfo and
 // returns a Manager for groups under parent. It picks the version that holds

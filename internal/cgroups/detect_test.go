@@ -73,6 +73,7 @@ func TestChoose(t *testing.T) {
 				{mount: "/sys/fs/cgroup/memory", controllers: []string{Memory}},
 				{mount: "/sys/fs/cgroup/pids", controllers: []string{Pids}},
 				{mount: "/sys/fs/cgroup/cpu", controllers: []string{CPU}},
+				{mount: "/sys/fs/cgroup/cpuacct", controllers: []string{cpuacct}},
 				{mount: "/sys/fs/cgroup/freezer", controllers: []string{freezer}},
 			},
 		},
@@ -83,7 +84,7 @@ func TestChoose(t *testing.T) {
 			hiers: []hierarchy{
 				{mount: "/sys/fs/cgroup/memory", controllers: []string{Memory}},
 				{mount: "/sys/fs/cgroup/pids", controllers: []string{Pids}},
-				{mount: "/sys/fs/cgroup/cpu,cpuacct", controllers: []string{CPU}},
+				{mount: "/sys/fs/cgroup/cpu,cpuacct", controllers: []string{CPU, cpuacct}},
 			},
 		},
 		{
@@ -165,7 +166,7 @@ func TestParseMountInfo(t *testing.T) {
 		{
 			name: "co-mounted controllers",
 			text: "29 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw shared:13 - cgroup cgroup rw,cpu,cpuacct,memory\n",
-			want: []mount{{point: "/sys/fs/cgroup/cpu,cpuacct", root: "/", ctrls: []string{CPU, Memory}}},
+			want: []mount{{point: "/sys/fs/cgroup/cpu,cpuacct", root: "/", ctrls: []string{CPU, cpuacct, Memory}}},
 		},
 		{name: "empty", text: "", want: nil},
 	}

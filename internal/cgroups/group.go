@@ -85,13 +85,19 @@ func (g *Group) ID() string { return g.id }
 
 // Place puts process pid (the agent, from the host side) in the group: on v1
 // in <id> of every hierarchy, on v2 in box, from which the agent moves itself
-// to agent (see Join).
+// to agent (see Join). A group an older hutch made has no group in a
+// hierarchy of cpuacct alone; Place leaves that one out, and the sandbox's
+// CPU time stays unknown.
 func (g *Group) Place(pid int) error {
 	if g.m.version == 2 {
 		return MoveProcess(g.path(g.m.hiers[0], "box", "cgroup.procs"), pid)
 	}
 	for _, h := range g.m.hiers {
-		if err := writeFile(g.path(h, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+		procs := g.path(h, "cgroup.procs")
+		if h.accountingOnly() && !exists(procs) {
+			continue
+		}
+		if err := writeFile(procs, strconv.Itoa(pid)); err != nil {
 			return err
 		}
 	}

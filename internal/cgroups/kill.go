@@ -21,7 +21,9 @@ const freezeWait = time.Second
 // (enough for tasks already dying, the common case once a sandbox's init
 // is dead); later rounds freeze the group (v1 freezer or v2 cgroup.freeze,
 // when there is one) so nothing forks or exits while its pids are read,
-// SIGKILL them, and thaw it so the signals land.
+// SIGKILL them, and thaw it so the signals land. A group that was frozen
+// before (a paused sandbox) is thawed after its first signals, so they
+// land before any of its tasks runs again.
 func (g *Group) Kill(ctx context.Context) error {
 	killFile := ""
 	if g.m.version == 2 {
@@ -54,6 +56,9 @@ func (g *Group) kill(ctx context.Context, killFile string) error {
 			err = signal(pids)
 		default:
 			err = g.signalAll(ctx)
+		}
+		if err == nil {
+			err = g.Thaw()
 		}
 		if err != nil {
 			return err
@@ -101,37 +106,28 @@ func (g *Group) freeze(ctx context.Context) (thaw func() error, err error) {
 // Freeze stops every process of the group and the groups below it (v1
 // freezer, v2 cgroup.freeze) until thaw is called; frozen says whether the
 // kernel reported the group frozen within a short wait (a task in an
-// uninterruptible sleep can hold it back). Without a freezer it does
-// nothing, and says so (frozen false).
+// uninterruptible sleep can hold it back). A group frozen already (a
+// paused sandbox) stays so: its thaw does nothing. Without a freezer it
+// does nothing, and says so (frozen false).
 func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err error) {
 	nothing := func() error { return nil }
-	var file, frozenState, thawed string
-	var done func() (bool, error)
-	if g.m.version == 2 {
-		h := g.m.hiers[0]
-		file, frozenState, thawed = g.path(h, "cgroup.freeze"), "1", "0"
-		done = func() (bool, error) {
-			n, err := readKey(g.path(h, "cgroup.events"), "frozen")
-			return n == 1, err
-		}
-	} else if h, ok := g.m.find(freezer); ok {
-		file, frozenState, thawed = g.path(h, "freezer.state"), "FROZEN", "THAWED"
-		done = func() (bool, error) {
-			s, err := readFile(file)
-			return s == "FROZEN", err
-		}
-	}
-	if file == "" || !exists(file) {
+	fz, ok := g.freezer()
+	if !ok {
 		return nothing, false, nil
 	}
-	thaw = func() error { return writeFile(file, thawed) }
-	if err := writeFile(file, frozenState); err != nil {
+	if ok, err := fz.done(); err != nil {
+		return nothing, false, err
+	} else if ok {
+		return nothing, true, nil
+	}
+	thaw = g.Thaw
+	if err := writeFile(fz.file, fz.frozen); err != nil {
 		return nothing, false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, freezeWait)
 	defer cancel()
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
-		ok, err := done()
+		ok, err := fz.done()
 		if err != nil {
 			return nothing, false, errors.Join(err, thaw())
 		}
@@ -142,4 +138,50 @@ func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err
 			return thaw, false, nil
 		}
 	}
+}
+
+// Thaw lets every process of a frozen group run again. A group that is
+// not frozen, or has no freezer, is left as it is.
+func (g *Group) Thaw() error {
+	fz, ok := g.freezer()
+	if !ok {
+		return nil
+	}
+	return writeFile(fz.file, fz.thawed)
+}
+
+// CanFreeze says whether the manager's groups have a freezer: the v1
+// freezer hierarchy, or cgroup.freeze on v2.
+func (m *Manager) CanFreeze() bool {
+	if m.version == 2 {
+		return true
+	}
+	_, ok := m.find(freezer)
+	return ok
+}
+
+// freezerFiles are where a group's freezer is read and set.
+type freezerFiles struct {
+	file, frozen, thawed string
+	// done reads whether the kernel reports the group frozen.
+	done func() (bool, error)
+}
+
+// freezer returns the group's freezer files, false when it has none.
+func (g *Group) freezer() (freezerFiles, bool) {
+	var fz freezerFiles
+	if g.m.version == 2 {
+		h := g.m.hiers[0]
+		fz = freezerFiles{file: g.path(h, "cgroup.freeze"), frozen: "1", thawed: "0", done: func() (bool, error) {
+			n, err := readKey(g.path(h, "cgroup.events"), "frozen")
+			return n == 1, err
+		}}
+	} else if h, ok := g.m.find(freezer); ok {
+		file := g.path(h, "freezer.state")
+		fz = freezerFiles{file: file, frozen: "FROZEN", thawed: "THAWED", done: func() (bool, error) {
+			s, err := readFile(file)
+			return s == "FROZEN", err
+		}}
+	}
+	return fz, fz.file != "" && exists(fz.file)
 }

@@ -149,7 +149,7 @@ func TestV1JoinThread(t *testing.T) {
 		t.Fatalf("JoinThread: %v", err)
 	}
 	want := "/" + m.parent + "/" + g.id + "/box"
-	for _, c := range []string{Memory, Pids, CPU, freezer} {
+	for _, c := range v1Controllers {
 		if _, ok := m.find(c); !ok {
 			continue
 		}

@@ -26,6 +26,10 @@ type Config struct {
 	DataDir string // store, keys, sandboxes
 	Store   string // a registered store: where the state is kept
 	Driver  string // auto, or a registered driver: the default for new sandboxes
+	// MetricsListen is an address of its own where GET /metrics is served
+	// without a key, for a scraper on a private network; "" serves them
+	// only on the API, to admin keys.
+	MetricsListen string
 	// Node names this control plane in the sandboxes it owns; "" means
 	// the name kept in <data>/node, made on first start.
 	Node      string
@@ -193,6 +197,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		fs.StringVar(p, name, *p, usage+" ($"+env+")")
 	}
 	str(&c.Listen, "listen", "HUTCH_LISTEN", "address to serve the API on")
+	str(&c.MetricsListen, "metrics-listen", "HUTCH_METRICS_LISTEN", "host:port to serve Prometheus metrics on at /metrics with no key, for a scraper on a private network: never a public address (default: only on the API, to admin keys)")
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
 	str(&c.Store, "store", "HUTCH_STORE", storeUsage())
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
@@ -315,6 +320,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsListen); c.MetricsListen != "" && err != nil {
+		errs = append(errs, fmt.Errorf("metrics listen %q: %w", c.MetricsListen, err))
 	}
 	if strings.ContainsAny(c.Node, "/\x00") || len(c.Node) > 128 {
 		errs = append(errs, fmt.Errorf("node %q must be at most 128 bytes without '/' or NUL", c.Node))

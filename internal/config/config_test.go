@@ -45,6 +45,7 @@ func TestLoadRejects(t *testing.T) {
 		want string
 	}{
 		"bad listen":                  {args: []string{"--listen", "nope"}, want: "listen"},
+		"bad metrics listen":          {args: []string{"--metrics-listen", "9090"}, want: "metrics listen"},
 		"bad driver":                  {args: []string{"--driver", "vmware"}, want: "driver"},
 		"unknown store":               {args: []string{"--store", "oracle"}, want: `store "oracle": this build has sqlite`},
 		"unknown store from env":      {env: map[string]string{"HUTCH_STORE": "mysql"}, want: `store "mysql"`},

@@ -32,6 +32,9 @@ type Config struct {
 	// MaxConns bounds the connections one sandbox holds open to its proxy
 	// (idle ones and tunnels alike); zero means DefaultMaxConns.
 	MaxConns int
+	// Observer is told of every connection of every sandbox (observe.go);
+	// nil observes nothing.
+	Observer Observer
 	Log      *slog.Logger
 }
 
@@ -162,12 +165,14 @@ func (s *Sandbox) checkDialled(p Policy, named bool) func(context.Context, strin
 	}
 }
 
-// decide records a verdict that ends the request here.
-func (s *Sandbox) deny(host string, port uint16, d Decision) {
+// deny records a verdict that ends the request here: Denied by the
+// policy (VerdictDenied), or failed to connect (VerdictFailed).
+func (s *Sandbox) deny(host string, port uint16, d Decision, verdict string) {
 	s.Denied.Add(1)
 	if s.report != nil {
 		s.report(host, port, d, 0, 0)
 	}
+	s.observe(verdict, 0, 0)
 }
 
 func (s *Sandbox) done(host string, port uint16, d Decision, out, in int64) {
@@ -177,6 +182,7 @@ func (s *Sandbox) done(host string, port uint16, d Decision, out, in int64) {
 	if s.report != nil {
 		s.report(host, port, d, out, in)
 	}
+	s.observe(VerdictAllowed, out, in)
 }
 
 func splitHostPort(hostport string, defPort uint16) (string, uint16, error) {
@@ -234,11 +240,11 @@ func (s *Sandbox) connect(w http.ResponseWriter, r *http.Request) {
 // refuse answers a refused or failed destination.
 func (s *Sandbox) refuse(w http.ResponseWriter, host string, port uint16, d Decision, dialErr error) {
 	if dialErr != nil {
-		s.deny(host, port, Decision{Reason: "connection failed: " + dialErr.Error()})
+		s.deny(host, port, Decision{Reason: "connection failed: " + dialErr.Error()}, VerdictFailed)
 		http.Error(w, "hutch egress proxy: could not connect to "+net.JoinHostPort(host, strconv.Itoa(int(port))), http.StatusBadGateway)
 		return
 	}
-	s.deny(host, port, d)
+	s.deny(host, port, d, VerdictDenied)
 	w.Header().Set("X-Hutch-Egress", "denied")
 	http.Error(w, "hutch egress proxy: denied: "+d.Reason, http.StatusForbidden)
 }

@@ -34,6 +34,7 @@ func (g *Gateway) fail(w http.ResponseWriter, c *call, err error) {
 	status, code, _ := errdefs.HTTPStatus(err)
 	c.status.Store(int32(status))
 	writeError(w, err)
+	g.observe(c)
 	if c.sandbox != nil {
 		g.audit(c, code)
 	}

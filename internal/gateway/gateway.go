@@ -62,7 +62,10 @@ type Config struct {
 	Sandboxes SandboxGetter
 	Keys      Keys
 	Events    store.EventAppender
-	Log       *slog.Logger
+	// Observer is told of every call answered (observe.go); nil observes
+	// nothing.
+	Observer Observer
+	Log      *slog.Logger
 }
 
 // Gateway serves provider calls. It is safe for concurrent use.
@@ -189,6 +192,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, p.MaxRequestBytes)
 	g.proxy(p, target, cred, c).ServeHTTP(w, r)
+	g.observe(c)
 	g.audit(c, "")
 }
 

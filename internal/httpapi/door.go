@@ -21,6 +21,9 @@ type Sandboxes interface {
 	List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error)
 	Stop(ctx context.Context, id string) (api.Sandbox, error)
 	Start(ctx context.Context, id string) (api.Sandbox, error)
+	Pause(ctx context.Context, id string) (api.Sandbox, error)
+	Resume(ctx context.Context, id string) (api.Sandbox, error)
+	Keepalive(ctx context.Context, id string, req api.KeepaliveRequest) (api.Sandbox, error)
 	Destroy(ctx context.Context, id string) error
 
 	Exec(ctx context.Context, id string, req api.ExecRequest) (api.ExecResult, error)
@@ -58,6 +61,7 @@ type Sandboxes interface {
 
 	Network(ctx context.Context, id string) (api.Network, error)
 	SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error)
+	Metrics(ctx context.Context, id string) (api.SandboxMetrics, error)
 
 	// Info is the server's side of GET /v1/info: its drivers and limits.
 	Info() api.Info

@@ -15,7 +15,9 @@ import (
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/secrets"
+	"github.com/hutchdev/hutch/internal/settings"
 	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/telemetry"
 	"github.com/hutchdev/hutch/internal/templates"
 	"github.com/hutchdev/hutch/internal/volumes"
 )
@@ -34,7 +36,9 @@ type Config struct {
 	// server starts sandboxes from images): they answer 503.
 	Templates *templates.Service
 	// Volumes serves the volume routes; nil: they answer 503.
-	Volumes      *volumes.Service
+	Volumes *volumes.Service
+	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
+	Settings     *settings.Service
 	Store        store.Store
 	Auth         *auth.Authenticator
 	Log          *slog.Logger
@@ -46,6 +50,9 @@ type Config struct {
 	// Storage is what the data directory's filesystem offers, for GET
 	// /v1/info; nil when it was not probed.
 	Storage *api.StorageInfo
+	// Metrics measures every route and serves GET /metrics; nil: nothing
+	// is measured and /metrics answers 503.
+	Metrics *telemetry.Metrics
 }
 
 // API is the /v1 HTTP handler.
@@ -69,19 +76,19 @@ func New(cfg Config) *API {
 		if r.long {
 			h = untimed(h)
 		}
-		a.mux.Handle(r.method+" "+r.pattern, h)
+		a.mux.Handle(r.method+" "+r.pattern, a.cfg.Metrics.Route(r.method, r.pattern, r.long, h))
 		methods[r.pattern] = append(methods[r.pattern], r.method)
 	}
 	for pattern, allowed := range methods {
-		a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		a.mux.Handle(pattern, a.cfg.Metrics.Unmatched(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			a.writeError(w, r, errdefs.New(errdefs.ErrMethodNotAllowed, "method_not_allowed",
 				"%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
-		})
+		})))
 	}
-	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	a.mux.Handle("/", a.cfg.Metrics.Unmatched(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.NotFound("unknown_route", "no such route: %s %s", r.Method, r.URL.Path))
-	})
+	})))
 	return a
 }
 

@@ -113,7 +113,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]any{
-		"Limits": api.Limits{}, "CreateSandboxRequest": api.CreateSandboxRequest{}, "Sandbox": api.Sandbox{},
+		"Limits": api.Limits{}, "CreateSandboxRequest": api.CreateSandboxRequest{}, "Sandbox": api.Sandbox{}, "Settings": api.Settings{}, "SettingsView": api.SettingsView{}, "KeepaliveRequest": api.KeepaliveRequest{},
 		"SandboxList": api.SandboxList{}, "ExecRequest": api.ExecRequest{}, "ExecResult": api.ExecResult{},
 		"ExecEvent": api.ExecEvent{}, "FileInfo": api.FileInfo{}, "FileList": api.FileList{},
 		"MkdirRequest": api.MkdirRequest{}, "MoveRequest": api.MoveRequest{}, "TarResult": api.TarResult{},

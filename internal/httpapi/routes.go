@@ -21,7 +21,8 @@ type route struct {
 	role string
 	// long marks a stream, a transfer or a command that may outlast the
 	// server's request timeout: its read and write deadlines are lifted
-	// (idle connections and headers are still bounded).
+	// (idle connections and headers are still bounded), and its latency
+	// is measured to its status line (telemetry.Route).
 	long bool
 }
 
@@ -42,6 +43,9 @@ func (a *API) routes() []route {
 	return []route{
 		{method: "GET", pattern: "/healthz", handler: a.healthz, public: true},
 		{method: "GET", pattern: "/v1/info", handler: a.info, role: api.RoleReader},
+		{method: "GET", pattern: "/metrics", handler: a.metrics, role: api.RoleAdmin},
+		{method: "GET", pattern: "/v1/settings", handler: withService(a, a.settings, a.getSettings), role: api.RoleAdmin},
+		{method: "PATCH", pattern: "/v1/settings", handler: withService(a, a.settings, a.patchSettings), role: api.RoleAdmin},
 
 		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant, role: api.RoleAdmin},
 		{method: "GET", pattern: "/v1/tenants/{id}", handler: a.getTenant, role: api.RoleReader},
@@ -78,7 +82,11 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/pause", handler: a.pauseSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/resume", handler: a.resumeSandbox},
+		{method: "POST", pattern: "/v1/sandboxes/{id}/keepalive", handler: a.keepalive},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/metrics", handler: a.sandboxMetrics, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true, role: api.RoleReader},
 

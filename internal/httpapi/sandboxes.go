@@ -103,6 +103,38 @@ func (a *API) startSandbox(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sb)
 }
 
+func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.cfg.Sandboxes.Pause(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.cfg.Sandboxes.Resume(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
+func (a *API) keepalive(w http.ResponseWriter, r *http.Request) {
+	var req api.KeepaliveRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sb, err := a.cfg.Sandboxes.Keepalive(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sb)
+}
+
 func (a *API) setTimeout(w http.ResponseWriter, r *http.Request) {
 	var req api.TimeoutRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {

@@ -90,7 +90,7 @@ func (rt *Router) find(ctx context.Context, t Target) (*store.Sandbox, bool, err
 	switch {
 	case c.gen != gen:
 		// Forgotten while it was read: the next request reads again.
-	case sb == nil || sb.State != api.StateRunning:
+	case sb == nil || (sb.State != api.StateRunning && sb.State != api.StatePaused):
 		delete(c.m, t)
 	default:
 		if c.m == nil {

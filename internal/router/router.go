@@ -264,7 +264,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 		rt.fail(w, r, ex, pageNotFound, "not_found")
 	case sb.State == api.StateFailed:
 		rt.fail(w, r, ex, pageFailed, "sandbox_failed")
-	case sb.State != api.StateRunning:
+	case sb.State != api.StateRunning && sb.State != api.StatePaused: // a paused one resumes at its tunnel
 		rt.fail(w, r, ex, pageNotRunning, "not_running")
 	default:
 		if ex.access == accessToken && isTopLevelNavigation(r) {

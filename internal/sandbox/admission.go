@@ -73,7 +73,7 @@ func HostCapacity(f hostinfo.Facts, l HostLimits) Capacity {
 
 // holding are the states in which a sandbox holds its memory, CPU and
 // pids (or may, while its driver is at work).
-var holding = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateDestroying}
+var holding = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
 
 // placed are the states that count toward a tenant's number of
 // sandboxes: all but destroyed and failed.

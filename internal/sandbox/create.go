@@ -48,6 +48,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if err != nil {
 		return api.Sandbox{}, err
 	}
+	defer func(start time.Time) { s.observeCreate(d.Name(), start, retErr) }(time.Now())
 	if snapDir != "" {
 		if _, _, err := s.snapshotter(&store.Sandbox{Driver: d.Name()}); err != nil {
 			return api.Sandbox{}, err
@@ -86,6 +87,8 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		Volumes:  req.Volumes,
 		OnExpiry: set.onExpiry,
 		Node:     s.cfg.Node,
+
+		IdleTimeoutS: req.IdleTimeoutS,
 	}
 	if set.timeout > 0 {
 		exp := now.Add(set.timeout)

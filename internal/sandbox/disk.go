@@ -26,7 +26,7 @@ const diskUsageTimeout = 2 * time.Second
 // diskUsage is what rec's files take, where its driver can tell; nil
 // otherwise, or when measuring fails or takes too long (logged).
 func (s *Service) diskUsage(ctx context.Context, rec *store.Sandbox) *api.DiskUsage {
-	if rec.State != api.StateRunning && rec.State != api.StateStopped {
+	if rec.State != api.StateRunning && rec.State != api.StatePaused && rec.State != api.StateStopped {
 		return nil
 	}
 	d, err := s.driverOf(rec)

@@ -50,6 +50,11 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.State == api.StatePaused {
+		if rec, err = s.autoResume(ctx, id, op); err != nil {
+			return nil, err
+		}
+	}
 	if rec.State != api.StateRunning {
 		return nil, notRunning(rec)
 	}
@@ -66,7 +71,7 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 		if err != nil {
 			return nil, err
 		}
-		at = attached{client: agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info)), handle: h}
+		at = attached{client: newAgentClient(h), handle: h}
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -92,6 +97,11 @@ type attached struct {
 	handle driver.Handle
 }
 
+// newAgentClient is a client of the agent of h.
+func newAgentClient(h driver.Handle) *agentclient.Client {
+	return agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+}
+
 // handleOf is a sandbox's handle: the attached one, or decoded from rec.
 func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
 	s.mu.Lock()
@@ -103,9 +113,11 @@ func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
 	return s.decodeHandle(rec)
 }
 
-// end closes the call: it frees its place in the quota and logs it, once.
-// It returns err as the caller should see it (explain).
+// end closes the call: it frees its place in the quota, logs it and tells
+// the Observer, once. It returns err as the caller should see it
+// (explain).
 func (c *call) end(err error) error {
+	err = c.explain(err)
 	c.once.Do(func() {
 		c.s.mu.Lock()
 		if c.s.calls[c.rec.ID]--; c.s.calls[c.rec.ID] <= 0 {
@@ -116,8 +128,12 @@ func (c *call) end(err error) error {
 		p, _ := tenancy.From(c.ctx)
 		c.s.log.Debug("sandbox call", logattr.Sandbox(c.rec.ID), logattr.Tenant(c.rec.TenantID), logattr.Key(p.KeyID), "op", c.op,
 			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
+		c.s.observeCall(c.op, err)
+		if lostAgent(err) {
+			c.s.checkAgent(c.rec.ID)
+		}
 	})
-	return c.explain(err)
+	return err
 }
 
 // explain turns an agent that went away under a call into what happened
@@ -205,12 +221,14 @@ func (s *Service) readBody(ctx context.Context, id, op string, fn func(*agentcli
 // attach starts following a running sandbox's agent: the client (kept for
 // calls), its egress proxy and, for a new sandbox, its OOM count.
 func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
-	a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+	a := newAgentClient(h)
 	s.mu.Lock()
 	if old, ok := s.agents[rec.ID]; ok {
 		old.client.Close()
 	}
 	s.agents[rec.ID] = attached{client: a, handle: h}
+	s.active[rec.ID] = time.Now() // a new idle window (idle.go)
+	s.output[rec.ID] = 0
 	s.mu.Unlock()
 	s.startEgress(ctx, rec, d, h)
 	if a.Has(agentproto.FeatureEvents) {
@@ -230,5 +248,6 @@ func (s *Service) detach(id string) {
 		delete(s.agents, id)
 	}
 	delete(s.active, id)
+	delete(s.output, id)
 	s.mu.Unlock()
 }

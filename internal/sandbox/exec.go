@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hutchdev/hutch/api"
@@ -46,6 +47,7 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 	// How the answer is encoded is the control plane's business; the
 	// agent sends bytes and knows no such field.
 	req.OutputEncoding = ""
+	start := time.Now()
 	c, err := s.open(ctx, id, "exec")
 	if err != nil {
 		return nil, err
@@ -53,9 +55,11 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 	e := &execStream{s: s, ctx: c.ctx, rec: c.rec}
 	e.before, e.counts = s.observeOOM(ctx, c.rec)
 	if e.st, err = c.agent.Exec(ctx, req); err != nil {
-		return nil, c.end(err)
+		err = c.end(err)
+		s.observeExec(c.rec.Driver, start, err)
+		return nil, err
 	}
-	return &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}, nil
+	return s.observedExec(c.rec.Driver, start, &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}), nil
 }
 
 // Exec runs a command to completion and returns its output, each stream

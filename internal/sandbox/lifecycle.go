@@ -38,7 +38,7 @@ func (s *Service) Destroy(ctx context.Context, id string) error {
 
 // destroyable are the states a destroy starts from. Creating is there for
 // a record another server left mid-create.
-var destroyable = []api.SandboxState{api.StateCreating, api.StateRunning, api.StateStopped, api.StateFailed}
+var destroyable = []api.SandboxState{api.StateCreating, api.StateRunning, api.StatePaused, api.StateStopped, api.StateFailed}
 
 // destroy runs under the sandbox's lock, on a teardown context.
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
@@ -61,7 +61,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 		}
 	}
 	rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateDestroyed, func(sb *store.Sandbox) {
-		sb.Handle, sb.ExpiresAt = nil, nil
+		sb.Handle, sb.ExpiresAt, sb.PausedAt = nil, nil, nil
 	})
 	if err != nil {
 		return err
@@ -83,12 +83,13 @@ func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	if rec.State == api.StateStopped {
 		return s.toAPI(rec), nil
 	}
-	return s.stop(ctx, rec, "sandbox stopped", holdClock)
+	return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": reasonRequest})
 }
 
-// stop stops rec under its lock; msg is its event's, and clock says what
-// becomes of its lifetime (holdClock, or restClock at its expiry).
-func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, clock func(*store.Sandbox, time.Time)) (api.Sandbox, error) {
+// stop stops rec under its lock; msg and data (its "reason") are its
+// event's, and clock says what becomes of its lifetime (holdClock, or
+// restClock at its expiry).
+func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, clock func(*store.Sandbox, time.Time), data map[string]any) (api.Sandbox, error) {
 	id := rec.ID
 	d, err := s.startStopDriver(rec)
 	if err != nil {
@@ -109,15 +110,17 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	s.emit(tctx, rec, api.EventSandboxStopped, msg, nil)
+	s.emit(tctx, rec, api.EventSandboxStopped, msg, data)
 	return s.toAPI(rec), nil
 }
 
-// takeDown moves a running sandbox to stopping, lets go of its agent and
-// runs op, the driver's call that ends its processes (a stop, a restore);
-// when op fails, so does the sandbox. ctx outlives the request.
+// takeDown moves a running or paused sandbox to stopping, lets go of its
+// agent and runs op, the driver's call that ends its processes (a stop, a
+// restore); when op fails, so does the sandbox. ctx outlives the request.
 func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, verb string, op func() error) (*store.Sandbox, error) {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateRunning}, api.StateStopping, nil)
+	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateRunning, api.StatePaused}, api.StateStopping, func(sb *store.Sandbox) {
+		sb.PausedAt = nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +135,8 @@ func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Dri
 
 // Start starts a stopped sandbox again, once admitted against its
 // tenant's quotas and this node's capacity as a create is. Starting a
-// running sandbox is not an error; its agent is not started twice.
+// running sandbox is not an error; its agent is not started twice. A
+// paused sandbox is resumed.
 func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
@@ -140,7 +144,13 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	if rec.State == api.StateRunning {
+	switch rec.State {
+	case api.StateRunning:
+		return s.toAPI(rec), nil
+	case api.StatePaused:
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "start"}); err != nil {
+			return api.Sandbox{}, err
+		}
 		return s.toAPI(rec), nil
 	}
 	d, err := s.startStopDriver(rec)
@@ -218,7 +228,7 @@ func (s *Service) fail(ctx context.Context, id string, cause error) {
 }
 
 // failable are the states a sandbox can fail from.
-var failable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateDestroying}
+var failable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
 
 // teardownContext outlives ctx's cancellation and has its own deadline, so a
 // client that hangs up never leaves a half-destroyed sandbox.

@@ -112,7 +112,7 @@ func (s *Service) network(rec *store.Sandbox) api.Network {
 
 // settable are the states a sandbox's egress policy may change in: any
 // but the end of its life.
-var settable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateStopped, api.StateFailed}
+var settable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateStopped, api.StateFailed}
 
 // SetNetwork changes a sandbox's egress policy; the next connection sees
 // it, and a stopped sandbox starts with it.

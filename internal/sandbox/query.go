@@ -57,6 +57,10 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
 		ExpiresAt: r.ExpiresAt,
+		PausedAt:  r.PausedAt,
+
+		IdleTimeoutS:   r.IdleTimeoutS,
+		KeepaliveUntil: r.KeepaliveUntil,
 	}
 	if d, ok := s.drivers.Get(r.Driver); ok {
 		c := d.Capabilities()

@@ -30,7 +30,7 @@ func (s *Service) owns(rec *store.Sandbox) bool {
 // the store does not know.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
-	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping, api.StateDestroying)
+	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -51,6 +51,8 @@ func (s *Service) Recover(ctx context.Context) error {
 				s.log.Warn("finish an interrupted destroy", logattr.Sandbox(rec.ID), "err", err)
 			}
 			cancel()
+		case api.StatePaused:
+			s.recoverPaused(ctx, rec)
 		default: // starting, running, stopping: whatever the agent is doing now decides
 			s.reattach(ctx, rec)
 		}
@@ -99,8 +101,17 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		reason = fmt.Sprintf("%s (%s)", reason, err)
 	}
-	_, uerr := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, api.StateStopped,
-		func(sb *store.Sandbox) { sb.Error, sb.Node = reason, s.cfg.Node })
+	s.lost(ctx, rec, d, h, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, reason)
+}
+
+// lost marks a sandbox whose agent recovery could not reach stopped, from
+// one of the states from, its clock held as a stop holds it, and stops
+// what is left of it.
+func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, from []api.SandboxState, reason string) {
+	_, uerr := store.Transition(ctx, s.store, rec.ID, from, api.StateStopped, func(sb *store.Sandbox) {
+		sb.Error, sb.Node, sb.PausedAt = reason, s.cfg.Node, nil
+		holdClock(sb, time.Now())
+	})
 	if uerr != nil {
 		s.log.Error("mark sandbox stopped", logattr.Sandbox(rec.ID), "err", uerr)
 	} else {
@@ -131,7 +142,7 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 
 // sweep removes what each driver made that no live sandbox claims.
 func (s *Service) sweep(ctx context.Context) error {
-	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StateStopping,
+	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping,
 		api.StateStopped, api.StateDestroying)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
@@ -176,6 +187,7 @@ func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 			return
 		case now := <-t.C:
 			s.reapExpired(ctx, now)
+			s.reapIdle(ctx, now)
 			s.watchOOM(ctx)
 			s.watchDisk(ctx)
 			if now.Sub(lastSweep) >= sweepEvery {
@@ -228,10 +240,23 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 	}
 	s.emitExpired(ctx, rec)
 	s.forgetWarning(rec.ID)
-	if rec.OnExpiry == api.OnExpiryStop {
+	if rec.OnExpiry == api.OnExpiryPause && rec.State == api.StateRunning {
+		// Paused, its clock rests as a stopped one's does.
+		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": reasonExpiry})
+		if err == nil {
+			s.log.Info("sandbox expired: paused", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
+			return
+		}
+		s.log.Warn("pause expired sandbox; stopping it instead", logattr.Sandbox(rec.ID), "err", err)
+		if rec, err = s.store.GetSandbox(ctx, id); err != nil {
+			return
+		}
+	}
+	if rec.OnExpiry == api.OnExpiryStop || rec.OnExpiry == api.OnExpiryPause {
 		// Stopped, its clock rests: its next start gives it its whole
 		// lifetime again.
-		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock); err != nil {
+		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock,
+			map[string]any{"reason": reasonExpiry}); err != nil {
 			s.log.Warn("stop expired sandbox", logattr.Sandbox(rec.ID), "err", err)
 			return
 		}

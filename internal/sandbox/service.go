@@ -80,6 +80,12 @@ type Config struct {
 	// secret (env values, the agent's token); nil keeps them in clear
 	// (tests).
 	Sealer Sealer
+	// Observer is told how creates, commands and calls through the door
+	// went (observe.go); nil observes nothing.
+	Observer Observer
+	// HostMemory reads the host's memory for the memory policy
+	// (memory.go); nil reads /proc/meminfo.
+	HostMemory HostMemory
 	// Disk refuses calls that grow sandbox data while the data
 	// directory's filesystem is below its reserve; nil checks nothing.
 	Disk DiskGuard
@@ -150,9 +156,14 @@ type Service struct {
 	warned map[string]time.Time
 	calls  map[string]int       // sandbox id → calls in flight (door.go)
 	active map[string]time.Time // sandbox id → last call (door.go)
+	output map[string]int64     // sandbox id → bytes its processes wrote, last read (idle.go)
+	// checking: sandbox id → its agent is being checked (agentcheck.go)
+	checking map[string]bool
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
+
+	metrics metricRings // the recent samples of running sandboxes (metrics.go)
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
@@ -171,6 +182,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Disk == nil {
 		cfg.Disk = noGuard{}
+	}
+	if cfg.HostMemory == nil {
+		cfg.HostMemory = ReadMeminfo
 	}
 	if cfg.Egress == nil {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
@@ -192,6 +206,8 @@ func New(cfg Config) (*Service, error) {
 		warned:    map[string]time.Time{},
 		calls:     map[string]int{},
 		active:    map[string]time.Time{},
+		output:    map[string]int64{},
+		checking:  map[string]bool{},
 	}
 	s.settings.Store(&cfg.Settings)
 	return s, nil

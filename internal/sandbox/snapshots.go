@@ -60,8 +60,8 @@ func (s *Service) Snapshot(ctx context.Context, id string, req api.CreateSnapsho
 // capture snapshots rec (under its lock) and records the snapshot.
 func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) (*store.Snapshot, driver.SnapshotStats, error) {
 	var st driver.SnapshotStats
-	if rec.State != api.StateRunning && rec.State != api.StateStopped {
-		return nil, st, errdefs.Conflict("sandbox_not_ready", "sandbox %s is %s; only a running or stopped sandbox can be snapshotted", rec.ID, rec.State)
+	if rec.State != api.StateRunning && rec.State != api.StatePaused && rec.State != api.StateStopped {
+		return nil, st, errdefs.Conflict("sandbox_not_ready", "sandbox %s is %s; only a running, paused or stopped sandbox can be snapshotted", rec.ID, rec.State)
 	}
 	_, sn, err := s.snapshotter(rec)
 	if err != nil {
@@ -170,6 +170,11 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	if snap.Template != rec.Template || snap.Driver != rec.Driver {
 		return api.Sandbox{}, errdefs.Invalid("snapshot_mismatch", "snapshot %s is of a %s sandbox from template %q; sandbox %s is %s from %q",
 			snap.ID, snap.Driver, snap.Template, id, rec.Driver, rec.Template)
+	}
+	if rec.State == api.StatePaused {
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "restore"}); err != nil {
+			return api.Sandbox{}, err
+		}
 	}
 	if rec.State != api.StateRunning {
 		return api.Sandbox{}, errdefs.Conflict("sandbox_not_running", "sandbox %s is %s; start it, then restore", id, rec.State)

@@ -33,7 +33,7 @@ func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequ
 	defer unlock()
 	now := time.Now()
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		settable := []api.SandboxState{api.StateRunning, api.StateStopped}
+		settable := []api.SandboxState{api.StateRunning, api.StatePaused, api.StateStopped}
 		if !slices.Contains(settable, sb.State) {
 			return store.StateConflict(sb, settable)
 		}
@@ -81,7 +81,7 @@ func runClock(sb *store.Sandbox, now time.Time) {
 }
 
 // expiryDone says what an expiry does to a sandbox, for people.
-var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpiryStop: "stopped"}
+var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpiryStop: "stopped", api.OnExpiryPause: "paused"}
 
 // warnExpiring records sandbox.expiring once for a running sandbox that
 // expires within the server's warning time (once for each expiry: a new

@@ -95,6 +95,9 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 			return out, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, set.MaxTimeoutS)
 		}
 	}
+	if req.IdleTimeoutS < 0 || req.IdleTimeoutS > maxLifetimeS {
+		return out, errdefs.Invalid("invalid_idle_timeout", "idle_timeout_s must be 0 (the server's) to %d", maxLifetimeS)
+	}
 	switch out.onExpiry = cmp.Or(req.OnExpiry, set.OnExpiry); {
 	case !slices.Contains(expiryActions, out.onExpiry):
 		return out, errdefs.Invalid("invalid_on_expiry", "on_expiry %q: use one of %v", req.OnExpiry, expiryActions)

@@ -15,7 +15,7 @@ import (
 
 // newGateway builds the provider gateway from the operator's providers
 // file; with none, it refuses every call as naming no provider.
-func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events store.EventAppender, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events store.EventAppender, obs gateway.Observer, log *slog.Logger) (*gateway.Gateway, error) {
 	var providers []gateway.Provider
 	if cfg.Providers != "" {
 		var err error
@@ -32,5 +32,5 @@ func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events 
 	if err != nil {
 		return nil, fmt.Errorf("gateway key: %w", err)
 	}
-	return gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: st, Keys: sec, Events: events, Log: log})
+	return gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: st, Keys: sec, Events: events, Observer: obs, Log: log})
 }

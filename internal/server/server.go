@@ -28,6 +28,7 @@ import (
 	"github.com/hutchdev/hutch/internal/router"
 	"github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/secrets"
+	"github.com/hutchdev/hutch/internal/telemetry"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
@@ -71,6 +72,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	s.onClose("listener", func(context.Context) error { ln.Close(); return nil })
 	s.addr = ln.Addr()
+	metricsLn, err := s.listenMetrics()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -86,6 +91,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("store", func(context.Context) error { return st.Close() })
+	metrics, err := telemetry.New(telemetry.Config{Sandboxes: st, Log: log})
+	if err != nil {
+		return nil, err
+	}
 	// The secrets master key, early: a bad one stops the start at once.
 	sealer, err := secrets.Load(ctx, st, os.Getenv(secrets.KeyEnv), cfg.DataDir, log)
 	if err != nil {
@@ -112,7 +121,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
 	events := sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, log)
 	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, events, log)
-	gw, err := newGateway(cfg, st, sec, events, log)
+	gw, err := newGateway(cfg, st, sec, events, metrics, log)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +166,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxOutputBytes:     cfg.MaxOutputBytes,
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
-		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Log: log},
+		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: metrics, Log: log},
+		Observer:           metrics,
 		Disk:               disk,
 		Sealer:             sealer,
 		EventRetention:     cfg.EventRetention,
@@ -165,6 +175,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Capacity:           capacity,
 		TenantQuotas:       cfg.TenantQuotas,
 	})
+	if err != nil {
+		return nil, err
+	}
+	set, err := newSettings(ctx, cfg, st, svc, events, log)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +214,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Secrets:      sec,
 		Templates:    tmpls,
 		Volumes:      vols,
+		Settings:     set,
 		Store:        st,
 		Auth:         authn,
 		Log:          log,
@@ -208,8 +223,10 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Storage:      storageInfo,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
+		Metrics:      metrics,
 	})
 	s.serve(ln, previews.Wrap(handler))
+	s.serveMetrics(metricsLn, metrics)
 
 	caps := drivers.Default().Capabilities()
 	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drivers.Default().Name(), caps.Isolation, why)

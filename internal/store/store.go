@@ -12,6 +12,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"time"
 
@@ -86,6 +87,10 @@ type Store interface {
 	// AllSandboxes returns every tenant's sandboxes in the given states (all
 	// states if none), oldest first. System only: recovery and reaping.
 	AllSandboxes(ctx context.Context, states ...api.SandboxState) ([]*Sandbox, error)
+	// CountSandboxes counts every tenant's sandboxes by state and driver
+	// (destroyed ones included), ordered by state and driver; a pair with
+	// none is left out. System only: the metrics.
+	CountSandboxes(ctx context.Context) ([]SandboxCount, error)
 	// DeleteSandbox removes a sandbox's row. Destroying a sandbox only sets
 	// its state; this is for garbage collection and tests.
 	DeleteSandbox(ctx context.Context, id string) error
@@ -184,6 +189,15 @@ type Store interface {
 	// checked in the same transaction; it returns what it deleted.
 	DeleteVolume(ctx context.Context, name string) (*Volume, error)
 
+	// Settings are server-wide (settings.go): admin or system only.
+	//
+	// Settings returns every stored setting by key, each as the JSON
+	// written; an empty map when none is.
+	Settings(ctx context.Context) (map[string]json.RawMessage, error)
+	// PutSettings writes changes (CheckSettingChanges), each key's value
+	// replacing the one stored, all in one transaction.
+	PutSettings(ctx context.Context, changes map[string]json.RawMessage) error
+
 	// Close releases the database.
 	Close() error
 }
@@ -270,6 +284,12 @@ type Sandbox struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	ExpiresAt *time.Time
+	// PausedAt is when it was paused, while it is paused.
+	PausedAt *time.Time
+	// IdleTimeoutS is its own idle window in seconds (0: the server's);
+	// KeepaliveUntil keeps it from idle actions until then.
+	IdleTimeoutS   int
+	KeepaliveUntil *time.Time
 }
 
 // ListOptions filter and page ListSandboxes.

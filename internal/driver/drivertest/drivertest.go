@@ -57,6 +57,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, s) })
 	t.Run("SnapshotLinks", func(t *testing.T) { testSnapshotLinks(t, s) })
 	t.Run("Volumes", func(t *testing.T) { testVolumes(t, s) })
+	t.Run("Metrics", func(t *testing.T) { testMetrics(t, s) })
 	if s.Escape {
 		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })
 	}

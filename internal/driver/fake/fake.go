@@ -51,6 +51,8 @@ const (
 	OpDestroy Op = "destroy"
 	OpRecover Op = "recover"
 	OpStatus  Op = "status"
+	OpPause   Op = "pause"
+	OpResume  Op = "resume"
 )
 
 // Config configures the fake.
@@ -79,6 +81,7 @@ type Driver struct {
 	hooks  map[Op]Hook
 	calls  map[Op]int
 	agents map[string]*agent // sandbox id → its running agent
+	paused map[string]bool   // sandbox id → paused (pause.go)
 }
 
 // New returns the fake; Open makes its directory.
@@ -94,12 +97,13 @@ func New(cfg Config) *Driver {
 		Degraded:  []string{"fake driver: no isolation at all; for tests only"},
 		Templates: []string{"host"},
 		StartStop: true,
+		Pause:     true,
 		Limits:    driver.LimitCaps{Memory: true, CPU: true, Pids: true},
 	}
 	if cfg.Capabilities != nil {
 		caps = *cfg.Capabilities
 	}
-	return &Driver{cfg: cfg, caps: caps, hooks: map[Op]Hook{}, calls: map[Op]int{}, agents: map[string]*agent{}}
+	return &Driver{cfg: cfg, caps: caps, hooks: map[Op]Hook{}, calls: map[Op]int{}, agents: map[string]*agent{}, paused: map[string]bool{}}
 }
 
 // Hook sets the hook of op, replacing any; nil removes it.
@@ -272,6 +276,7 @@ func (d *Driver) halt(id string) {
 	d.mu.Lock()
 	a := d.agents[id]
 	delete(d.agents, id)
+	delete(d.paused, id)
 	d.mu.Unlock()
 	if a != nil {
 		a.stop()

@@ -288,6 +288,7 @@ func (d *Driver) capabilities() driver.Capabilities {
 	if d.cg == nil {
 		c.Degraded = append(c.Degraded, fmt.Sprintf("namespace driver: no usable cgroups (%v): memory, pids and cpu limits are not enforced", d.cgErr))
 	} else {
+		c.Pause = d.cg.CanFreeze()
 		for _, m := range d.cg.Available() {
 			switch m {
 			case "memory":

@@ -68,6 +68,7 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 	defer cancel()
 	if d.alive(st) {
 		_ = syscall.Kill(st.Pid, syscall.SIGKILL)
+		d.thaw(st) // a paused sandbox's agent dies once thawed
 		hostproc.WaitGone(ctx, st.Pid, st.StartTime, 2*time.Second)
 	}
 	if d.cg != nil && st.Cgroup != "" {

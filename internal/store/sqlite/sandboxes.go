@@ -19,6 +19,7 @@ import (
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
 	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes, s.on_expiry,
+	s.paused_at, s.idle_timeout_s, s.keepalive_until,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -42,10 +43,12 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
-				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes, on_expiry)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes, on_expiry,
+				paused_at, idle_timeout_s, keepalive_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits,
-			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry)
+			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
+			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil))
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -152,10 +155,11 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
 				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?, node = ?,
-				volumes = ?, on_expiry = ?
+				volumes = ?, on_expiry = ?, paused_at = ?, idle_timeout_s = ?, keepalive_until = ?
 			WHERE id = ?`,
 			string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits, sb.TimeoutS, sb.Handle, sb.Error,
-			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry, sb.ID); err != nil {
+			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
+			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.ID); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
 		}
 		if !maps.Equal(before.Labels, sb.Labels) {
@@ -278,9 +282,11 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 		limits, network  string
 		created, updated string
 		expires          sql.NullString
+		paused, keep     sql.NullString
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
-		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &sb.OnExpiry, &labels); err != nil {
+		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &sb.OnExpiry,
+		&paused, &sb.IdleTimeoutS, &keep, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)
@@ -309,6 +315,12 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 		return nil, err
 	}
 	if sb.ExpiresAt, err = parseTimePtr(expires); err != nil {
+		return nil, err
+	}
+	if sb.PausedAt, err = parseTimePtr(paused); err != nil {
+		return nil, err
+	}
+	if sb.KeepaliveUntil, err = parseTimePtr(keep); err != nil {
 		return nil, err
 	}
 	if len(sb.Handle) == 0 {

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpdateConcurrent", testUpdateConcurrent},
 		{"Transition", testTransition},
 		{"AllSandboxes", testAllSandboxes},
+		{"CountSandboxes", testCountSandboxes},
 		{"DeleteSandbox", testDeleteSandbox},
 		{"EventRoundTrip", testEventRoundTrip},
 		{"EventOrder", testEventOrder},
@@ -55,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Templates", testTemplates},
 		{"Snapshots", testSnapshots},
 		{"Volumes", testVolumes},
+		{"Settings", testSettings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
