@@ -17,7 +17,8 @@
 // overhead (AgentMemoryOverhead, AgentPidsOverhead), so the agent can still
 // work when the box is full.
 //
-// The host side (Manager, Group) makes, limits, kills and removes groups.
+// The host side (Manager, Group) makes, limits, measures (Stats), kills and
+// removes groups.
 // The agent side (Join, JoinThread, MoveProcess) lets the agent, which runs
 // as the sandbox's root user in a user namespace, put its commands in the
 // box. The package links only the standard library and golang.org/x/sys,

@@ -161,6 +161,9 @@ func (d *Driver) Open(ctx context.Context) error {
 			return fmt.Errorf("namespace driver: not root, and %w: %w", err, driver.ErrHostUnsupported)
 		}
 	}
+	if err := launch.CheckStatic(d.agentPath); err != nil {
+		return fmt.Errorf("namespace driver: %w", err)
+	}
 	var err error
 	if d.agentInfo, err = launch.Protocol(ctx, d.agentPath); err != nil {
 		return fmt.Errorf("namespace driver: %w", err)

@@ -101,6 +101,9 @@ func (d *Driver) Open(ctx context.Context) error {
 	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("process driver: agent %s is not an executable file", d.agentPath)
 	}
+	if err := launch.CheckStatic(d.agentPath); err != nil {
+		return fmt.Errorf("process driver: %w", err)
+	}
 	if d.agentInfo, err = launch.Protocol(ctx, d.agentPath); err != nil {
 		return fmt.Errorf("process driver: %w", err)
 	}
