@@ -81,12 +81,32 @@ func TestPauseResume(t *testing.T) {
 		return func() bool { return counted(t, outputOf(t, c, sb.ID, p.PID)) >= past+5 }
 	}
 	waitUntil(t, "the relay counts", grown(0))
+	// A process that keeps a core busy: its CPU time, read from the
+	// sandbox's cgroup, rises while it runs and stands still while the
+	// sandbox is paused.
+	if _, err := c.StartProcess(ctx, sb.ID, api.ProcessRequest{Cmd: []string{"sh", "-c", "while :; do :; done"}}); err != nil {
+		t.Fatal(err)
+	}
+	cpu := func() uint64 {
+		t.Helper()
+		m, err := c.SandboxMetrics(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.CPU.UsageNS
+	}
+	busy := cpu()
+	waitUntil(t, "the busy process uses CPU", func() bool { return cpu() > busy })
 
 	paused, err := c.PauseSandbox(ctx, sb.ID)
 	if err != nil || paused.State != api.StatePaused || paused.PausedAt == nil || paused.ExpiresAt != nil {
 		t.Fatalf("pause: %+v, %v", paused, err)
 	}
+	still := cpu()
 	time.Sleep(500 * time.Millisecond) // frozen meanwhile
+	if now := cpu(); now != still {
+		t.Fatalf("a paused sandbox used %d ns of CPU in half a second", now-still)
+	}
 	got, err := c.GetSandbox(ctx, sb.ID)
 	if err != nil || got.State != api.StatePaused {
 		t.Fatalf("a GET resumed the sandbox: %+v, %v", got, err)

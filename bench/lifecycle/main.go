@@ -19,12 +19,12 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
+	"github.com/hutchdev/hutch/bench/internal/stat"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/config"
 )
@@ -195,13 +195,11 @@ func timeN(n int, fn func() error) ([]time.Duration, error) {
 	return out, nil
 }
 
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+// pct and ms are stat's, by their short names here.
+var (
+	pct = stat.Pct
+	ms  = stat.MS
+)
 
 // destroyAll destroys ids on a context of its own: what a failed or
 // interrupted measurement created goes even so.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hutchdev/hutch/bench/internal/stat"
 )
 
 // printFS prints one filesystem's forks and snapshots, both sizes side by
@@ -178,16 +180,11 @@ func orNone(s string) string {
 	return s
 }
 
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+// pct and ms are stat's, by their short names here.
+var (
+	pct = stat.Pct
+	ms  = stat.MS
+)
 
 // wholeMS formats a duration the API gives in whole milliseconds.
 func wholeMS(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }

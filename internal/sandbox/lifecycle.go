@@ -53,6 +53,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	s.detach(rec.ID)
 	defer s.forgetOOM(rec.ID)
 	defer s.forgetDisk(rec.ID)
+	defer s.forgetMetrics(rec.ID)
 	defer s.forgetWarning(rec.ID)
 	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
@@ -125,6 +126,7 @@ func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Dri
 		return nil, err
 	}
 	s.detach(rec.ID)
+	s.forgetMetrics(rec.ID)
 	if err := op(); err != nil {
 		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), verb, rec.ID)
 		s.fail(ctx, rec.ID, err)

@@ -190,6 +190,7 @@ func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 			s.reapIdle(ctx, now)
 			s.watchOOM(ctx)
 			s.watchDisk(ctx)
+			s.sampleMetrics(ctx, now)
 			if now.Sub(lastSweep) >= sweepEvery {
 				lastSweep = now
 				if err := s.sweep(ctx); err != nil {

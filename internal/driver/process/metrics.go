@@ -39,15 +39,3 @@ func (d *Driver) Stats(ctx context.Context, h driver.Handle) (driver.Stats, erro
 	}
 	return driver.Stats{CPUUsageNS: u.CPUNS, MemoryBytes: u.RSSBytes, Pids: u.Tasks, Unsupported: []string{"network"}}, nil
 }
-
-// members selects the processes of the sandbox: those of the agent's
-// session, and, when the sandbox has a uid of its own, every process
-// holding it.
-func members(st state) func(hostproc.Proc) bool {
-	if st.UID == 0 {
-		return func(p hostproc.Proc) bool { return p.Sid == st.Pid }
-	}
-	return func(p hostproc.Proc) bool {
-		return p.Sid == st.Pid || p.HasUID(func(u uint32) bool { return u == st.UID })
-	}
-}

@@ -55,11 +55,18 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
 		}
 	}
-	match := func(p hostproc.Proc) bool { return st.Pid != 0 && p.Sid == st.Pid }
-	if st.UID != 0 {
-		match = func(p hostproc.Proc) bool {
-			return p.HasUID(func(u uint32) bool { return u == st.UID }) || (st.Pid != 0 && p.Sid == st.Pid)
-		}
+	return hostproc.KillAll(ctx, members(st))
+}
+
+// members selects the processes of the sandbox: those of the agent's
+// session, and, when the sandbox has a uid of its own, every process
+// holding it.
+func members(st state) func(hostproc.Proc) bool {
+	inSession := func(p hostproc.Proc) bool { return st.Pid != 0 && p.Sid == st.Pid }
+	if st.UID == 0 {
+		return inSession
 	}
-	return hostproc.KillAll(ctx, match)
+	return func(p hostproc.Proc) bool {
+		return inSession(p) || p.HasUID(func(u uint32) bool { return u == st.UID })
+	}
 }
