@@ -107,7 +107,7 @@ func pauseResume(ctx context.Context, c *client.Client, n int) error {
 	fmt.Println("| call | n | p50 | p95 |")
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| POST /pause (frozen when it answers) | %d | %s | %s |\n", n, stat.MS(stat.Pct(pause, 50)), stat.MS(stat.Pct(pause, 95)))
-	fmt.Printf("| POST /resume (agent answering again) | %d | %s | %s |\n", n, stat.MS(stat.Pct(resume, 50)), stat.MS(stat.Pct(resume, 95)))
+	fmt.Printf("| POST /resume (thawed, its calls pass again) | %d | %s | %s |\n", n, stat.MS(stat.Pct(resume, 50)), stat.MS(stat.Pct(resume, 95)))
 	fmt.Println()
 	return nil
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,10 +53,9 @@ func (a *API) listSandboxes(w http.ResponseWriter, r *http.Request) {
 func listOptions(r *http.Request) (store.ListOptions, error) {
 	q := r.URL.Query()
 	opts := store.ListOptions{State: api.SandboxState(q.Get("state")), Cursor: q.Get("cursor")}
-	switch opts.State {
-	case "", api.StateCreating, api.StateRunning, api.StateStopped, api.StateFailed, api.StateDestroyed:
-	default:
-		return opts, errdefs.Invalid("invalid_request", "state %q is not one of creating, running, stopped, failed, destroyed", opts.State)
+	// Any stored state; unavailable is only ever shown, never stored.
+	if opts.State != "" && (opts.State == api.StateUnavailable || !slices.Contains(api.SandboxStates, opts.State)) {
+		return opts, errdefs.Invalid("invalid_request", "state %q is not a state a sandbox is stored in (%v, but not %s)", opts.State, api.SandboxStates, api.StateUnavailable)
 	}
 	for _, l := range q["label"] {
 		k, v, ok := strings.Cut(l, "=")
