@@ -155,6 +155,16 @@ func notRunning(rec *store.Sandbox) error {
 	return errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", rec.ID, rec.State)
 }
 
+// touch records activity of sandbox id that made no call through the
+// door (a preview's bytes), while it is attached.
+func (s *Service) touch(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.agents[id]; ok {
+		s.active[id] = at
+	}
+}
+
 // LastActivity is when a call to the sandbox last began or ended through
 // this server, and false when none did since it started.
 func (s *Service) LastActivity(id string) (time.Time, bool) {
@@ -237,8 +247,9 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 	return a
 }
 
-// detach forgets a sandbox's agent and stops its egress proxy; calls in
-// flight end when the driver stops the agent.
+// detach forgets a sandbox's agent, stops its egress proxy and closes its
+// preview tunnels; calls in flight end when the driver stops the agent
+// (or, for a pause, as their connection's client is closed).
 func (s *Service) detach(id string) {
 	s.detachEgress(id)
 	s.stopFeed(id)
@@ -250,4 +261,6 @@ func (s *Service) detach(id string) {
 	delete(s.active, id)
 	delete(s.output, id)
 	s.mu.Unlock()
+	// After the agent is forgotten: a tunnel opening now is refused.
+	s.closeTunnels(id)
 }

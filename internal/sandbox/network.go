@@ -5,11 +5,14 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agentclient"
 	"github.com/hutchdev/hutch/internal/driver"
 	"github.com/hutchdev/hutch/internal/egress"
+	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/gateway"
 	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
@@ -151,11 +154,88 @@ const (
 // DialTunnel opens a connection to port inside a running sandbox, for a
 // preview. The router calls it as the system, after its own
 // authorization; the dial passes the door, the connection's life does
-// not count as a call in flight (the router pools idle tunnels).
+// not count as a call in flight (the router pools idle tunnels), but the
+// bytes through it count as activity (idle.go), at most once a second.
 func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn, error) {
-	return unary(tenancy.System(ctx), s, id, "tunnel", func(ctx context.Context, a *agentclient.Client) (net.Conn, error) {
+	conn, err := unary(tenancy.System(ctx), s, id, "tunnel", func(ctx context.Context, a *agentclient.Client) (net.Conn, error) {
 		return a.Tunnel(ctx, port)
 	})
+	if err != nil {
+		return nil, err
+	}
+	c := &activeConn{Conn: conn, s: s, id: id}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.agents[id]; !ok { // paused or stopped meanwhile
+		conn.Close()
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
+	}
+	if s.tunnels[id] == nil {
+		s.tunnels[id] = map[*activeConn]bool{}
+	}
+	s.tunnels[id][c] = true
+	return c, nil
+}
+
+// activeConn is a tunnel whose traffic is the sandbox's activity: a
+// preview served over a pooled tunnel or a WebSocket makes no new call
+// through the door. The service keeps each open one, so that letting go
+// of a sandbox's agent (a pause, a stop) closes them: the router's next
+// request dials again, through the door, which resumes a paused sandbox,
+// instead of waiting on a frozen program over a pooled tunnel.
+type activeConn struct {
+	net.Conn
+	s    *Service
+	id   string
+	last atomic.Int64 // unix nanoseconds of the last activity noted
+}
+
+// Close closes the tunnel and forgets it.
+func (c *activeConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.tunnels[c.id], c)
+	if len(c.s.tunnels[c.id]) == 0 {
+		delete(c.s.tunnels, c.id)
+	}
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// closeTunnels closes every open tunnel of sandbox id.
+func (s *Service) closeTunnels(id string) {
+	s.mu.Lock()
+	open := s.tunnels[id]
+	delete(s.tunnels, id)
+	s.mu.Unlock()
+	for c := range open {
+		c.Conn.Close()
+	}
+}
+
+func (c *activeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.note()
+	}
+	return n, err
+}
+
+func (c *activeConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.note()
+	}
+	return n, err
+}
+
+// note records activity, once a second at most.
+func (c *activeConn) note() {
+	now := time.Now()
+	if now.UnixNano()-c.last.Load() < int64(time.Second) {
+		return
+	}
+	c.last.Store(now.UnixNano())
+	c.s.touch(c.id, now)
 }
 
 // Listener is a TCP port listening in a sandbox and the addresses it

@@ -84,6 +84,14 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	}
 	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
+		// A crash while a snapshot copied the sandbox's files left it
+		// frozen (the copy freezes it) under a record that is not paused:
+		// thaw it, or its agent never answers and it is stopped below.
+		if _, p, perr := s.pauserOf(rec); perr == nil {
+			if terr := p.Resume(ctx, h); terr != nil {
+				s.log.Warn("thaw a recovered sandbox", logattr.Sandbox(rec.ID), "err", terr)
+			}
+		}
 		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
 			rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{rec.State}, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node })
 		}

@@ -159,6 +159,7 @@ type Service struct {
 	output map[string]int64     // sandbox id → bytes its processes wrote, last read (idle.go)
 	// checking: sandbox id → its agent is being checked (agentcheck.go)
 	checking map[string]bool
+	tunnels  map[string]map[*activeConn]bool // sandbox id → its open tunnels (network.go)
 
 	procs  procWatch   // the exit watchers of background processes
 	egress egressConns // the egress proxies of running sandboxes
@@ -208,6 +209,7 @@ func New(cfg Config) (*Service, error) {
 		active:    map[string]time.Time{},
 		output:    map[string]int64{},
 		checking:  map[string]bool{},
+		tunnels:   map[string]map[*activeConn]bool{},
 	}
 	s.settings.Store(&cfg.Settings)
 	return s, nil

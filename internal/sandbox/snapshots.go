@@ -308,8 +308,13 @@ func (s *Service) sweepSnapshots(ctx context.Context) error {
 	for _, e := range ents {
 		info, err := e.Info()
 		// A name with a dot is a copy under way (or a crash's): the
-		// backend renames it into place when whole.
-		if known[e.Name()] || err != nil || (strings.HasPrefix(e.Name(), ".") && time.Since(info.ModTime()) < snapshotGrace) {
+		// backend renames it into place when whole. The copy of a
+		// snapshot (.<id>.tmp-…) this server is not taking goes at once:
+		// a crash mid-copy left it, and the grace would keep it past
+		// the start-up sweep (it held every crash's copy for 30 minutes).
+		id, _, isCopy := strings.Cut(strings.TrimPrefix(e.Name(), "."), ".tmp-")
+		crashed := isCopy && ids.Valid(id) && !known[id]
+		if known[e.Name()] || err != nil || (strings.HasPrefix(e.Name(), ".") && !crashed && time.Since(info.ModTime()) < snapshotGrace) {
 			continue
 		}
 		if err := sn.RemoveSnapshot(s.snapshotDir(e.Name())); err != nil {
