@@ -3,16 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // TestPrometheus: GET /metrics on the API serves the server's metrics to
@@ -42,11 +40,11 @@ func TestPrometheus(t *testing.T) {
 		{"hutch_exec_seconds", map[string]string{"driver": "namespace", "result": "ok"}},
 		{"hutch_http_request_duration_seconds", map[string]string{"route": "/v1/sandboxes/{id}/exec", "method": "POST", "code": "200"}},
 	} {
-		if n := seriesOf(fams, h.name, h.labels).GetHistogram().GetSampleCount(); n < 1 {
+		if n := testutil.Series(fams, h.name, h.labels).GetHistogram().GetSampleCount(); n < 1 {
 			t.Errorf("%s%v counts %d; want the call made", h.name, h.labels, n)
 		}
 	}
-	if n := seriesOf(fams, "hutch_agent_calls_total", map[string]string{"op": "exec", "result": "ok"}).GetCounter().GetValue(); n < 1 {
+	if n := testutil.Series(fams, "hutch_agent_calls_total", map[string]string{"op": "exec", "result": "ok"}).GetCounter().GetValue(); n < 1 {
 		t.Errorf("hutch_agent_calls_total{op=exec,result=ok} = %v; want the exec counted", n)
 	}
 	for _, m := range fams["hutch_http_request_duration_seconds"].GetMetric() {
@@ -95,7 +93,7 @@ func TestPrometheus(t *testing.T) {
 // the Go runtime's metrics.
 func wantMetrics(t *testing.T, where string, fams map[string]*dto.MetricFamily) {
 	t.Helper()
-	if n := seriesOf(fams, "hutch_sandboxes", map[string]string{"driver": "namespace", "state": "running"}).GetGauge().GetValue(); n != 1 {
+	if n := testutil.Series(fams, "hutch_sandboxes", map[string]string{"driver": "namespace", "state": "running"}).GetGauge().GetValue(); n != 1 {
 		t.Errorf("%s: hutch_sandboxes{driver=namespace,state=running} = %v; want 1", where, n)
 	}
 	if fams["go_goroutines"] == nil {
@@ -110,27 +108,9 @@ func metricsOf(t *testing.T, resp *http.Response) map[string]*dto.MetricFamily {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("metrics: %d %s; want 200 in the text format", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse the metrics: %v", err)
-	}
-	return fams
+	return testutil.ParseMetrics(t, resp.Body)
 }
 
-// seriesOf is the series of family name with exactly labels, or nil.
-func seriesOf(fams map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Metric {
-	for _, m := range fams[name].GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(got, labels) {
-			return m
-		}
-	}
-	return nil
-}
 
 // metricsAddr is the address --metrics-listen bound, from the log line
 // that announces it (written before the server says it serves).

@@ -114,6 +114,8 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 	}
 	for name, v := range map[string]any{
 		"Limits": api.Limits{}, "CreateSandboxRequest": api.CreateSandboxRequest{}, "Sandbox": api.Sandbox{}, "Settings": api.Settings{}, "SettingsView": api.SettingsView{}, "KeepaliveRequest": api.KeepaliveRequest{},
+		"SandboxMetrics": api.SandboxMetrics{}, "CPUStats": api.CPUStats{}, "MemStats": api.MemStats{},
+		"PidStats": api.PidStats{}, "DiskStats": api.DiskStats{}, "NetStats": api.NetStats{}, "Sample": api.Sample{},
 		"SandboxList": api.SandboxList{}, "ExecRequest": api.ExecRequest{}, "ExecResult": api.ExecResult{},
 		"ExecEvent": api.ExecEvent{}, "FileInfo": api.FileInfo{}, "FileList": api.FileList{},
 		"MkdirRequest": api.MkdirRequest{}, "MoveRequest": api.MoveRequest{}, "TarResult": api.TarResult{},

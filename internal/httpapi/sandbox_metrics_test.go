@@ -2,13 +2,7 @@ package httpapi
 
 import (
 	"net/http"
-	"os"
-	"reflect"
-	"slices"
-	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/driver"
@@ -44,48 +38,5 @@ func TestSandboxMetrics(t *testing.T) {
 	}
 	if status, code := f.rawAs(t, f.keyA, "GET", path, "", nil); status != http.StatusConflict || code != "sandbox_not_running" {
 		t.Errorf("a stopped sandbox: %d %s; want 409 sandbox_not_running", status, code)
-	}
-}
-
-// TestSandboxMetricsSchemas holds the schemas of the answer to the JSON
-// names of their api types.
-func TestSandboxMetricsSchemas(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]any `yaml:"properties"`
-			} `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	if err := yaml.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
-	for name, v := range map[string]any{
-		"SandboxMetrics": api.SandboxMetrics{}, "CPUStats": api.CPUStats{}, "MemStats": api.MemStats{},
-		"PidStats": api.PidStats{}, "DiskStats": api.DiskStats{}, "NetStats": api.NetStats{}, "Sample": api.Sample{},
-	} {
-		s, ok := spec.Components.Schemas[name]
-		if !ok {
-			t.Errorf("schema %s is missing", name)
-			continue
-		}
-		var inSpec, inGo []string
-		for p := range s.Properties {
-			inSpec = append(inSpec, p)
-		}
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-			inGo = append(inGo, tag)
-		}
-		slices.Sort(inSpec)
-		slices.Sort(inGo)
-		if !slices.Equal(inSpec, inGo) {
-			t.Errorf("schema %s has %q, api.%s %q", name, inSpec, rt.Name(), inGo)
-		}
 	}
 }

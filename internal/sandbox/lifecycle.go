@@ -75,16 +75,25 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 // Stop ends a running sandbox's processes and keeps its files. Stopping a
 // stopped sandbox is not an error.
 func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
+	return s.lifecycleCall(ctx, id, api.StateStopped, func(rec *store.Sandbox) (api.Sandbox, error) {
+		return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": reasonRequest})
+	})
+}
+
+// lifecycleCall runs do on the caller's sandbox id under its lock, unless
+// the sandbox is in state done already: a call that finds its work done
+// is not an error.
+func (s *Service) lifecycleCall(ctx context.Context, id string, done api.SandboxState, do func(*store.Sandbox) (api.Sandbox, error)) (api.Sandbox, error) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	if rec.State == api.StateStopped {
+	if rec.State == done {
 		return s.toAPI(rec), nil
 	}
-	return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": reasonRequest})
+	return do(rec)
 }
 
 // stop stops rec under its lock; msg and data (its "reason") are its

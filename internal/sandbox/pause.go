@@ -33,16 +33,9 @@ const (
 // Pause freezes a running sandbox. Pausing a paused sandbox is not an
 // error.
 func (s *Service) Pause(ctx context.Context, id string) (api.Sandbox, error) {
-	unlock := s.locks.Lock(id)
-	defer unlock()
-	rec, err := s.store.GetSandbox(ctx, id)
-	if err != nil {
-		return api.Sandbox{}, err
-	}
-	if rec.State == api.StatePaused {
-		return s.toAPI(rec), nil
-	}
-	return s.pause(ctx, rec, holdClock, map[string]any{"reason": reasonRequest})
+	return s.lifecycleCall(ctx, id, api.StatePaused, func(rec *store.Sandbox) (api.Sandbox, error) {
+		return s.pause(ctx, rec, holdClock, map[string]any{"reason": reasonRequest})
+	})
 }
 
 // pause pauses rec under its lock; clock says what becomes of its
@@ -86,20 +79,13 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 // Resume thaws a paused sandbox. Resuming a running sandbox is not an
 // error.
 func (s *Service) Resume(ctx context.Context, id string) (api.Sandbox, error) {
-	unlock := s.locks.Lock(id)
-	defer unlock()
-	rec, err := s.store.GetSandbox(ctx, id)
-	if err != nil {
-		return api.Sandbox{}, err
-	}
-	if rec.State == api.StateRunning {
+	return s.lifecycleCall(ctx, id, api.StateRunning, func(rec *store.Sandbox) (api.Sandbox, error) {
+		rec, err := s.resume(ctx, rec, map[string]any{"reason": reasonRequest})
+		if err != nil {
+			return api.Sandbox{}, err
+		}
 		return s.toAPI(rec), nil
-	}
-	rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest})
-	if err != nil {
-		return api.Sandbox{}, err
-	}
-	return s.toAPI(rec), nil
+	})
 }
 
 // resume resumes rec under its lock; data, with its "reason", goes in its

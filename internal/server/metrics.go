@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,21 +45,7 @@ func (s *Server) serveMetrics(ln net.Listener, m *telemetry.Metrics) {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("metrics server stopped", "err", err)
-		}
-	}()
-	s.onClose("metrics", func(ctx context.Context) error {
-		err := srv.Shutdown(ctx)
-		if err != nil {
-			srv.Close()
-		}
-		<-done
-		return err
-	})
+	s.serveHTTP("metrics", srv, ln, nil)
 	s.log.Info("metrics serving without a key", "addr", ln.Addr().String())
 	if host, _, _ := net.SplitHostPort(s.cfg.MetricsListen); host == "" || isUnspecified(host) {
 		s.log.Warn("metrics are served without a key on every interface: keep the port from all but the scraper",

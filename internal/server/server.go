@@ -280,16 +280,25 @@ func (s *Server) serve(ln net.Listener, h http.Handler) {
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:  func(net.Listener) context.Context { return drain },
 	}
+	// Closed first: stop accepting, end the streams, wait for the rest.
+	s.serveHTTP("api", srv, ln, cancel)
+}
+
+// serveHTTP serves srv on ln until shutdown. Its closer, name, first runs
+// before (nil: nothing; the API ends its requests' context there), then
+// shuts srv down and waits for Serve to return.
+func (s *Server) serveHTTP(name string, srv *http.Server, ln net.Listener, before func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("api server stopped", "err", err)
+			s.log.Error(name+" server stopped", "err", err)
 		}
 	}()
-	// Closed first: stop accepting, end the streams, wait for the rest.
-	s.onClose("api", func(ctx context.Context) error {
-		cancel()
+	s.onClose(name, func(ctx context.Context) error {
+		if before != nil {
+			before()
+		}
 		err := srv.Shutdown(ctx)
 		if err != nil {
 			srv.Close()

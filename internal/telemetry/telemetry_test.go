@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,14 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/tenancy"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // counter is a SandboxCounter with fixed answers.
@@ -53,28 +51,9 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parse the scrape: %v", err)
-	}
-	return fams
+	return testutil.ParseMetrics(t, rec.Body)
 }
 
-// series returns the series of family name whose labels are exactly
-// labels, or nil.
-func series(fams map[string]*dto.MetricFamily, name string, labels map[string]string) *dto.Metric {
-	for _, m := range fams[name].GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(got, labels) {
-			return m
-		}
-	}
-	return nil
-}
 
 // labelSets lists the label sets of family name's series.
 func labelSets(fams map[string]*dto.MetricFamily, name string) []map[string]string {
@@ -99,7 +78,7 @@ func TestSandboxes(t *testing.T) {
 		state, driver string
 		n             float64
 	}{{"running", "namespace", 2}, {"destroyed", "process", 5}} {
-		s := series(fams, "hutch_sandboxes", map[string]string{"state": want.state, "driver": want.driver})
+		s := testutil.Series(fams, "hutch_sandboxes", map[string]string{"state": want.state, "driver": want.driver})
 		if s.GetGauge().GetValue() != want.n {
 			t.Errorf("hutch_sandboxes{state=%q,driver=%q} = %v; want %v", want.state, want.driver, s, want.n)
 		}
@@ -127,7 +106,7 @@ func TestSandboxesFail(t *testing.T) {
 	}
 	// A scrape's error is counted once it is gathered: the next shows it.
 	fams = scrape(t, m)
-	if s := series(fams, "promhttp_metric_handler_errors_total", map[string]string{"cause": "gathering"}); s.GetCounter().GetValue() != 1 {
+	if s := testutil.Series(fams, "promhttp_metric_handler_errors_total", map[string]string{"cause": "gathering"}); s.GetCounter().GetValue() != 1 {
 		t.Errorf("promhttp_metric_handler_errors_total{cause=gathering} after a failed scrape = %v; want 1", s)
 	}
 }
@@ -165,7 +144,7 @@ func TestObservers(t *testing.T) {
 		{"hutch_exec_seconds", map[string]string{"driver": "namespace", "result": "canceled"}, 1, 60},
 	}
 	for _, h := range histograms {
-		s := series(fams, h.name, h.labels)
+		s := testutil.Series(fams, h.name, h.labels)
 		if s.GetHistogram().GetSampleCount() != h.count || s.GetHistogram().GetSampleSum() != h.sum {
 			t.Errorf("%s%v = %v; want count %d, sum %v", h.name, h.labels, s, h.count, h.sum)
 		}
@@ -189,7 +168,7 @@ func TestObservers(t *testing.T) {
 		{"hutch_gateway_requests_total", map[string]string{"provider": "", "code": "401"}, 1},
 	}
 	for _, c := range counters {
-		if s := series(fams, c.name, c.labels); s.GetCounter().GetValue() != c.value {
+		if s := testutil.Series(fams, c.name, c.labels); s.GetCounter().GetValue() != c.value {
 			t.Errorf("%s%v = %v; want %v", c.name, c.labels, s, c.value)
 		}
 	}
