@@ -33,7 +33,7 @@ import (
 // be (or, for the one call the kill cut short, what that call would have
 // made it).
 const (
-	chaosRounds   = 5
+	chaosRounds   = 20
 	chaosWorkers  = 4
 	chaosMaxLive  = 10 // sandboxes not destroyed, at most: the host has 2 cores
 	chaosMaxProcs = 2  // counter processes per sandbox
@@ -70,6 +70,7 @@ type chaosBox struct {
 	files        map[string]string // path → content, each write acknowledged
 	procs        map[int]string    // counter process → the output seen of it
 	n            int               // names files
+	calls        []string          // the lifecycle calls made on it, for a failure's story
 }
 
 func (b *chaosBox) live() bool {
@@ -137,7 +138,26 @@ func TestChaos(t *testing.T) {
 	ctx := context.Background()
 
 	w := &chaosWorld{t: t, parent: parent, boxes: map[string]*chaosBox{}, snaps: map[string]*chaosSnap{}}
-	s := startServer(t, dataDir, args...)
+	// Each server's warnings and errors, for a failure's story.
+	var logs []*fullLog
+	start := func() *server {
+		s, full := launch(t, nil, dataDir, nil, args...)
+		logs = append(logs, full)
+		return s
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for i, l := range logs {
+			for _, line := range strings.Split(l.String(), "\n") {
+				if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+					t.Logf("server %d: %s", i, line)
+				}
+			}
+		}
+	})
+	s := start()
 	info, err := s.client().Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +172,7 @@ func TestChaos(t *testing.T) {
 		load := time.Duration(300+rng.IntN(1200)) * time.Millisecond
 		t.Logf("round %d: load for %v", round, load)
 		w.runLoad(s, round, rng.Uint64(), load)
-		s = startServer(t, dataDir, args...)
+		s = start()
 		w.check(s, round, rng)
 	}
 
@@ -169,9 +189,13 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	w.checkLeftovers(s, "at the end", map[string]api.Sandbox{})
-	for id, sn := range w.snaps {
-		if err := c.DeleteSnapshot(ctx, id); err != nil {
-			t.Errorf("delete snapshot %s (of %s): %v", id, sn.sandbox, err)
+	snaps, err := c.ListSnapshots(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sn := range snaps.Snapshots {
+		if err := c.DeleteSnapshot(ctx, sn.ID); err != nil {
+			t.Errorf("delete snapshot %s (of %s): %v", sn.ID, sn.SandboxID, err)
 		}
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dataDir, "snapshots")); len(ents) != 0 {
@@ -258,17 +282,22 @@ func (k *chaosWorker) run() {
 // ack sorts out a call's error: nil when it was acknowledged; when it
 // failed while the server lived, a test error (and false).
 func (k *chaosWorker) ack(what string, b *chaosBox, err error) bool {
-	if err == nil {
-		return true
-	}
-	if !k.killed.Load() {
+	outcome := "ok"
+	switch {
+	case err != nil && k.killed.Load():
+		outcome = "cut short"
+	case err != nil:
+		outcome = "failed"
 		id := ""
 		if b != nil {
 			id = b.id
 		}
 		k.w.t.Errorf("round %d worker %d: %s %s with the server up: %v", k.round, k.n, what, id, err)
 	}
-	return false
+	if b != nil {
+		b.calls = append(b.calls, fmt.Sprintf("r%d %s %s", k.round, what, outcome))
+	}
+	return err == nil
 }
 
 // pick is one of the worker's sandboxes in one of states, or nil.
@@ -529,13 +558,21 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 			continue
 		}
 		if sb.State != b.state && (b.maybe == "" || sb.State != b.maybe) {
-			t.Errorf("%s: sandbox %s is %s (%s); acknowledged %s, maybe %q", where, id, sb.State, sb.Error, b.state, b.maybe)
+			t.Errorf("%s: sandbox %s is %s (%s); acknowledged %s, maybe %q; calls %q", where, id, sb.State, sb.Error, b.state, b.maybe, b.calls)
 		}
 		if sb.State != api.StateRunning && sb.State != api.StatePaused {
 			clear(b.procs) // they went with its agent
 		}
 		b.state, b.maybe = sb.State, ""
 	}
+
+	states, files, procs := map[api.SandboxState]int{}, 0, 0
+	for _, b := range w.boxes {
+		states[b.state]++
+		files += len(b.files)
+		procs += len(b.procs)
+	}
+	t.Logf("%s: sandboxes %v, %d files, %d processes, %d snapshots acknowledged", where, states, files, procs, len(w.snaps))
 
 	// The records and what is outside the store agree.
 	w.checkLeftovers(s, where, listed)
@@ -546,8 +583,11 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 		b := w.boxes[id]
 		switch b.state {
 		case api.StateStopped:
+			fz, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", w.parent, id, "freezer.state")) // DEBUG-CHAOS
+			procs, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", w.parent, id, "cgroup.procs"))  // DEBUG-CHAOS
+			t.Logf("DEBUG %s: stopped %s freezer %q procs %q", where, id, fz, procs)                     // DEBUG-CHAOS
 			if _, err := c.StartSandbox(ctx, id); err != nil {
-				t.Errorf("%s: start %s: %v", where, id, err)
+				t.Errorf("%s: start %s: %v; calls %q", where, id, err, b.calls)
 				continue
 			}
 			b.state = api.StateRunning

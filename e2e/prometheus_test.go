@@ -111,7 +111,6 @@ func metricsOf(t *testing.T, resp *http.Response) map[string]*dto.MetricFamily {
 	return testutil.ParseMetrics(t, resp.Body)
 }
 
-
 // metricsAddr is the address --metrics-listen bound, from the log line
 // that announces it (written before the server says it serves).
 func metricsAddr(t *testing.T, log *fullLog) string {

@@ -54,7 +54,6 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	return testutil.ParseMetrics(t, rec.Body)
 }
 
-
 // labelSets lists the label sets of family name's series.
 func labelSets(fams map[string]*dto.MetricFamily, name string) []map[string]string {
 	var out []map[string]string
