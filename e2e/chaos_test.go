@@ -23,6 +23,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/hostids"
 	"github.com/hutchdev/hutch/internal/ids"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
@@ -70,7 +71,7 @@ type chaosBox struct {
 	files        map[string]string // path → content, each write acknowledged
 	procs        map[int]string    // counter process → the output seen of it
 	n            int               // names files
-	calls        []string          // the lifecycle calls made on it, for a failure's story
+	calls        []string          // the calls made on it and how each ended, for a failure's story
 }
 
 func (b *chaosBox) live() bool {
@@ -130,7 +131,7 @@ func TestChaos(t *testing.T) {
 	// A cgroup parent of the test's own: other servers on the host share
 	// the default one, and their agents are none of this test's business.
 	parent := "hutch-chaos-" + randHex(4)
-	t.Cleanup(func() { removeCgroupParent(parent) })
+	t.Cleanup(func() { cleanupHost(t, parent, dataDir) })
 	args := []string{"--driver", "namespace", "--cgroup-parent", parent,
 		// No memory policy of the host's pauses or stops a sandbox behind
 		// the test's back.
@@ -279,8 +280,9 @@ func (k *chaosWorker) run() {
 	}
 }
 
-// ack sorts out a call's error: nil when it was acknowledged; when it
-// failed while the server lived, a test error (and false).
+// ack says whether a call was acknowledged and records how it ended: an
+// error once the server is being killed cuts it short, one before is a
+// test error.
 func (k *chaosWorker) ack(what string, b *chaosBox, err error) bool {
 	outcome := "ok"
 	switch {
@@ -327,14 +329,12 @@ func (k *chaosWorker) step() {
 			k.create(ctx)
 			return
 		}
-		if b := k.pick(api.StateStopped); b != nil {
-			k.start(ctx, b)
-		}
-		time.Sleep(20 * time.Millisecond) // nothing to do here
+		k.move(ctx, k.pick(api.StateStopped), "start", api.StateRunning, k.c.StartSandbox)
+		time.Sleep(20 * time.Millisecond) // little else to do
 	case r < 38:
-		k.execWrite(ctx, k.pick(up...))
+		k.write(ctx, k.pick(up...), true)
 	case r < 58:
-		k.fileWrite(ctx, k.pick(up...))
+		k.write(ctx, k.pick(up...), false)
 	case r < 66:
 		k.startProcess(ctx, k.pick(api.StateRunning))
 	case r < 74:
@@ -344,24 +344,16 @@ func (k *chaosWorker) step() {
 			k.snapshot(ctx, k.pick(api.StateRunning, api.StatePaused, api.StateStopped))
 		}
 	case r < 88:
-		if b := k.pick(api.StateRunning); b != nil {
-			k.pause(ctx, b)
-		} else if b := k.pick(api.StatePaused); b != nil {
-			k.resume(ctx, b)
-		}
+		k.move(ctx, k.pick(api.StateRunning), "pause", api.StatePaused, k.c.PauseSandbox)
 	case r < 91:
-		if b := k.pick(api.StatePaused); b != nil {
-			k.resume(ctx, b)
-		}
+		k.move(ctx, k.pick(api.StatePaused), "resume", api.StateRunning, k.c.ResumeSandbox)
+	case r < 93:
+		k.move(ctx, k.pick(api.StateStopped), "start", api.StateRunning, k.c.StartSandbox)
 	case r < 95:
-		if b := k.pick(api.StateStopped); b != nil {
-			k.start(ctx, b)
-		} else if b := k.pick(up...); b != nil {
-			k.stop(ctx, b)
-		}
+		k.move(ctx, k.pick(up...), "stop", api.StateStopped, k.c.StopSandbox)
 	default:
 		if k.w.liveCount() > chaosWorkers {
-			k.destroy(ctx, k.pick(api.StateRunning, api.StatePaused, api.StateStopped))
+			k.move(ctx, k.pick(api.StateRunning, api.StatePaused, api.StateStopped), "destroy", api.StateDestroyed, k.destroy)
 		}
 	}
 }
@@ -391,42 +383,40 @@ func (k *chaosWorker) create(ctx context.Context) {
 // token is a new file name of b's and what it is to hold.
 func (k *chaosWorker) token(b *chaosBox, kind string) (name, content string) {
 	b.n++
+	kind = strings.ReplaceAll(kind, " ", "-")
 	return fmt.Sprintf("chaos-%s-r%d-w%d-%d", kind, k.round, k.n, b.n), fmt.Sprintf("%s-%d-%s", b.id, b.n, randHex(8))
 }
 
-func (k *chaosWorker) execWrite(ctx context.Context, b *chaosBox) {
+// write writes a new file into b, by a command (exec) or through the
+// file API, and records it once acknowledged.
+func (k *chaosWorker) write(ctx context.Context, b *chaosBox, exec bool) {
 	if b == nil {
 		return
 	}
 	if b.state == api.StatePaused {
 		b.maybe = api.StateRunning // a call resumes a paused sandbox
 	}
-	name, content := k.token(b, "exec")
-	res, err := k.c.Exec(ctx, b.id, api.ExecRequest{Cmd: []string{"sh", "-c", "echo " + content + " > " + name}})
-	if !k.ack("exec", b, err) {
+	var err error
+	var res *api.ExecResult
+	what := "write file"
+	if exec {
+		what = "exec"
+	}
+	name, content := k.token(b, what)
+	if exec {
+		res, err = k.c.Exec(ctx, b.id, api.ExecRequest{Cmd: []string{"sh", "-c", "echo " + content + " > " + name}})
+		content += "\n"
+	} else {
+		_, err = k.c.WriteFile(ctx, b.id, name, 0, strings.NewReader(content))
+	}
+	if !k.ack(what, b, err) {
 		return
 	}
 	b.state, b.maybe = api.StateRunning, ""
-	if res.ExitCode != 0 {
+	if res != nil && res.ExitCode != 0 {
 		k.w.t.Errorf("round %d: exec in %s exited %d: %q", k.round, b.id, res.ExitCode, res.Stderr)
 		return
 	}
-	b.files[name] = content + "\n"
-}
-
-func (k *chaosWorker) fileWrite(ctx context.Context, b *chaosBox) {
-	if b == nil {
-		return
-	}
-	if b.state == api.StatePaused {
-		b.maybe = api.StateRunning
-	}
-	name, content := k.token(b, "file")
-	_, err := k.c.WriteFile(ctx, b.id, name, 0, strings.NewReader(content))
-	if !k.ack("write file", b, err) {
-		return
-	}
-	b.state, b.maybe = api.StateRunning, ""
 	b.files[name] = content
 }
 
@@ -475,43 +465,32 @@ func (k *chaosWorker) snapshot(ctx context.Context, b *chaosBox) {
 	k.w.mu.Unlock()
 }
 
-func (k *chaosWorker) pause(ctx context.Context, b *chaosBox) {
-	b.maybe = api.StatePaused
-	if _, err := k.c.PauseSandbox(ctx, b.id); k.ack("pause", b, err) {
-		b.state, b.maybe = api.StatePaused, ""
-	}
-}
-
-func (k *chaosWorker) resume(ctx context.Context, b *chaosBox) {
-	b.maybe = api.StateRunning
-	if _, err := k.c.ResumeSandbox(ctx, b.id); k.ack("resume", b, err) {
-		b.state, b.maybe = api.StateRunning, ""
-	}
-}
-
-func (k *chaosWorker) stop(ctx context.Context, b *chaosBox) {
-	b.maybe = api.StateStopped
-	clear(b.procs) // a stop cut short may have ended them
-	if _, err := k.c.StopSandbox(ctx, b.id); k.ack("stop", b, err) {
-		b.state, b.maybe = api.StateStopped, ""
-	}
-}
-
-func (k *chaosWorker) start(ctx context.Context, b *chaosBox) {
-	b.maybe = api.StateRunning
-	if _, err := k.c.StartSandbox(ctx, b.id); k.ack("start", b, err) {
-		b.state, b.maybe = api.StateRunning, ""
-	}
-}
-
-func (k *chaosWorker) destroy(ctx context.Context, b *chaosBox) {
+// move makes a lifecycle call (verb) on b that, acknowledged, leaves it
+// to; cut short, it may have.
+func (k *chaosWorker) move(ctx context.Context, b *chaosBox, verb string, to api.SandboxState, call func(context.Context, string) (*api.Sandbox, error)) {
 	if b == nil {
 		return
 	}
-	b.maybe = api.StateDestroyed
-	if err := k.c.DeleteSandbox(ctx, b.id); k.ack("destroy", b, err) {
-		b.state, b.maybe = api.StateDestroyed, ""
+	b.maybe = to
+	if to == api.StateStopped || to == api.StateDestroyed {
+		clear(b.procs) // one cut short may have ended them
 	}
+	_, err := call(ctx, b.id)
+	if client.Code(err) == "pause_failed" {
+		// A process that would not freeze in time: the sandbox was
+		// thawed again and runs on, as the API says.
+		k.w.t.Logf("round %d: pause %s: %v", k.round, b.id, err)
+		b.calls = append(b.calls, fmt.Sprintf("r%d pause refused", k.round))
+		b.maybe = ""
+		return
+	}
+	if k.ack(verb, b, err) {
+		b.state, b.maybe = to, ""
+	}
+}
+
+func (k *chaosWorker) destroy(ctx context.Context, id string) (*api.Sandbox, error) {
+	return nil, k.c.DeleteSandbox(ctx, id)
 }
 
 // check runs after the restart that follows round's kill.
@@ -549,8 +528,8 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 	}
 
 	// Every sandbox is as it was acknowledged.
-	ids := slices.Sorted(maps.Keys(w.boxes))
-	for _, id := range ids {
+	boxIDs := slices.Sorted(maps.Keys(w.boxes))
+	for _, id := range boxIDs {
 		b := w.boxes[id]
 		sb, ok := listed[id]
 		if !ok {
@@ -579,13 +558,10 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 
 	// What running and paused sandboxes hold, processes and output too;
 	// stopped ones are started for it.
-	for _, id := range ids {
+	for _, id := range boxIDs {
 		b := w.boxes[id]
 		switch b.state {
 		case api.StateStopped:
-			fz, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", w.parent, id, "freezer.state")) // DEBUG-CHAOS
-			procs, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", w.parent, id, "cgroup.procs"))  // DEBUG-CHAOS
-			t.Logf("DEBUG %s: stopped %s freezer %q procs %q", where, id, fz, procs)                     // DEBUG-CHAOS
 			if _, err := c.StartSandbox(ctx, id); err != nil {
 				t.Errorf("%s: start %s: %v; calls %q", where, id, err, b.calls)
 				continue
@@ -683,6 +659,20 @@ func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]a
 		}
 	}
 	diff(t, where, "sandbox directories", dirs, kept)
+	// The warm sandboxes of earlier servers went with the sweep: only
+	// this server's pool is left.
+	if pools, _ := os.ReadDir(filepath.Join(nsDir, ".warm")); len(pools) > 1 {
+		t.Errorf("%s: warm pools of earlier servers left: %v", where, names(pools))
+	}
+	// Each host uid range registered to a sandbox of this data directory
+	// is one whose directory is there.
+	regs, _ := filepath.Glob(filepath.Join(hostids.Registry, "*"))
+	for _, r := range regs {
+		b, err := os.ReadFile(r)
+		if owner := string(b); err == nil && strings.HasPrefix(owner, nsDir+"/") && !dirExists(owner) {
+			t.Errorf("%s: host uid range %s is still registered to %s, which is gone", where, filepath.Base(r), owner)
+		}
+	}
 
 	// The trash empties in the background.
 	waitUntil(t, where+": the driver's trash emptied", func() bool {
@@ -759,12 +749,85 @@ func dirExists(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// removeCgroupParent removes the test's cgroup parent once every sandbox
-// has gone from it.
-func removeCgroupParent(parent string) {
-	for _, root := range cgroupRoots(parent) {
-		_ = os.Remove(root)
+// cleanupHost is the test's last cleanup. Had a server died with
+// sandboxes (a failed run), their processes, frozen ones too, would
+// outlive the test, and once their uid ranges went back to the host-wide
+// registry the next owner's teardown would try to kill them. It thaws and
+// SIGKILLs whatever is left under parent or works in dataDir (a warm
+// sandbox's agent has no cgroup yet), removes parent's groups and the
+// registry's ranges of dataDir.
+func cleanupHost(t *testing.T, parent, dataDir string) {
+	for deadline := time.Now().Add(time.Minute); ; {
+		var left []int
+		for _, g := range groupDirs(parent) {
+			writeIfThere(filepath.Join(g, "freezer.state"), "THAWED") // v1
+			writeIfThere(filepath.Join(g, "cgroup.freeze"), "0")      // v2
+			b, _ := os.ReadFile(filepath.Join(g, "cgroup.procs"))
+			for _, f := range strings.Fields(string(b)) {
+				pid, _ := strconv.Atoi(f)
+				left = append(left, pid)
+			}
+		}
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, p := range procs {
+			if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && strings.HasPrefix(cwd, dataDir+"/") {
+				pid, _ := strconv.Atoi(filepath.Base(p))
+				left = append(left, pid)
+			}
+		}
+		slices.Sort(left)
+		if left = slices.Compact(left); len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cleanup: processes %v survive SIGKILL", left)
+			break
+		}
+		if !t.Failed() {
+			// The last server destroyed everything and stopped.
+			t.Errorf("cleanup: processes %v outlived the last server", left)
+		}
+		t.Logf("cleanup: killing processes %v the test's servers left", left)
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+	dirs := groupDirs(parent)
+	for i := len(dirs) - 1; i >= 0; i-- { // children first
+		_ = os.Remove(dirs[i])
+	}
+	regs, _ := filepath.Glob(filepath.Join(hostids.Registry, "*"))
+	for _, r := range regs {
+		if b, err := os.ReadFile(r); err == nil && strings.HasPrefix(string(b), dataDir+"/") {
+			_ = os.Remove(r)
+		}
+	}
+}
+
+// groupDirs are the directories of parent's cgroups in every hierarchy,
+// each before those below it.
+func groupDirs(parent string) []string {
+	var dirs []string
+	for _, root := range cgroupRoots(parent) {
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+	}
+	return dirs
+}
+
+// writeIfThere writes v to the existing file p (a cgroup's control file).
+func writeIfThere(p, v string) {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(v)
+	_ = f.Close()
 }
 
 // sandboxProcesses are the sandboxes under parent that have a process:

@@ -47,7 +47,11 @@ func (g *Group) kill(ctx context.Context, killFile string) error {
 			return err
 		}
 		if len(pids) == 0 {
-			return nil
+			// A kill the control plane's crash cut short between a
+			// round's freeze and its thaw leaves the group frozen once
+			// its dying tasks are gone: the agent a start puts in it
+			// next would freeze before it is ready.
+			return g.Thaw()
 		}
 		switch {
 		case killFile != "":
