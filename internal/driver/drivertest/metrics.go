@@ -67,9 +67,13 @@ func testMetrics(t *testing.T, s Suite) {
 		t.Fatalf("wait for the loop: %v", err)
 	}
 	still := readStats(t, m, sb)
-	time.Sleep(200 * time.Millisecond)
+	const quiet = 200 * time.Millisecond
+	time.Sleep(quiet)
 	again := readStats(t, m, sb)
-	if supports("cpu") && (again.CPUUsageNS != still.CPUUsageNS || still.CPUUsageNS < second.CPUUsageNS) {
+	// Standing, but for the odd wake-up of what is left in the box: far
+	// below what the loop burned in as long.
+	loopRate := float64(second.CPUUsageNS-first.CPUUsageNS) / float64(elapsed)
+	if grew := float64(again.CPUUsageNS - still.CPUUsageNS); supports("cpu") && (again.CPUUsageNS < still.CPUUsageNS || still.CPUUsageNS < second.CPUUsageNS || grew > loopRate*float64(quiet)/10) {
 		t.Errorf("CPU time once the loop is gone: %d, then %d ns; want it standing at %d or more", still.CPUUsageNS, again.CPUUsageNS, second.CPUUsageNS)
 	}
 	if supports("network") {
