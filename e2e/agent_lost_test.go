@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,28 +10,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 )
-
-// agentPid finds the host pid of sandbox id's agent: the one process
-// whose pids cgroup is the sandbox's own (its commands are in box below
-// it).
-func agentPid(t *testing.T, id string) int {
-	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cg, err := os.ReadFile(filepath.Join(p, "cgroup"))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(cg), "\n") {
-			if strings.Contains(line, ":pids:") && strings.HasSuffix(line, "/"+id) {
-				pid, _ := strconv.Atoi(filepath.Base(p))
-				return pid
-			}
-		}
-	}
-	t.Fatalf("no agent of sandbox %s found", id)
-	return 0
-}
 
 // TestLostAgent: a call to a sandbox whose agent hangs (SIGSTOP) or dies
 // (SIGKILL) ends with a clear 503 instead of hanging, and the sandbox is

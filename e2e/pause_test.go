@@ -17,31 +17,14 @@ import (
 // connection that did not live through a pause.
 const relay = `sleep 100000 | busybox nc -l -p 9000 & sleep 0.3; i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done | busybox nc 127.0.0.1 9000`
 
-// outputOf is what process pid has written so far.
+// outputOf is what process pid has written to its stdout so far.
 func outputOf(t *testing.T, c *client.Client, id string, pid int) string {
 	t.Helper()
-	var out, errs strings.Builder
-	st, err := c.ProcessOutput(context.Background(), id, pid, 0, false)
+	out, err := processOutput(context.Background(), c, id, pid)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("output of process %d: %v", pid, err)
 	}
-	defer st.Close()
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			break
-		}
-		switch ev.Type {
-		case api.OutputStdout:
-			out.Write(ev.Data)
-		case api.OutputStderr:
-			errs.Write(ev.Data)
-		}
-	}
-	if errs.Len() > 0 {
-		t.Logf("stderr: %s", errs.String())
-	}
-	return out.String()
+	return out
 }
 
 // counted checks out is 1, 2, 3… without a gap and returns its last
