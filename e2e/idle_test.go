@@ -41,13 +41,19 @@ func TestIdlePreview(t *testing.T) {
 	if got, err := c.GetSandbox(ctx, sb.ID); err != nil || got.State != api.StateRunning {
 		t.Fatalf("a sandbox serving previews: %+v, %v; want running", got, err)
 	}
+	// The store says paused before the freeze; sandbox.paused comes once
+	// it is done.
+	var evs *api.EventList
 	waitUntil(t, "the idle sandbox paused", func() bool {
-		got, err := c.GetSandbox(ctx, sb.ID)
-		return err == nil && got.State == api.StatePaused
+		var err error
+		evs, err = c.SandboxEvents(ctx, sb.ID, client.EventQuery{Types: []string{api.EventSandboxIdle, api.EventSandboxPaused}})
+		return err == nil && len(evs.Events) >= 2
 	})
-	evs, err := c.SandboxEvents(ctx, sb.ID, client.EventQuery{Types: []string{api.EventSandboxIdle, api.EventSandboxPaused}})
-	if err != nil || len(evs.Events) != 2 || evs.Events[0].Data["action"] != "pause" || evs.Events[1].Data["reason"] != "idle" {
-		t.Fatalf("idle events: %+v, %v", evs, err)
+	if got, err := c.GetSandbox(ctx, sb.ID); err != nil || got.State != api.StatePaused {
+		t.Fatalf("after sandbox.paused: %+v, %v; want paused", got, err)
+	}
+	if len(evs.Events) != 2 || evs.Events[0].Data["action"] != "pause" || evs.Events[1].Data["reason"] != "idle" {
+		t.Fatalf("idle events: %+v", evs)
 	}
 	get("first preview request to the paused sandbox")
 	if got, err := c.GetSandbox(ctx, sb.ID); err != nil || got.State != api.StateRunning {
