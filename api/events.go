@@ -78,6 +78,7 @@ const EventEventsDropped = "events.dropped"
 type Event struct {
 	ID        string         `json:"id"`
 	SandboxID string         `json:"sandbox_id,omitempty"`
+	AppID     string         `json:"app_id,omitempty"`
 	Type      string         `json:"type"`
 	Message   string         `json:"message"`
 	Data      map[string]any `json:"data,omitempty"`

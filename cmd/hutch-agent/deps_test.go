@@ -24,6 +24,10 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/internal/logattr":  true,
 		"github.com/hutchdev/hutch/internal/sparse":   true,
 		"github.com/hutchdev/hutch/internal/dirent":   true,
+		"github.com/hutchdev/hutch/internal/history":  true,
+		// The app supervisor reads the app's manifest.
+		"github.com/hutchdev/hutch/internal/manifest": true,
+		"go.yaml.in/yaml/v3":                          true,
 	}
 	allowedPrefixes := []string{
 		"golang.org/x/sys/",

@@ -6,6 +6,7 @@
 //	hutch exec ID -- CMD…        stream a command, exit with its code
 //	hutch cp SRC DST             copy files and directories in and out
 //	hutch run -- CMD…            create, exec, destroy
+//	hutch app create|ls|task|promote|…  apps: the layer above sandboxes
 //	hutch key create|ls|rm, hutch tenant create|quota, hutch info, hutch version
 //
 // The CLI finds its server in HUTCH_URL and its key in HUTCH_API_KEY, or
@@ -67,6 +68,7 @@ var commands = map[string]command{
 	"cp":       runCp,
 	"watch":    runWatch,
 	"run":      runRun,
+	"app":      runApp,
 	"key":      runKey,
 	"secret":   runSecret,
 	"template": runTemplate,
@@ -97,6 +99,8 @@ commands:
   cp [-r] SRC DST            copy files; one side is ID:PATH, - is stdin/stdout
   watch [flags] ID [PATH]    print changes under a directory as they happen
   run [flags] -- CMD…        create a sandbox, run a command, destroy it
+  app create|ls|get|rm       apps: a live and a dev sandbox behind one name
+  app task APP -- CMD…       run a command in an app's dev sandbox (hutch app -h)
   key create|ls|rm           manage API keys
   secret set|ls|rm           manage secrets; set reads the value from stdin
   template pull|import|ls|rm manage the images sandboxes start from

@@ -104,6 +104,13 @@ type Config struct {
 	// proxy, and the agent forwards agentproto.EgressAddr inside the
 	// sandbox to it.
 	EgressDial func(ctx context.Context) (net.Conn, error)
+	// HistoryDir is where the file histories of tracked directories are
+	// kept (history.go), in the agent's view; empty means
+	// <Root>/var/lib/hutch/history: the sandbox's own /var/lib/hutch in
+	// the namespace driver, which its commands (another uid) cannot
+	// write, and under Root in the process driver, the only place its
+	// agent may write.
+	HistoryDir string
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -154,6 +161,8 @@ func (c *Config) validate() error {
 		return errors.New("agent: MaxRequestBytes must not be negative")
 	case c.ProcessOutputBytes < 0:
 		return errors.New("agent: ProcessOutputBytes must not be negative")
+	case c.HistoryDir != "" && (!path.IsAbs(c.HistoryDir) || path.Clean(c.HistoryDir) != c.HistoryDir):
+		return fmt.Errorf("agent: history dir %q is not a clean absolute path", c.HistoryDir)
 	}
 	return nil
 }
@@ -178,8 +187,11 @@ type Server struct {
 	nonces *nonceCache
 	procs  *procTable
 	events *eventFeed
-	egress *forwarder // nil without EgressDial
-	http   *http.Server
+	egress *forwarder  // nil without EgressDial
+	app    *supervisor // the app's processes, inert until PUT /app
+	// history holds the file histories, each opened on first use.
+	history *historyStores
+	http    *http.Server
 
 	// startMu orders process starts against shutdown: a start either
 	// happens before draining is set (and its process is killed with the
@@ -258,6 +270,8 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.http.RegisterOnShutdown(func() { close(s.stopping) })
+	s.app = newSupervisor(s)
+	s.history = newHistoryStores(cfg)
 	if cfg.EgressDial != nil {
 		if s.egress, err = startForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
 			root.close()
@@ -293,6 +307,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PUT /files/tar", s.handleTarUpload)
 	mux.HandleFunc("GET /files/watch", s.handleWatch)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
+	s.appRoutes(mux)
+	s.historyRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))
 	})
@@ -321,21 +337,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.http.Shutdown(ctx) }()
 	s.log.Info("shutdown: killing the process tree")
+	s.app.shutdown() // first, so it restarts nothing the kill ends
 	killErr := killDescendants(ctx, os.Getpid())
+	appErr := s.app.wait(ctx)
 	httpErr := <-httpDone
 	if httpErr != nil {
 		s.http.Close()
 	}
 	s.log.Info("shutdown: stopped serving")
 	s.closeEgress()
-	return errors.Join(killErr, httpErr, s.root.close())
+	return errors.Join(killErr, appErr, httpErr, s.root.close())
 }
 
 // Close stops serving at once and closes the root; it leaves processes
-// alone.
+// alone but the app's, which it stops.
 func (s *Server) Close() error {
 	s.closeEgress()
-	return errors.Join(s.http.Close(), s.root.close())
+	httpErr := s.http.Close()
+	s.app.shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), appCloseTimeout)
+	defer cancel()
+	return errors.Join(httpErr, s.app.wait(ctx), s.root.close())
 }
 
 func (s *Server) closeEgress() {

@@ -48,6 +48,9 @@ type Config struct {
 	// PreviewURL is how clients reach previews when a proxy fronts hutch
 	// (router.Config.PublicURL); "" means as each request came.
 	PreviewURL string
+	// AppsDomain is where apps are served, <name>.<domain> on the API's
+	// listener; empty means PreviewDomain.
+	AppsDomain string
 	// Providers is the provider gateway's file (internal/gateway); ""
 	// configures none.
 	Providers string
@@ -217,6 +220,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return nil
 	})
 	str(&c.PreviewURL, "preview-url", "HUTCH_PREVIEW_URL", "scheme and port clients reach previews at behind a proxy, e.g. https://<preview domain> (default: as each request came)")
+	str(&c.AppsDomain, "apps-domain", "HUTCH_APPS_DOMAIN", "domain of apps, <app>.<domain> (default: the preview domain)")
 	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
 	var envErr error
 	num := func(p *int, name, env, usage string) {
@@ -343,6 +347,11 @@ func (c Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("log level %q: use debug, info, warn or error", c.LogLevel))
+	}
+	if c.AppsDomain != "" {
+		if err := previewhost.ValidDomain(c.AppsDomain); err != nil {
+			errs = append(errs, fmt.Errorf("apps domain: %w", err))
+		}
 	}
 	if err := previewhost.ValidDomain(c.PreviewDomain); err != nil {
 		errs = append(errs, err)

@@ -97,6 +97,7 @@ func eventToAPI(e store.Event) api.Event {
 	return api.Event{
 		ID:        e.ID,
 		SandboxID: e.SandboxID,
+		AppID:     e.AppID,
 		Type:      e.Type,
 		Message:   e.Message,
 		Data:      e.Data,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/apps"
 	"github.com/hutchdev/hutch/internal/auth"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/sandbox"
@@ -37,6 +38,8 @@ type Config struct {
 	Templates *templates.Service
 	// Volumes serves the volume routes; nil: they answer 503.
 	Volumes *volumes.Service
+	// Apps serves /v1/apps; nil: those routes answer 503.
+	Apps *apps.Service
 	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
 	Settings     *settings.Service
 	Store        store.Store

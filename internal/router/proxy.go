@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/sandbox"
@@ -105,6 +106,12 @@ func (rt *Router) rewrite(pr *httputil.ProxyRequest) {
 	stripKeys(pr.Out.Header)
 	stripCookie(pr.Out.Header, CookieName)
 	stripRefererToken(pr.Out.Header)
+	if ex.app != "" {
+		stripCookie(pr.Out.Header, AppCookieName)
+		if ex.role == api.RoleDev {
+			pr.Out.Header.Set("X-Forwarded-Prefix", "/dev")
+		}
+	}
 }
 
 // stripRefererToken takes a signed URL's token out of the Referer: a page
@@ -136,6 +143,7 @@ func exchangeOf(r *http.Request) *exchange {
 // proxyError answers a request the proxy could not carry.
 func (rt *Router) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeOf(r)
+	rt.appUnreachable(ex, err)
 	switch {
 	case r.Context().Err() != nil:
 		ex.reason = "client_gone"

@@ -29,6 +29,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -108,6 +109,10 @@ type Config struct {
 	// the cookie's Secure flag and the same-origin check use it. Empty:
 	// the scheme and port each request came with.
 	PublicURL string
+	// Apps, if set, serves apps at <name>.<AppsDomain> (apps.go).
+	Apps Apps
+	// AppsDomain is the apps domain; empty means Domain.
+	AppsDomain string
 }
 
 // Router is the preview handler. It is safe for concurrent use.
@@ -124,6 +129,8 @@ type Router struct {
 	sessions verified // cookie.go
 	storms   storms   // storm.go
 	public   *url.URL // Config.PublicURL, nil when unset
+
+	appsDomain string
 }
 
 // New checks cfg and builds the router.
@@ -157,6 +164,12 @@ func New(cfg Config) (*Router, error) {
 	if msg := plainHTTPWarning(rt.domain, rt.public); msg != "" {
 		rt.log.Warn(msg, "preview_domain", rt.domain)
 	}
+	rt.appsDomain = strings.ToLower(cfg.AppsDomain)
+	if rt.appsDomain == "" {
+		rt.appsDomain = rt.domain
+	} else if err := previewhost.ValidDomain(rt.appsDomain); err != nil {
+		return nil, fmt.Errorf("apps domain: %w", err)
+	}
 	rt.ports, _ = cfg.Sandboxes.(store.Ports)
 	rt.tr, rt.proxy = rt.newProxy()
 	return rt, nil
@@ -178,6 +191,10 @@ func (rt *Router) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t, err := ParseHost(r.Host, rt.domain); err == nil {
 			rt.serve(w, r, t)
+			return
+		}
+		if name, ok := rt.appName(r.Host); ok {
+			rt.serveApp(w, r, name, next)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -202,6 +219,8 @@ type exchange struct {
 	// release, when set, is called once the request is done: it lets go
 	// of what authorize holds for it (an API key's grant).
 	release func()
+	// app and role are set for a request to an app's host (apps.go).
+	app, role string
 }
 
 type exchangeKey struct{}
@@ -276,7 +295,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 			return
 		}
 		if upgradeType(r.Header) != "" {
-			rt.noteUpgrade(sb, t.Port)
+			rt.noteUpgrade(upgradeTarget{key: sb.ID, tenantID: sb.TenantID, sandboxID: sb.ID, port: t.Port, what: fmt.Sprintf("port %d", t.Port)})
 		}
 		rt.proxy.ServeHTTP(w, r)
 	}

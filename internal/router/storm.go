@@ -11,7 +11,7 @@ import (
 )
 
 // A reconnect storm is StormUpgrades or more WebSocket upgrades to one
-// sandbox's previews within stormWindow: a client reconnecting in a loop.
+// sandbox's previews (or one role of an app) within stormWindow: a client reconnecting in a loop.
 // Each storm is logged and recorded as an event at most once per
 // stormReportEvery per sandbox.
 const (
@@ -34,15 +34,23 @@ type storm struct {
 	reported time.Time
 }
 
-// noteUpgrade counts an upgrade to sb's port and reports a storm when one
-// starts.
-func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
+// upgradeTarget is what a WebSocket upgrade reached: the storm detector
+// counts by key (a sandbox, or an app's role) and reports the rest.
+type upgradeTarget struct {
+	key, tenantID, sandboxID string
+	port                     int
+	what                     string // "port 5173", "app shop (dev)"
+}
+
+// noteUpgrade counts an upgrade to u and reports a storm when one starts.
+func (rt *Router) noteUpgrade(u upgradeTarget) {
+	port := u.port
 	now := rt.cfg.Now()
 	rt.storms.mu.Lock()
 	if rt.storms.m == nil {
 		rt.storms.m = map[string]*storm{}
 	}
-	s := rt.storms.m[sb.ID]
+	s := rt.storms.m[u.key]
 	if s == nil {
 		if len(rt.storms.m) >= maxStormEntries {
 			for id, old := range rt.storms.m {
@@ -52,7 +60,7 @@ func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
 			}
 		}
 		s = &storm{start: now}
-		rt.storms.m[sb.ID] = s
+		rt.storms.m[u.key] = s
 	}
 	if now.Sub(s.start) >= stormWindow {
 		s.start, s.n = now, 0
@@ -68,10 +76,10 @@ func (rt *Router) noteUpgrade(sb *store.Sandbox, port int) {
 	if !report {
 		return
 	}
-	rt.log.Warn("preview: reconnect storm", logattr.Sandbox(sb.ID), "port", port, "upgrades", n, "window_s", stormWindow.Seconds())
+	rt.log.Warn("preview: reconnect storm", logattr.Sandbox(u.sandboxID), "target", u.what, "upgrades", n, "window_s", stormWindow.Seconds())
 	if rt.cfg.Events != nil {
-		store.Record(rt.cfg.Events, rt.log, &store.Event{TenantID: sb.TenantID, SandboxID: sb.ID, Type: api.EventPreviewReconnectStorm,
-			Message: fmt.Sprintf("%d WebSocket connections to port %d within %s: a client is reconnecting in a loop", n, port, stormWindow),
-			Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second)}})
+		store.Record(rt.cfg.Events, rt.log, &store.Event{TenantID: u.tenantID, SandboxID: u.sandboxID, Type: api.EventPreviewReconnectStorm,
+			Message: fmt.Sprintf("%d WebSocket connections to %s within %s: a client is reconnecting in a loop", n, u.what, stormWindow),
+			Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second), "target": u.what}})
 	}
 }

@@ -201,8 +201,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	// One authenticator for both doors that take API keys, so that
 	// revoking a key through the API ends its previews' requests too.
 	authn := &auth.Authenticator{Store: st, Log: log}
+	appSvc, err := newApps(ctx, cfg, st, svc, sealer, events, s.addr, log)
+	if err != nil {
+		return nil, err
+	}
+	s.onClose("apps", func(context.Context) error { appSvc.Close(); return nil })
 	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
-		Auth: authn, Tunnels: svc, Events: events, Log: log})
+		Auth: authn, Tunnels: svc, Events: events, Log: log, Apps: appSvc, AppsDomain: appSvc.Domain()})
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}
@@ -215,6 +220,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Templates:    tmpls,
 		Volumes:      vols,
 		Settings:     set,
+		Apps:         appSvc,
 		Store:        st,
 		Auth:         authn,
 		Log:          log,

@@ -305,8 +305,10 @@ type Event struct {
 	ID        string // ULID, assigned by AppendEvent
 	TenantID  string
 	SandboxID string // empty for an event about the tenant
-	Type      string // api.EventSandboxCreated, …
-	Message   string // safe to show a user
+	// AppID marks an event of an app's log (GET /v1/apps/{id}/events).
+	AppID   string
+	Type    string // api.EventSandboxCreated, …
+	Message string // safe to show a user
 	// Data holds small details, as JSON: it comes back as encoding/json
 	// decodes an object (numbers as float64); empty comes back nil.
 	Data      map[string]any
@@ -316,6 +318,7 @@ type Event struct {
 // EventQuery filters and pages ListEvents.
 type EventQuery struct {
 	SandboxID string   // only this sandbox's events, if set
+	AppID     string   // only this app's events, if set
 	Types     []string // only events of one of these types, if any
 	After     string   // only events after this event ID (a cursor)
 	Limit     int      // page size: DefaultLimit if <= 0, at most MaxLimit

@@ -39,10 +39,16 @@ const (
 	// plane the connected socket itself (SCM_RIGHTS) instead of copying
 	// its bytes.
 	FeatureTunnelFD = "tunnel.fd"
+	// FeatureApp: the agent supervises an app's processes from its
+	// manifest (PUT /app and the rest of app.go).
+	FeatureApp = "app"
+	// FeatureHistory: the agent checkpoints and restores directories
+	// (/history/…, see history.go).
+	FeatureHistory = "history"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

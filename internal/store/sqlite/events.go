@@ -10,7 +10,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const eventCols = `id, tenant_id, sandbox_id, type, message, data, created_at`
+const eventCols = `id, tenant_id, sandbox_id, type, message, data, created_at, app_id`
 
 // AppendEvent implements store.Store. The ID is chosen inside the write
 // transaction from the greatest ID stored; with one writer connection that
@@ -39,14 +39,25 @@ func (s *Store) AppendEvent(ctx context.Context, e *store.Event) error {
 				return store.SandboxNotFound(e.SandboxID)
 			}
 		}
+		if e.AppID != "" {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM apps WHERE id = ? AND tenant_id = ?`,
+				e.AppID, e.TenantID).Scan(&n); err != nil {
+				return fmt.Errorf("append event: %w", err)
+			}
+			if n == 0 {
+				return store.AppNotFound(e.AppID)
+			}
+		}
 		var last sql.NullString
 		if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM events`).Scan(&last); err != nil {
 			return fmt.Errorf("append event: %w", err)
 		}
 		id = store.NextEventID(last.String)
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, e.TenantID, sql.NullString{String: e.SandboxID, Valid: e.SandboxID != ""}, e.Type, e.Message,
-			sql.NullString{String: string(data), Valid: data != nil}, formatTime(e.CreatedAt))
+			sql.NullString{String: string(data), Valid: data != nil}, formatTime(e.CreatedAt),
+			sql.NullString{String: e.AppID, Valid: e.AppID != ""})
 		switch {
 		case isForeignKey(err):
 			return fmt.Errorf("append event: %w", store.TenantNotFound(e.TenantID))
@@ -82,6 +93,10 @@ func (s *Store) ListEvents(ctx context.Context, q store.EventQuery) ([]store.Eve
 	if q.SandboxID != "" {
 		where.WriteString(" AND sandbox_id = ?")
 		args = append(args, q.SandboxID)
+	}
+	if q.AppID != "" {
+		where.WriteString(" AND app_id = ?")
+		args = append(args, q.AppID)
 	}
 	if len(q.Types) > 0 {
 		where.WriteString(" AND type IN (?" + strings.Repeat(", ?", len(q.Types)-1) + ")")
@@ -120,14 +135,14 @@ func (s *Store) ListEvents(ctx context.Context, q store.EventQuery) ([]store.Eve
 
 func scanEvent(row scanner) (store.Event, error) {
 	var (
-		e             store.Event
-		sandbox, data sql.NullString
-		created       string
+		e                  store.Event
+		sandbox, data, app sql.NullString
+		created            string
 	)
-	if err := row.Scan(&e.ID, &e.TenantID, &sandbox, &e.Type, &e.Message, &data, &created); err != nil {
+	if err := row.Scan(&e.ID, &e.TenantID, &sandbox, &e.Type, &e.Message, &data, &created, &app); err != nil {
 		return store.Event{}, err
 	}
-	e.SandboxID = sandbox.String
+	e.SandboxID, e.AppID = sandbox.String, app.String
 	var err error
 	if e.Data, err = store.DecodeEventData([]byte(data.String)); err != nil {
 		return store.Event{}, err

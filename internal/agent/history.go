@@ -1,0 +1,303 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/history"
+)
+
+// The file history of directories in the sandbox (agentproto.FeatureHistory):
+//
+//	POST /history/checkpoints      {dir, message, kind} → 201 Checkpoint
+//	GET  /history/checkpoints?dir= → {checkpoints}, newest first
+//	POST /history/restore          {dir, id} or {dir, steps} → {restored, pre_undo, changes}
+//	GET  /history/diff?dir=&from=[&to=] → {changes}; to defaults to the directory as it is
+//
+// Each tracked directory has its own store (internal/history) under
+// Config.HistoryDir, named by a hash of the directory's path, opened on
+// first use and kept open; a store serialises its operations. The tracked
+// directory is resolved inside the sandbox root like every path of the
+// file API and handed to the store as a descriptor.
+
+// historyDefaultDir is where the stores live, below Root, when
+// Config.HistoryDir is empty.
+const historyDefaultDir = "var/lib/hutch/history"
+
+// historyStores are the stores of the tracked directories.
+type historyStores struct {
+	dir  string // Config.HistoryDir, or its default
+	opts history.Options
+
+	mu     sync.Mutex
+	stores map[string]*history.Store // by tracked directory
+}
+
+func newHistoryStores(cfg Config) *historyStores {
+	dir := cfg.HistoryDir
+	if dir == "" {
+		dir = path.Join(cfg.Root, historyDefaultDir)
+	}
+	return &historyStores{
+		dir:    dir,
+		opts:   history.Options{SkipDirs: []string{dir}},
+		stores: map[string]*history.Store{},
+	}
+}
+
+// get returns the store of the tracked directory dir (a clean sandbox
+// path), opening it; with create false, a directory never checkpointed
+// has none: nil.
+func (h *historyStores) get(dir string, create bool) (*history.Store, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st, ok := h.stores[dir]; ok {
+		return st, nil
+	}
+	sum := sha256.Sum256([]byte(dir))
+	p := filepath.Join(h.dir, hex.EncodeToString(sum[:16]))
+	if !create {
+		if _, err := os.Stat(filepath.Join(p, "checkpoints")); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	// The stores' directory is the agent's alone: the sandbox's user
+	// does not even learn which directories are tracked.
+	if err := os.MkdirAll(filepath.Dir(h.dir), 0o755); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	if err := os.Mkdir(h.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	st, err := history.Open(p, h.opts)
+	if err != nil {
+		return nil, err
+	}
+	h.stores[dir] = st
+	return st, nil
+}
+
+// historyDir resolves the tracked directory a request names: an absolute
+// path inside the root, outside the stores.
+func (s *Server) historyDir(raw string) (sandboxPath, error) {
+	if !path.IsAbs(raw) {
+		return sandboxPath{}, errdefs.Invalid("invalid_parameter", "dir must be an absolute path, not %q", raw)
+	}
+	p, err := s.resolve(raw)
+	if err != nil {
+		return sandboxPath{}, err
+	}
+	// A directory above the stores may be tracked: its walks skip them.
+	if hd := s.history.dir; p.Abs == hd || hasDirPrefix(p.Abs, hd) {
+		return sandboxPath{}, errdefs.Invalid("invalid_parameter", "%s is inside the file history's own directory", p.Abs)
+	}
+	return p, nil
+}
+
+// openTree opens the tracked directory p inside the root (O_PATH): what
+// the store walks beneath. With create, a missing directory is made.
+func (s *Server) openTree(p sandboxPath, create bool) (*os.File, error) {
+	fd, err := s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err == unix.ENOENT && create {
+		if _, err := s.root.mkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+		fd, err = s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	}
+	if err != nil {
+		return nil, fsError(err, p.Abs)
+	}
+	return os.NewFile(uintptr(fd), p.Abs), nil
+}
+
+// noHistory is the answer about a directory never checkpointed.
+func noHistory(dir string) error {
+	return errdefs.NotFound("checkpoint_not_found", "%s has no checkpoints", dir)
+}
+
+// handleCheckpoint answers POST /history/checkpoints.
+func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	var req agentproto.CheckpointRequest
+	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cp, err := s.checkpoint(r, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, cp)
+}
+
+func (s *Server) checkpoint(r *http.Request, req agentproto.CheckpointRequest) (agentproto.Checkpoint, error) {
+	if req.Kind == "" {
+		req.Kind = agentproto.CheckpointManual
+	}
+	p, err := s.historyDir(req.Dir)
+	if err != nil {
+		return agentproto.Checkpoint{}, err
+	}
+	tree, err := s.openTree(p, false)
+	if err != nil {
+		return agentproto.Checkpoint{}, err
+	}
+	defer tree.Close()
+	st, err := s.history.get(p.Abs, true)
+	if err != nil {
+		return agentproto.Checkpoint{}, err
+	}
+	cp, err := st.Checkpoint(r.Context(), tree, req.Kind, req.Message)
+	return wireCheckpoint(cp), err
+}
+
+// handleListCheckpoints answers GET /history/checkpoints?dir=.
+func (s *Server) handleListCheckpoints(w http.ResponseWriter, r *http.Request) {
+	p, err := s.historyDir(r.URL.Query().Get("dir"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.history.get(p.Abs, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := agentproto.CheckpointList{Checkpoints: []agentproto.Checkpoint{}}
+	if st != nil {
+		for _, cp := range st.List() {
+			out.Checkpoints = append(out.Checkpoints, wireCheckpoint(cp))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleRestore answers POST /history/restore. The writes, once begun,
+// run to the end whatever becomes of the request (see history.Restore).
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	var req agentproto.RestoreRequest
+	if err := decodeJSON(w, r, s.cfg.MaxRequestBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.restore(r, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) restore(r *http.Request, req agentproto.RestoreRequest) (agentproto.RestoreResult, error) {
+	p, err := s.historyDir(req.Dir)
+	if err != nil {
+		return agentproto.RestoreResult{}, err
+	}
+	st, err := s.history.get(p.Abs, false)
+	if err != nil {
+		return agentproto.RestoreResult{}, err
+	}
+	if st == nil {
+		return agentproto.RestoreResult{}, noHistory(p.Abs)
+	}
+	// Refuse an unknown checkpoint before making a directory that went.
+	if _, err := st.Select(req.ID, req.Steps); err != nil {
+		return agentproto.RestoreResult{}, err
+	}
+	tree, err := s.openTree(p, true)
+	if err != nil {
+		return agentproto.RestoreResult{}, err
+	}
+	defer tree.Close()
+	res, err := st.Restore(r.Context(), tree, req.ID, req.Steps)
+	if err != nil {
+		return agentproto.RestoreResult{}, err
+	}
+	return agentproto.RestoreResult{
+		Restored: wireCheckpoint(res.Restored),
+		PreUndo:  wireCheckpoint(res.PreUndo),
+		Changes:  wireChanges(res.Changes),
+	}, nil
+}
+
+// handleHistoryDiff answers GET /history/diff?dir=&from=[&to=].
+func (s *Server) handleHistoryDiff(w http.ResponseWriter, r *http.Request) {
+	changes, err := s.historyDiff(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, agentproto.ChangeList{Changes: changes})
+}
+
+func (s *Server) historyDiff(r *http.Request) ([]agentproto.Change, error) {
+	q := r.URL.Query()
+	from, to := q.Get("from"), q.Get("to")
+	if from == "" {
+		return nil, errdefs.Invalid("invalid_parameter", "from names no checkpoint")
+	}
+	p, err := s.historyDir(q.Get("dir"))
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.history.get(p.Abs, false)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, noHistory(p.Abs)
+	}
+	var tree *os.File
+	if to == "" {
+		if tree, err = s.openTree(p, false); err != nil {
+			return nil, err
+		}
+		defer tree.Close()
+	}
+	changes, err := st.Diff(r.Context(), tree, from, to)
+	return wireChanges(changes), err
+}
+
+func wireCheckpoint(cp history.Checkpoint) agentproto.Checkpoint {
+	out := agentproto.Checkpoint{
+		ID:        cp.ID,
+		CreatedAt: cp.CreatedAt,
+		Message:   cp.Message,
+		Kind:      cp.Kind,
+		Files:     cp.Files,
+		Entries:   cp.Entries,
+		Bytes:     cp.Bytes,
+		Parent:    cp.Parent,
+	}
+	for _, sk := range cp.Skipped {
+		out.Skipped = append(out.Skipped, agentproto.SkippedEntry{Path: sk.Path, Reason: sk.Reason})
+	}
+	return out
+}
+
+func wireChanges(changes []history.Change) []agentproto.Change {
+	out := make([]agentproto.Change, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, agentproto.Change{Path: c.Path, Change: c.Change, Type: c.Type})
+	}
+	return out
+}
+
+func (s *Server) historyRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /history/checkpoints", s.handleCheckpoint)
+	mux.HandleFunc("GET /history/checkpoints", s.handleListCheckpoints)
+	mux.HandleFunc("POST /history/restore", s.handleRestore)
+	mux.HandleFunc("GET /history/diff", s.handleHistoryDiff)
+}

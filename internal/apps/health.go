@@ -1,0 +1,177 @@
+package apps
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// checkTimeout bounds one HTTP or WebSocket check.
+const checkTimeout = 10 * time.Second
+
+// health checks the app in sandbox id as role: every process of its
+// manifest running, "/" answering 200 as the router would ask for it, and
+// a WebSocket handshake where the manifest declares a path. It returns
+// every check, passed or not, and whether all passed.
+func (s *Service) health(ctx context.Context, a *store.App, id, role string) ([]api.Check, bool) {
+	var checks []api.Check
+	add := func(name string, err error) {
+		c := api.Check{Name: name, OK: err == nil}
+		if err != nil {
+			c.Message = err.Error()
+		}
+		checks = append(checks, c)
+	}
+	st, err := s.sbx.AppStatus(ctx, id)
+	if err == nil {
+		err = processesRunning(st)
+	}
+	add("processes", err)
+	if err != nil || st.Manifest == nil || st.Manifest.Web == nil {
+		return checks, allOK(checks)
+	}
+	web := st.Manifest.Web
+	add("http", s.checkHTTP(ctx, a, id, role, web.Port, "/"))
+	if web.HealthPath != "/" {
+		add("health_path", s.checkHTTP(ctx, a, id, role, web.Port, web.HealthPath))
+	}
+	if web.WebSocketPath != "" {
+		add("websocket", s.checkWebSocket(ctx, a, id, role, web.Port, web.WebSocketPath, web.WebSocketProtocol))
+	}
+	return checks, allOK(checks)
+}
+
+func allOK(checks []api.Check) bool {
+	for _, c := range checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// processesRunning says which process of the manifest is not running.
+func processesRunning(st agentproto.AppStatus) error {
+	if st.ManifestError != nil && st.Manifest == nil {
+		return fmt.Errorf("sandbox.yaml is invalid: %v", st.ManifestError)
+	}
+	var down []string
+	for _, p := range st.Processes {
+		if p.State != "running" {
+			d := p.Name + " is " + p.State
+			if p.Message != "" {
+				d += " (" + p.Message + ")"
+			}
+			down = append(down, d)
+		}
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("%s", strings.Join(down, "; "))
+	}
+	return nil
+}
+
+// request is a request for path as the router sends it to role: the
+// app's public host, and for dev the prefix it stripped.
+func (s *Service) request(ctx context.Context, a *store.App, role, method, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.Name+"."+s.cfg.Domain+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if role == api.RoleDev {
+		req.Header.Set("X-Forwarded-Prefix", "/dev")
+	}
+	return req, nil
+}
+
+// checkHTTP sends GET path to the sandbox's port through a tunnel and
+// wants a 200.
+func (s *Service) checkHTTP(ctx context.Context, a *store.App, id, role string, port int, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	req, err := s.request(ctx, a, role, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/html,*/*")
+	tr := &http.Transport{
+		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return s.sbx.DialTunnel(ctx, id, port) },
+		DisableKeepAlives: true,
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s answered %s", path, resp.Status)
+	}
+	return nil
+}
+
+// checkWebSocket opens a WebSocket at path (with the subprotocol the
+// manifest names, if any) and wants 101 Switching Protocols.
+func (s *Service) checkWebSocket(ctx context.Context, a *store.App, id, role string, port int, path, protocol string) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	conn, err := s.sbx.DialTunnel(ctx, id, port)
+	if err != nil {
+		return fmt.Errorf("WebSocket %s: %w", path, err)
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	}
+	req, err := s.request(ctx, a, role, http.MethodGet, path)
+	if err != nil {
+		return err
+	}
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(key))
+	if protocol != "" {
+		req.Header.Set("Sec-WebSocket-Protocol", protocol)
+	}
+	if err := req.Write(conn); err != nil {
+		return fmt.Errorf("WebSocket %s: %w", path, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return fmt.Errorf("WebSocket %s: %w", path, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		return fmt.Errorf("WebSocket %s answered %s", path, resp.Status)
+	}
+	return nil
+}
+
+// waitHealthy checks role's sandbox until every check passes or the ready
+// timeout ends, and returns the last checks.
+func (s *Service) waitHealthy(ctx context.Context, a *store.App, id, role string) ([]api.Check, bool) {
+	deadline := time.Now().Add(s.cfg.ReadyTimeout)
+	for {
+		checks, ok := s.health(ctx, a, id, role)
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
+			return checks, ok
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package apps
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// Route is where a request to an app's role goes.
+type Route struct {
+	AppID    string
+	TenantID string
+	Name     string
+	Public   bool
+	Role     string
+	Sandbox  string
+	Port     int
+}
+
+// routes is the router's view of the apps: each app as last written by
+// this service, and each app sandbox's web port as its supervisor last
+// reported it.
+type routes struct {
+	mu     sync.RWMutex
+	byName map[string]*store.App
+	ports  map[string]int // sandbox id → web port
+}
+
+func (r *routes) put(a *store.App) {
+	c := *a
+	r.mu.Lock()
+	if r.byName == nil {
+		r.byName = map[string]*store.App{}
+	}
+	r.byName[a.Name] = &c
+	r.mu.Unlock()
+}
+
+func (r *routes) drop(a *store.App) {
+	r.mu.Lock()
+	delete(r.byName, a.Name)
+	for _, id := range []string{a.Live, a.Dev, a.PreviousLive} {
+		delete(r.ports, id)
+	}
+	r.mu.Unlock()
+}
+
+func (r *routes) app(name string) *store.App {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
+}
+
+func (r *routes) port(sandboxID string) (int, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.ports[sandboxID]
+	return p, ok
+}
+
+func (r *routes) setPort(sandboxID string, port int) {
+	r.mu.Lock()
+	if r.ports == nil {
+		r.ports = map[string]int{}
+	}
+	r.ports[sandboxID] = port
+	r.mu.Unlock()
+}
+
+func (r *routes) forgetPort(sandboxID string) {
+	r.mu.Lock()
+	delete(r.ports, sandboxID)
+	r.mu.Unlock()
+}
+
+// App finds an app by name for the router, as the system: nil when there
+// is none.
+func (s *Service) App(ctx context.Context, name string) (*store.App, error) {
+	if a := s.cache.app(name); a != nil {
+		return a, nil
+	}
+	a, err := s.apps.AppByName(tenancy.System(ctx), name)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(a)
+	return a, nil
+}
+
+// Target is where a request to role of app a goes: the sandbox the role
+// points at and its web process's port, making sure its supervisor runs
+// (after the sandbox was stopped and started again its agent is new) and
+// starting a stopped sandbox. A paused one resumes at its tunnel.
+func (s *Service) Target(ctx context.Context, a *store.App, role string) (Route, error) {
+	r := Route{AppID: a.ID, TenantID: a.TenantID, Name: a.Name, Public: a.Public, Role: role, Sandbox: a.Live}
+	if role == api.RoleDev {
+		r.Sandbox = a.Dev
+	}
+	if r.Sandbox == "" {
+		return r, errdefs.Conflict("app_not_ready", "app %s has no %s sandbox yet (state %s)", a.Name, role, a.State)
+	}
+	if p, ok := s.cache.port(r.Sandbox); ok {
+		r.Port = p
+		return r, nil
+	}
+	ctx = tenancy.With(ctx, tenancy.Principal{TenantID: a.TenantID, Role: api.RoleMember})
+	port, err := s.supervise(ctx, a, r.Sandbox, role)
+	if err != nil {
+		return r, err
+	}
+	r.Port = port
+	return r, nil
+}
+
+// Unreachable tells the service a request to sandbox id found nothing
+// listening: its supervisor is checked again on the next request.
+func (s *Service) Unreachable(sandboxID string) { s.cache.forgetPort(sandboxID) }
