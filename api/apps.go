@@ -50,7 +50,7 @@ type CreateAppRequest struct {
 	// and '-', starting with a letter, not ending with '-'; unique on the
 	// server.
 	Name string `json:"name"`
-	// Preset names the starting files and processes (GET /v1/apps/presets).
+	// Preset names the starting files and processes (GET /v1/presets).
 	Preset string `json:"preset"`
 	// Template overrides the preset's image.
 	Template string `json:"template,omitempty"`
@@ -90,6 +90,11 @@ type App struct {
 // AppList is the answer of GET /v1/apps.
 type AppList struct {
 	Apps []App `json:"apps"`
+}
+
+// PresetList is the answer of GET /v1/presets.
+type PresetList struct {
+	Presets []Preset `json:"presets"`
 }
 
 // Preset is one of the server's app presets.
@@ -161,6 +166,39 @@ type FileChange struct {
 	Path   string `json:"path"`
 	Change string `json:"change"` // added, modified, deleted
 }
+
+// TaskLogEntry is one chunk of a task's log (GET …/tasks/{task}/log, an
+// SSE "log" event whose id is the chunk's number).
+type TaskLogEntry struct {
+	Stream string `json:"stream"` // stdout, stderr or system (the task runner's notes)
+	Text   string `json:"text"`
+}
+
+// AppLogLine is one line of an app process's log (GET
+// …/processes/{name}/logs, NDJSON).
+type AppLogLine struct {
+	Time   time.Time `json:"time"`
+	Stream string    `json:"stream"` // stdout, stderr or system (the supervisor's)
+	Line   string    `json:"line"`
+}
+
+// Checkpoint kinds.
+const (
+	CheckpointInitial = "initial"  // the preset's files, at create
+	CheckpointTask    = "task"     // before a task
+	CheckpointManual  = "manual"   // on request
+	CheckpointPreUndo = "pre-undo" // what an undo replaced
+)
+
+// States of an app process.
+const (
+	AppProcessStarting = "starting" // up for less than 2 s
+	AppProcessRunning  = "running"
+	AppProcessExited   = "exited"  // just ended; the supervisor decides
+	AppProcessBackoff  = "backoff" // restarted after a delay
+	AppProcessCrashed  = "crashed" // ended too often right after starting: not restarted until a restart or a change
+	AppProcessStopped  = "stopped"
+)
 
 // Checkpoint is one saved state of an app's files.
 type Checkpoint struct {

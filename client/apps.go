@@ -20,10 +20,8 @@ import (
 
 // Presets lists the server's app presets (the preset of CreateApp).
 func (c *Client) Presets(ctx context.Context) ([]api.Preset, error) {
-	var out struct {
-		Presets []api.Preset `json:"presets"`
-	}
-	if err := c.do(ctx, http.MethodGet, "/v1/apps/presets", nil, nil, &out); err != nil {
+	var out api.PresetList
+	if err := c.do(ctx, http.MethodGet, "/v1/presets", nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Presets, nil
@@ -363,11 +361,7 @@ func (c *Client) AppProcesses(ctx context.Context, appID, role string) (*api.App
 }
 
 // AppLogLine is one line of AppLogs.
-type AppLogLine struct {
-	Time   time.Time `json:"time"`
-	Stream string    `json:"stream"` // stdout, stderr or system (the supervisor's)
-	Line   string    `json:"line"`
-}
+type AppLogLine = api.AppLogLine
 
 // AppLogs streams the log of process name in role's sandbox ("" is dev):
 // its last tail lines (0: the server's default), then, with follow, new

@@ -53,7 +53,7 @@ func TestAppCalls(t *testing.T) {
 		switch {
 		case r.Method == http.MethodDelete:
 			w.WriteHeader(http.StatusNoContent)
-		case r.URL.Path == "/v1/apps/presets":
+		case r.URL.Path == "/v1/presets":
 			writeJSON(w, http.StatusOK, map[string]any{"presets": []api.Preset{{Name: "node", Template: "node"}}})
 		default:
 			writeJSON(w, http.StatusOK, map[string]any{})
@@ -81,7 +81,7 @@ func TestAppCalls(t *testing.T) {
 				err = fmt.Errorf("presets %+v", p)
 			}
 			return err
-		}, appRequest{"GET", "/v1/apps/presets", "", "", ""}},
+		}, appRequest{"GET", "/v1/presets", "", "", ""}},
 		{func() error { _, err := c.Promote(ctx, "a1"); return err }, appRequest{"POST", "/v1/apps/a1/promote", "", "", `{}`}},
 		{func() error { _, err := c.Rollback(ctx, "a1"); return err }, appRequest{"POST", "/v1/apps/a1/rollback", "", "", `{}`}},
 		{func() error { _, err := c.Undo(ctx, "a1", api.UndoRequest{Steps: 2}); return err },

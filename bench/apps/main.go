@@ -182,7 +182,7 @@ func overlaps(s sample, windows [][2]time.Time) bool {
 
 // lastSwap is the swap time the last app.promoted event recorded.
 func lastSwap(ctx context.Context, c *client.Client, appID string) (time.Duration, error) {
-	evs, err := c.AppEvents(ctx, appID, client.EventsOptions{Types: []string{api.EventAppPromoted}, Limit: 1000})
+	evs, err := c.AppEvents(ctx, appID, client.EventQuery{Types: []string{api.EventAppPromoted}, Limit: 1000})
 	if err != nil {
 		return 0, err
 	}

@@ -25,6 +25,7 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/internal/sparse":   true,
 		"github.com/hutchdev/hutch/internal/dirent":   true,
 		"github.com/hutchdev/hutch/internal/history":  true,
+		"github.com/hutchdev/hutch/internal/osthread": true,
 		// The app supervisor reads the app's manifest.
 		"github.com/hutchdev/hutch/internal/manifest": true,
 		"go.yaml.in/yaml/v3":                          true,

@@ -172,10 +172,12 @@ func appCreate(ctx context.Context, e *env, args []string) error {
 		err = printJSON(e.stdout, a)
 	} else {
 		fmt.Fprintln(e.stdout, a.ID)
-		fmt.Fprintf(e.stderr, "hutch: app %s %s: %s (dev: %s)\n", a.Name, a.State, a.URL, a.DevURL)
 	}
-	if a.State == api.AppFailed {
+	if err == nil && a.State == api.AppFailed {
 		return fmt.Errorf("app %s failed: %s", a.Name, orDash(a.Error))
+	}
+	if err == nil && !*asJSON {
+		fmt.Fprintf(e.stderr, "hutch: app %s %s: %s (dev: %s)\n", a.Name, a.State, a.URL, a.DevURL)
 	}
 	return err
 }

@@ -74,7 +74,7 @@ func appConfigSet(ctx context.Context, e *env, args []string) error {
 		"sandbox), runtime (the app's processes' environment), agent (the environment of\n"+
 		"task commands) or both. A sensitive value is never shown again and stays sensitive.")
 	sensitive := fs.Bool("sensitive", false, "never show the value again")
-	access := fs.String("access", "", "where the value goes: runtime, agent, both or control_plane_only")
+	access := fs.String("access", "", "where the value goes, `A`: runtime, agent, both or control_plane_only (a new key's default)")
 	asJSON := fs.Bool("json", false, "print the entry as JSON")
 	pos, err := parseArgs(fs, args, -1)
 	if err != nil {

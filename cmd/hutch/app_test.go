@@ -38,6 +38,11 @@ func newAppServer(t *testing.T) *appServer {
 	mux.HandleFunc("GET /v1/apps", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusOK, api.AppList{Apps: []api.App{app}})
 	})
+	mux.HandleFunc("POST /v1/apps", func(w http.ResponseWriter, r *http.Request) {
+		var req api.CreateAppRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		writeTestJSON(w, http.StatusCreated, api.App{ID: testAppID, Name: req.Name, State: api.AppCreating})
+	})
 	s.handleApp(mux, "GET /v1/apps/{id}", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusOK, app)
 	})
@@ -207,6 +212,18 @@ func TestAppTask(t *testing.T) {
 	out, _, code, reqs := s.run("", "app", "task", "--no-follow", testAppID, "sleep", "9")
 	if code != 0 || out != "t1\n" || len(reqs) != 1 {
 		t.Errorf("app task --no-follow: exit %d, stdout %q, requests %q", code, out, reqs)
+	}
+}
+
+func TestAppCreateWait(t *testing.T) {
+	s := newAppServer(t)
+	out, errOut, code, reqs := s.run("", "app", "create", "blog", "--preset", "static", "--public", "--wait")
+	want := []string{`POST /v1/apps {"name":"blog","preset":"static","public":true}`, "GET /v1/apps/" + testAppID}
+	if code != 0 || out != testAppID+"\n" || !strings.Contains(errOut, "app blog ready: http://blog.apps.test/") {
+		t.Errorf("app create --wait: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if diff := cmp.Diff(want, reqs); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/history"
+	"github.com/hutchdev/hutch/internal/osthread"
 )
 
 // The file history of directories in the sandbox (agentproto.FeatureHistory):
@@ -33,8 +34,10 @@ import (
 // file API and handed to the store as a descriptor.
 
 // historyDefaultDir is where the stores live, below Root, when
-// Config.HistoryDir is empty.
-const historyDefaultDir = "var/lib/hutch/history"
+// Config.HistoryDir is empty: at the top of the sandbox's tree, which is
+// its root's whatever the image (an image's /var or /var/lib may belong
+// to an id the sandbox does not map, as the host template's does).
+const historyDefaultDir = ".hutch-history"
 
 // historyStores are the stores of the tracked directories.
 type historyStores struct {
@@ -89,6 +92,32 @@ func (h *historyStores) get(dir string, create bool) (*history.Store, error) {
 	return st, nil
 }
 
+// asAgent runs fn with the agent's own file-system ids. The agent
+// touches files as the sandbox's user (cmd/hutch-agent's fileUser, which
+// also drops the file-system capabilities), but the history stores must
+// be beyond that user's reach, and a restore must set owners: so, when
+// the agent is root, fn runs on an OS thread of its own whose fsuid and
+// fsgid are 0 again (the kernel gives back the file-system capabilities
+// with them), which is then thrown away. fn must not start goroutines
+// that touch files: they would run on other threads, as the user.
+func asAgent(fn func() error) error {
+	if os.Getuid() != 0 {
+		return fn() // the process driver: the agent is the sandbox's user
+	}
+	return osthread.Discarded(func() error {
+		_, _ = unix.SetfsgidRetGid(0)
+		_, _ = unix.SetfsuidRetUid(0)
+		// Both report only the previous id: asking again tells whether
+		// the change took.
+		uid, _ := unix.SetfsuidRetUid(0)
+		gid, _ := unix.SetfsgidRetGid(0)
+		if uid != 0 || gid != 0 {
+			return fmt.Errorf("history: could not take back the agent's file-system ids (they are %d:%d)", uid, gid)
+		}
+		return fn()
+	})
+}
+
 // historyDir resolves the tracked directory a request names: an absolute
 // path inside the root, outside the stores.
 func (s *Server) historyDir(raw string) (sandboxPath, error) {
@@ -134,7 +163,8 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cp, err := s.checkpoint(r, req)
+	var cp agentproto.Checkpoint
+	err := asAgent(func() (err error) { cp, err = s.checkpoint(r, req); return err })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -170,8 +200,8 @@ func (s *Server) handleListCheckpoints(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	st, err := s.history.get(p.Abs, false)
-	if err != nil {
+	var st *history.Store
+	if err := asAgent(func() (err error) { st, err = s.history.get(p.Abs, false); return err }); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -192,7 +222,8 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.restore(r, req)
+	var res agentproto.RestoreResult
+	err := asAgent(func() (err error) { res, err = s.restore(r, req); return err })
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -234,7 +265,8 @@ func (s *Server) restore(r *http.Request, req agentproto.RestoreRequest) (agentp
 
 // handleHistoryDiff answers GET /history/diff?dir=&from=[&to=].
 func (s *Server) handleHistoryDiff(w http.ResponseWriter, r *http.Request) {
-	changes, err := s.historyDiff(r)
+	var changes []agentproto.Change
+	err := asAgent(func() (err error) { changes, err = s.historyDiff(r); return err })
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -105,7 +105,7 @@ func TestHistoryStore(t *testing.T) {
 	if err != nil || len(list) != 0 {
 		t.Errorf("checkpoints of an untracked directory: %v, %v", list, err)
 	}
-	base := filepath.Join(f.root, "var/lib/hutch/history")
+	base := filepath.Join(f.root, ".hutch-history")
 	if _, err := os.Stat(base); !os.IsNotExist(err) {
 		t.Errorf("a list made the store: %v", err)
 	}

@@ -106,10 +106,10 @@ type Config struct {
 	EgressDial func(ctx context.Context) (net.Conn, error)
 	// HistoryDir is where the file histories of tracked directories are
 	// kept (history.go), in the agent's view; empty means
-	// <Root>/var/lib/hutch/history: the sandbox's own /var/lib/hutch in
-	// the namespace driver, which its commands (another uid) cannot
-	// write, and under Root in the process driver, the only place its
-	// agent may write.
+	// <Root>/.hutch-history (mode 0700): in the namespace driver the
+	// sandbox's own /.hutch-history, which its commands (another uid)
+	// cannot read or write, and under Root in the process driver, the
+	// only place its agent may write.
 	HistoryDir string
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger

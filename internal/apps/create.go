@@ -18,11 +18,11 @@ import (
 )
 
 // Presets lists the server's presets.
-func Presets() []api.Preset {
-	var out []api.Preset
+func Presets() api.PresetList {
+	out := api.PresetList{Presets: []api.Preset{}}
 	for _, n := range presets.Names() {
 		p, _ := presets.Get(n)
-		out = append(out, api.Preset{Name: p.Name, Description: p.Description, Template: p.Template})
+		out.Presets = append(out.Presets, api.Preset{Name: p.Name, Description: p.Description, Template: p.Template})
 	}
 	return out
 }
@@ -99,7 +99,7 @@ func (s *Service) buildSandboxes(ctx context.Context, id string, pre presets.Pre
 	if err := s.applyPreset(ctx, dev.ID, pre); err != nil {
 		return err
 	}
-	if _, err := s.sbx.Checkpoint(ctx, dev.ID, agentproto.CheckpointRequest{Dir: Dir, Message: "preset " + pre.Name, Kind: "initial"}); err != nil {
+	if _, err := s.sbx.Checkpoint(ctx, dev.ID, agentproto.CheckpointRequest{Dir: Dir, Message: "preset " + pre.Name, Kind: api.CheckpointInitial}); err != nil {
 		return fmt.Errorf("first checkpoint: %w", err)
 	}
 	if _, err := s.supervise(ctx, a, dev.ID, api.RoleDev); err != nil {
@@ -126,15 +126,20 @@ func (s *Service) buildSandboxes(ctx context.Context, id string, pre presets.Pre
 }
 
 // sandboxRequest is the create request of a sandbox of app a in role: it
-// lives as long as the server allows and pauses rather than ending when
-// that runs out (the router resumes it with the next request).
+// lives as long as the server allows and then pauses, or stops on a
+// driver that cannot pause, rather than end (the router resumes or starts
+// it with the next request).
 func (s *Service) sandboxRequest(a *store.App, role string) api.CreateSandboxRequest {
+	onExpiry := api.OnExpiryStop
+	if s.sbx.DefaultDriver().Capabilities().Pause {
+		onExpiry = api.OnExpiryPause
+	}
 	return api.CreateSandboxRequest{
 		Template: a.Template,
 		Labels:   map[string]string{LabelApp: a.ID, LabelRole: role},
 		Limits:   a.Limits,
 		TimeoutS: s.sbx.Settings().MaxTimeoutS,
-		OnExpiry: api.OnExpiryPause,
+		OnExpiry: onExpiry,
 		Cwd:      Dir,
 	}
 }

@@ -67,7 +67,7 @@ func processesRunning(st agentproto.AppStatus) error {
 	}
 	var down []string
 	for _, p := range st.Processes {
-		if p.State != "running" {
+		if p.State != api.AppProcessRunning {
 			d := p.Name + " is " + p.State
 			if p.Message != "" {
 				d += " (" + p.Message + ")"

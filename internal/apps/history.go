@@ -9,19 +9,13 @@ import (
 	"github.com/hutchdev/hutch/internal/errdefs"
 )
 
-// Kinds of checkpoints the apps layer takes.
-const (
-	KindTask   = "task"
-	KindManual = "manual"
-)
-
 // Checkpoint saves the dev sandbox's app files now.
 func (s *Service) Checkpoint(ctx context.Context, id string, req api.CreateCheckpointRequest) (api.Checkpoint, error) {
 	a, err := s.ready(ctx, id)
 	if err != nil {
 		return api.Checkpoint{}, err
 	}
-	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: req.Message, Kind: KindManual})
+	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: req.Message, Kind: api.CheckpointManual})
 	if err != nil {
 		return api.Checkpoint{}, err
 	}
@@ -92,7 +86,7 @@ func (s *Service) stepsBack(ctx context.Context, sandboxID string, n int) (strin
 	}
 	left := n
 	for _, cp := range cps {
-		if cp.Kind == agentproto.CheckpointPreUndo {
+		if cp.Kind == api.CheckpointPreUndo {
 			continue
 		}
 		if left--; left == 0 {

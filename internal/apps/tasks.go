@@ -24,12 +24,6 @@ const EnvTask = "HUTCH_TASK_ID"
 // it, before it reports the app unhealthy.
 const healthWait = 30 * time.Second
 
-// LogEntry is one chunk of a task's log as the API streams it.
-type LogEntry struct {
-	Stream string `json:"stream"` // stdout, stderr or system
-	Text   string `json:"text"`
-}
-
 // running is the cancel function of each app's running task.
 type running struct {
 	task   string
@@ -145,7 +139,7 @@ type taskRun struct {
 
 // log appends to the task's log; a failure to is logged, not fatal.
 func (r *taskRun) log(stream, text string) {
-	b, _ := json.Marshal(LogEntry{Stream: stream, Text: strings.ToValidUTF8(text, "\uFFFD")})
+	b, _ := json.Marshal(api.TaskLogEntry{Stream: stream, Text: strings.ToValidUTF8(text, "\uFFFD")})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 5*time.Second)
 	defer cancel()
 	if _, err := r.s.apps.AppendTaskLog(ctx, r.t.ID, b); err != nil {
@@ -200,7 +194,7 @@ func (s *Service) runTask(ctx context.Context, a *store.App, t *api.Task) {
 // run does the task's steps; the outcome is in r.t.
 func (r *taskRun) run() error {
 	s, a, ctx := r.s, r.a, r.ctx
-	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: taskMessage(r.t), Kind: KindTask})
+	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: taskMessage(r.t), Kind: api.CheckpointTask})
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}

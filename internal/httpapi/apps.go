@@ -34,7 +34,7 @@ func (a *API) apps() (*apps.Service, error) {
 }
 
 func (a *API) listPresets(w http.ResponseWriter, r *http.Request, _ *apps.Service) {
-	writeJSON(w, http.StatusOK, map[string]any{"presets": apps.Presets()})
+	writeJSON(w, http.StatusOK, apps.Presets())
 }
 
 func (a *API) createApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {

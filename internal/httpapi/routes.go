@@ -68,7 +68,7 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/templates/{name}", handler: withService(a, a.templates, a.getTemplate), role: api.RoleReader},
 		{method: "DELETE", pattern: "/v1/templates/{name}", handler: withService(a, a.templates, a.deleteTemplate)},
 
-		{method: "GET", pattern: "/v1/apps/presets", handler: withService(a, a.apps, a.listPresets), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/presets", handler: withService(a, a.apps, a.listPresets), role: api.RoleReader},
 		{method: "POST", pattern: "/v1/apps", handler: withService(a, a.apps, a.createApp)},
 		{method: "GET", pattern: "/v1/apps", handler: withService(a, a.apps, a.listApps), role: api.RoleReader},
 		{method: "GET", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.getApp), role: api.RoleReader},
