@@ -45,6 +45,7 @@ func call(t *testing.T, base, key, method, path string, body, out any) (int, str
 	if resp.StatusCode >= 300 {
 		var e api.Error
 		_ = json.Unmarshal(b, &e)
+		t.Logf("%s %s: %d %s: %s", method, path, resp.StatusCode, e.Error.Code, e.Error.Message)
 		return resp.StatusCode, e.Error.Code
 	}
 	if out != nil && len(b) > 0 {

@@ -61,8 +61,9 @@ func TestAppReactVite(t *testing.T) {
 	}
 
 	// A task breaks the app: its config no longer parses, a source file
-	// goes.
-	task = runTask(t, s, a.ID, "sh", "-c", "echo 'export default {' > vite.config.js && rm src/index.css")
+	// goes, and the dev server is restarted (Vite keeps a running server
+	// when its config breaks; a new one will not start).
+	task = runTask(t, s, a.ID, "sh", "-c", "echo 'export default {' > vite.config.js && rm src/index.css && pkill -f node_modules/.bin/vite")
 	if task.AppHealthy || task.BuildStatus != api.BuildFailed {
 		t.Fatalf("breaking task: healthy %v build %s, want unhealthy and failed", task.AppHealthy, task.BuildStatus)
 	}

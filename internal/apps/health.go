@@ -32,7 +32,7 @@ func (s *Service) health(ctx context.Context, a *store.App, id, role string) ([]
 		}
 		checks = append(checks, c)
 	}
-	st, err := s.sbx.AppStatus(ctx, id)
+	st, err := s.settled(ctx, id)
 	if err == nil {
 		err = processesRunning(st)
 	}
@@ -58,6 +58,37 @@ func allOK(checks []api.Check) bool {
 		}
 	}
 	return true
+}
+
+// settleWait bounds how long a check waits for processes that just
+// started (or just ended) to settle into running, backoff or crashed.
+const settleWait = 10 * time.Second
+
+// settled is the supervisor's status once no process is starting or just
+// exited, or as it is after settleWait.
+func (s *Service) settled(ctx context.Context, id string) (agentproto.AppStatus, error) {
+	deadline := time.Now().Add(settleWait)
+	for {
+		st, err := s.sbx.AppStatus(ctx, id)
+		if err != nil || !transient(st) || time.Now().After(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// transient reports whether a process is starting or just exited.
+func transient(st agentproto.AppStatus) bool {
+	for _, p := range st.Processes {
+		if p.State == api.AppProcessStarting || p.State == api.AppProcessExited {
+			return true
+		}
+	}
+	return false
 }
 
 // processesRunning says which process of the manifest is not running.
