@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -80,8 +81,17 @@ func run(ctx context.Context, agent string, rounds, clients int) error {
 
 	// The load: each client requests /version.txt on the live host, one
 	// request after another, over its own kept-alive connection.
+	// Go's resolver does not send *.localhost to the loopback as browsers
+	// do: every connection goes to the server's own address.
 	host := app.URL
-	tr := &http.Transport{MaxIdleConnsPerHost: clients, DialContext: (&net.Dialer{}).DialContext}
+	u, err := url.Parse(app.URL)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort("127.0.0.1", u.Port())
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var (
 		mu      sync.Mutex
@@ -126,13 +136,18 @@ func run(ctx context.Context, agent string, rounds, clients int) error {
 		}
 		swaps = append(swaps, swap)
 		windows = append(windows, [2]time.Time{t0, time.Now()})
-		_ = res
+		if err := serves(hc, host, "v2"); err != nil {
+			return fmt.Errorf("after promotion %s: %w", res.App.Live, err)
+		}
 		time.Sleep(500 * time.Millisecond)
 		t1 := time.Now()
 		if _, err := c.Rollback(ctx, app.ID); err != nil {
 			return fmt.Errorf("rollback: %w", err)
 		}
 		windows = append(windows, [2]time.Time{t1, time.Now()})
+		if err := serves(hc, host, "v1"); err != nil {
+			return fmt.Errorf("after rollback: %w", err)
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	stop.Store(true)
@@ -166,6 +181,20 @@ func run(ctx context.Context, agent string, rounds, clients int) error {
 	fmt.Println()
 	if firstErr != nil {
 		return fmt.Errorf("%d requests failed, the first: %w", failed, firstErr)
+	}
+	return nil
+}
+
+// serves checks that the next request to the live host gets version want.
+func serves(hc *http.Client, host, want string) error {
+	resp, err := hc.Get(host + "version.txt")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != want {
+		return fmt.Errorf("the next request got %q, want %q", b, want)
 	}
 	return nil
 }
