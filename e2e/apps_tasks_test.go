@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+)
+
+// TestAppTasks: one task at a time per app, cancel and timeout, a log
+// that resumes after the chunk a client saw, undo of deletions and binary
+// files, a manifest made invalid (the last good one runs on and the error
+// names the line), and history, pointers and routes kept across a restart
+// of the control plane.
+func TestAppTasks(t *testing.T) {
+	s := startServer(t, "")
+	a := createApp(t, s, api.CreateAppRequest{Name: "tasks", Preset: "static"}, 2*time.Minute)
+	base := "/v1/apps/" + a.ID
+
+	// A long task holds the app: a second is refused; cancel ends it.
+	var long api.Task
+	mustCall(t, s, "POST", base+"/tasks", api.CreateTaskRequest{Command: []string{"sleep", "60"}}, &long, http.StatusCreated)
+	t.Log("expecting two refusals:")
+	if st, code := call(t, s.url, s.key, "POST", base+"/tasks", api.CreateTaskRequest{Command: []string{"true"}}, nil); st != 409 || code != "task_running" {
+		t.Fatalf("second task: %d %s, want 409 task_running", st, code)
+	}
+	if st, code := call(t, s.url, s.key, "POST", base+"/undo", api.UndoRequest{}, nil); st != 409 || code != "task_running" {
+		t.Fatalf("undo while a task runs: %d %s", st, code)
+	}
+	waitFor(t, "the task running", 30*time.Second, func() bool {
+		mustCall(t, s, "GET", base+"/tasks/"+long.ID, nil, &long, http.StatusOK)
+		return long.Status == api.TaskRunning
+	})
+	start := time.Now()
+	mustCall(t, s, "POST", base+"/tasks/"+long.ID+"/cancel", nil, nil, http.StatusOK)
+	waitFor(t, "the task cancelled", 30*time.Second, func() bool {
+		mustCall(t, s, "GET", base+"/tasks/"+long.ID, nil, &long, http.StatusOK)
+		return long.Status == api.TaskCancelled
+	})
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("cancel took %s", time.Since(start))
+	}
+	// A timeout kills the command and fails the task.
+	var slow api.Task
+	mustCall(t, s, "POST", base+"/tasks", api.CreateTaskRequest{Command: []string{"sleep", "60"}, TimeoutS: 1}, &slow, http.StatusCreated)
+	waitFor(t, "the timed-out task", time.Minute, func() bool {
+		mustCall(t, s, "GET", base+"/tasks/"+slow.ID, nil, &slow, http.StatusOK)
+		return slow.EndedAt != nil
+	})
+	if slow.Status != api.TaskFailed || slow.ExitCode == nil || *slow.ExitCode == 0 {
+		t.Errorf("timed-out task: %+v", slow)
+	}
+
+	// A task that deletes a file, writes a binary one and changes another;
+	// its log comes as SSE and resumes after a chunk.
+	task := runTask(t, s, a.ID, "sh", "-c",
+		"rm public/style.css && head -c 4096 /dev/urandom > public/blob.bin && echo changed > public/app.js && for i in 1 2 3; do echo line$i; sleep 0.3; done")
+	if task.Status != api.TaskSucceeded || len(task.FilesChanged) != 3 {
+		t.Fatalf("task: %+v", task)
+	}
+	ids, body := taskLog(t, s, base+"/tasks/"+task.ID+"/log", "")
+	if len(ids) < 2 || !strings.Contains(body, "line3") || !strings.Contains(body, "event: end") {
+		t.Fatalf("task log (%v):\n%s", ids, body)
+	}
+	rest, body2 := taskLog(t, s, base+"/tasks/"+task.ID+"/log", ids[0])
+	if len(rest) != len(ids)-1 || strings.Contains(body2, "id: "+ids[0]+"\n") {
+		t.Errorf("resumed after %s: got chunks %v of %v", ids[0], rest, ids)
+	}
+
+	// An invalid manifest: the last good one runs on, the error names the line.
+	runTask(t, s, a.ID, "sh", "-c", "printf 'version: 1\\nweb:\\n  command: node dev-server.mjs\\n  port: nope\\n' > sandbox.yaml")
+	var ps api.AppProcesses
+	mustCall(t, s, "GET", base+"/processes", nil, &ps, http.StatusOK)
+	if !strings.Contains(ps.ManifestError, ":4:") || !strings.Contains(ps.ManifestError, "web.port") ||
+		len(ps.Processes) != 1 || ps.Processes[0].State != api.AppProcessRunning {
+		t.Errorf("invalid manifest: %+v", ps)
+	}
+
+	// Undo twice: before the manifest task, then before the file task.
+	var undo api.UndoResult
+	mustCall(t, s, "POST", base+"/undo", api.UndoRequest{Steps: 2}, &undo, http.StatusOK)
+	if undo.Restored.ID != task.Checkpoint {
+		t.Fatalf("undo steps 2 restored %s, want %s", undo.Restored.ID, task.Checkpoint)
+	}
+	c := s.client()
+	for _, gone := range []string{"public/blob.bin"} {
+		if _, err := c.StatFile(t.Context(), a.Dev, "/workspace/"+gone); err == nil {
+			t.Errorf("%s is back after the undo", gone)
+		}
+	}
+	if css, err := readFile(t.Context(), c, a.Dev, "/workspace/public/style.css"); err != nil || css == "" {
+		t.Errorf("style.css after the undo: %q %v", css, err)
+	}
+	var fixed api.AppProcesses // a new one: the field is left out when empty
+	mustCall(t, s, "GET", base+"/processes", nil, &fixed, http.StatusOK)
+	if fixed.ManifestError != "" {
+		t.Errorf("the manifest is still invalid after the undo: %s", fixed.ManifestError)
+	}
+
+	// A restart of the control plane keeps the history and the pointers,
+	// and the app answers again.
+	var before api.CheckpointList
+	mustCall(t, s, "GET", base+"/checkpoints", nil, &before, http.StatusOK)
+	s.stop(false)
+	s = startServer(t, s.dataDir)
+	var after api.CheckpointList
+	mustCall(t, s, "GET", base+"/checkpoints", nil, &after, http.StatusOK)
+	if len(after.Checkpoints) != len(before.Checkpoints) || len(after.Checkpoints) < 4 {
+		t.Errorf("checkpoints: %d before the restart, %d after", len(before.Checkpoints), len(after.Checkpoints))
+	}
+	auth := map[string]string{"Authorization": "Bearer " + s.key}
+	waitFor(t, "the app after a restart", time.Minute, func() bool {
+		st, _, _ := appGet(t, s, "tasks", "/dev/style.css", auth)
+		return st == 200
+	})
+	mustCall(t, s, "POST", base+"/undo", api.UndoRequest{Checkpoint: undo.PreUndo.ID}, &undo, http.StatusOK)
+	if _, err := s.client().StatFile(t.Context(), a.Dev, "/workspace/public/blob.bin"); err != nil {
+		t.Errorf("undo of the undo did not bring blob.bin back: %v", err)
+	}
+}
+
+// taskLog reads a task's whole log as SSE, after chunk after ("" from the
+// start), and returns the chunk ids and the raw stream.
+func taskLog(t *testing.T, s *server, path, after string) ([]string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Accept", "text/event-stream")
+	if after != "" {
+		req.Header.Set("Last-Event-ID", after)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ids []string
+	var raw strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		raw.WriteString(line + "\n")
+		if id, ok := strings.CutPrefix(line, "id: "); ok {
+			if _, err := strconv.Atoi(id); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, raw.String()
+}
