@@ -226,7 +226,9 @@ func TestAppPrivate(t *testing.T) {
 	wantStatus(t, "a reader's POST", resp, body, http.StatusForbidden, "member_required")
 
 	// The sign-in: a wrong key, another tenant's, then the right one.
-	form := func(k string) io.Reader { return strings.NewReader(url.Values{"key": {k}, "next": {"/dev/x"}}.Encode()) }
+	form := func(k string) io.Reader {
+		return strings.NewReader(url.Values{"key": {k}, "next": {"/dev/x"}}.Encode())
+	}
 	ct := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 	for _, k := range []string{"hk_nope_nope", keyB} {
 		if resp, _ := e.do("POST", "/login", form(k), ct); resp.StatusCode != http.StatusUnauthorized {
