@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// HUTCH_E2E_RACE=1 runs hutch serve built with the race detector; a
+	// race it reports fails the test that ran the server.
+	if os.Getenv("HUTCH_E2E_RACE") == "1" {
+		if err := testutil.BuildRace(dir, "cmd/hutch"); err != nil {
+			panic(err)
+		}
+	}
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -48,6 +56,7 @@ type server struct {
 	pid     int // hutch serve's, which cmd's is unless cmd is a shell that runs it
 	exited  chan error
 	stderr  *logTail
+	raced   atomic.Bool // the race detector reported a race (HUTCH_E2E_RACE)
 }
 
 // startServer runs hutch serve on a free loopback port over dataDir (a new
@@ -101,6 +110,9 @@ func watch(t *testing.T, cmd *exec.Cmd, dataDir string, patience time.Duration) 
 		for sc.Scan() {
 			line := sc.Text()
 			s.stderr.add(line)
+			if strings.HasPrefix(line, "WARNING: DATA RACE") {
+				s.raced.Store(true)
+			}
 			full.add(line)
 			var rec struct {
 				Msg  string `json:"msg"`
@@ -125,10 +137,13 @@ func watch(t *testing.T, cmd *exec.Cmd, dataDir string, patience time.Duration) 
 	}
 	s.key = strings.TrimSpace(string(key))
 	t.Cleanup(func() {
+		s.stop(true)
+		if s.raced.Load() {
+			t.Errorf("hutch serve reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("hutch serve's log:\n%s", s.stderr)
 		}
-		s.stop(true)
 	})
 	return s, full
 }

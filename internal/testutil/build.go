@@ -25,15 +25,36 @@ func Build(cmds ...string) (dir string, err error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
+	if err := build(dir, false, cmds...); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// BuildRace compiles each command with the race detector (and so cgo)
+// into dir, replacing what Build put there: for end-to-end runs that look
+// for data races in the control plane. The agent must stay static: it is
+// never built this way.
+func BuildRace(dir string, cmds ...string) error {
+	return build(dir, true, cmds...)
+}
+
+func build(dir string, race bool, cmds ...string) error {
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if race {
+		args = append(args, "-race")
+	}
 	for _, c := range cmds {
 		args = append(args, Module+"/"+c)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("go %v: %w\n%s", args, err, out)
+	if race {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	}
-	return dir, nil
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %v: %w\n%s", args, err, out)
+	}
+	return nil
 }
