@@ -101,6 +101,17 @@ func TestAppTasks(t *testing.T) {
 		t.Errorf("the manifest is still invalid after the undo: %s", fixed.ManifestError)
 	}
 
+	// The history is beyond the sandbox's user: it cannot list, read or
+	// plant anything there, so an undo restores what was checkpointed.
+	res, err := c.Exec(t.Context(), a.Dev, api.ExecRequest{Cmd: []string{"sh", "-c",
+		"ls /.hutch-history; find /.hutch-history -type f | head -1; touch /.hutch-history/x; echo done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Stderr, "Permission denied") || strings.Contains(res.Stdout, "checkpoints") || strings.Count(res.Stderr, "Permission denied") < 3 {
+		t.Errorf("the sandbox's user reached the history store: %+v", res)
+	}
+
 	// A restart of the control plane keeps the history and the pointers,
 	// and the app answers again.
 	var before api.CheckpointList
