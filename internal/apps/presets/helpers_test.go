@@ -20,35 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/hutchdev/hutch/internal/manifest"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
-
-// testManifest is the part of sandbox.yaml these tests read; package
-// manifest owns the format itself.
-type testManifest struct {
-	Version int `yaml:"version"`
-	Web     *struct {
-		Command          string `yaml:"command"`
-		Port             int    `yaml:"port"`
-		HealthPath       string `yaml:"health_path"`
-		WebSocketPath    string `yaml:"websocket_path"`
-		WebSocketProto   string `yaml:"websocket_protocol"`
-		RestartAfterTask bool   `yaml:"restart_after_task"`
-	} `yaml:"web"`
-	Build struct {
-		Command        *string `yaml:"command"`
-		TimeoutSeconds int     `yaml:"timeout_seconds"`
-	} `yaml:"build"`
-	Workers []struct {
-		Name             string `yaml:"name"`
-		Command          string `yaml:"command"`
-		RestartAfterTask bool   `yaml:"restart_after_task"`
-	} `yaml:"workers"`
-}
 
 func mustGet(t *testing.T, name string) Preset {
 	t.Helper()
@@ -59,15 +33,17 @@ func mustGet(t *testing.T, name string) Preset {
 	return p
 }
 
-func readManifest(t *testing.T, p Preset) testManifest {
+// readManifest is p's sandbox.yaml as package manifest, which owns the
+// format, reads it.
+func readManifest(t *testing.T, p Preset) *manifest.Manifest {
 	t.Helper()
-	data, err := fs.ReadFile(p.Files, "sandbox.yaml")
+	data, err := fs.ReadFile(p.Files, manifest.FileName)
 	if err != nil {
 		t.Fatalf("%s: read sandbox.yaml: %v", p.Name, err)
 	}
-	var m testManifest
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		t.Fatalf("%s: sandbox.yaml: %v", p.Name, err)
+	m, err := manifest.Parse(data)
+	if err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
 	}
 	return m
 }
@@ -412,35 +388,4 @@ func fastapiPython() (string, error) {
 		}
 	}
 	return "", errNoPython
-}
-
-// checkManifest validates a preset's sandbox.yaml with package manifest,
-// which owns the format, and checks that it reads what m does.
-func checkManifest(t *testing.T, data []byte, m testManifest) {
-	t.Helper()
-	got, err := manifest.Parse(data)
-	if err != nil {
-		t.Fatalf("manifest.Parse: %v", err)
-	}
-	if m.Web != nil {
-		want := manifest.Web{
-			Command:           m.Web.Command,
-			Port:              m.Web.Port,
-			HealthPath:        m.Web.HealthPath,
-			WebSocketPath:     m.Web.WebSocketPath,
-			WebSocketProtocol: m.Web.WebSocketProto,
-			RestartAfterTask:  m.Web.RestartAfterTask,
-		}
-		if got.Web == nil {
-			t.Errorf("manifest.Parse: no web, want %+v", want)
-		} else if diff := cmp.Diff(want, *got.Web); diff != "" {
-			t.Errorf("manifest.Parse: web (-want +got):\n%s", diff)
-		}
-	}
-	if diff := cmp.Diff(m.Build.Command, got.Build.Command); diff != "" {
-		t.Errorf("manifest.Parse: build.command (-want +got):\n%s", diff)
-	}
-	if len(got.Workers) != len(m.Workers) {
-		t.Errorf("manifest.Parse: %d workers, want %d", len(got.Workers), len(m.Workers))
-	}
 }
