@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -34,7 +31,9 @@ func appEvents(ctx context.Context, e *env, args []string) error {
 	}
 	q := client.EventQuery{Types: types.vals, After: *after}
 	if follow {
-		return followAppEvents(ctx, e, c, id, q, print)
+		return followEvents(ctx, e, q, func(q client.EventQuery) (*client.EventStream, error) {
+			return c.StreamAppEvents(ctx, id, q)
+		}, print)
 	}
 	for {
 		page, err := c.AppEvents(ctx, id, q)
@@ -50,38 +49,5 @@ func appEvents(ctx context.Context, e *env, args []string) error {
 			return nil
 		}
 		q.After = page.NextCursor
-	}
-}
-
-// followAppEvents prints an app's events as they come until ctx ends,
-// reopening a broken stream after the last event printed, as
-// followEvents does the tenant's.
-func followAppEvents(ctx context.Context, e *env, c *client.Client, id string, q client.EventQuery, print func(api.Event) error) error {
-	open := func() (*client.EventStream, error) { return c.StreamAppEvents(ctx, id, q) }
-	st, err := open()
-	if err != nil {
-		return err
-	}
-	for {
-		ev, err := st.Next()
-		if err == nil {
-			if err := print(ev); err != nil {
-				st.Close()
-				return err
-			}
-			continue
-		}
-		st.Close()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		q.After = st.LastID()
-		if errors.Is(err, io.EOF) {
-			err = errors.New("the server ended it")
-		}
-		fmt.Fprintf(e.stderr, "hutch: event stream lost (%s); reconnecting\n", err)
-		if st, err = reopen(ctx, open); err != nil {
-			return err
-		}
 	}
 }

@@ -50,7 +50,12 @@ func runEvents(ctx context.Context, e *env, args []string) error {
 	}
 	q := client.EventQuery{Types: types.vals, After: *after}
 	if follow {
-		return followEvents(ctx, e, c, *sandboxID, q, print)
+		return followEvents(ctx, e, q, func(q client.EventQuery) (*client.EventStream, error) {
+			if *sandboxID != "" {
+				return c.StreamSandboxEvents(ctx, *sandboxID, q)
+			}
+			return c.StreamEvents(ctx, q)
+		}, print)
 	}
 	for {
 		var page *api.EventList
@@ -79,13 +84,9 @@ func runEvents(ctx context.Context, e *env, args []string) error {
 // after the last event printed, so none is printed twice or missed; an
 // answer that retrying cannot change (a bad query, an unknown sandbox, a
 // wrong key) ends the command.
-func followEvents(ctx context.Context, e *env, c *client.Client, sandboxID string, q client.EventQuery, print func(api.Event) error) error {
-	open := func() (*client.EventStream, error) {
-		if sandboxID != "" {
-			return c.StreamSandboxEvents(ctx, sandboxID, q)
-		}
-		return c.StreamEvents(ctx, q)
-	}
+func followEvents(ctx context.Context, e *env, q client.EventQuery, stream func(client.EventQuery) (*client.EventStream, error),
+	print func(api.Event) error) error {
+	open := func() (*client.EventStream, error) { return stream(q) }
 	st, err := open()
 	if err != nil {
 		return err

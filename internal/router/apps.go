@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/apps"
 	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -77,42 +75,11 @@ func (rt *Router) serveApp(w http.ResponseWriter, r *http.Request, name string, 
 		next.ServeHTTP(w, r)
 		return
 	}
-	start := time.Now()
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
 	ex := &exchange{app: name, role: api.RoleLive}
 	if p == "/dev" || strings.HasPrefix(p, "/dev/") {
 		ex.role = api.RoleDev
 	}
-	rec := &recorder{ResponseWriter: w}
-	rt.handleApp(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
-	if ex.release != nil {
-		ex.release()
-	}
-	status := rec.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	upgrade := upgradeType(r.Header)
-	if upgrade != "" && status != http.StatusSwitchingProtocols && ex.reason == "" {
-		ex.reason = "backend_refused_upgrade"
-	}
-	if !rt.log.Enabled(r.Context(), slog.LevelInfo) {
-		return
-	}
-	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", p), slog.String("app", name), slog.String("role", ex.role),
-		logattr.Sandbox(ex.target.SandboxID), slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)}
-	if ex.access != "" {
-		attrs = append(attrs, slog.String("access", string(ex.access)))
-	}
-	if upgrade != "" {
-		attrs = append(attrs, slog.String("upgrade", upgrade))
-	}
-	if ex.reason != "" {
-		attrs = append(attrs, slog.String("reason", ex.reason))
-	}
-	rt.log.LogAttrs(r.Context(), slog.LevelInfo, "app request", attrs...)
+	rt.exchange(w, r, ex, "app request", rt.handleApp)
 }
 
 // handleApp finds the app, authorizes, picks the role's sandbox and

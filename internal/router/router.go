@@ -227,15 +227,21 @@ type exchangeKey struct{}
 
 // serve answers one preview request and logs it.
 func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
+	rt.exchange(w, r, &exchange{target: t}, "preview request", rt.handle)
+}
+
+// exchange answers one request of a preview or an app with handle and
+// logs it as msg: method, path (as the client sent it), target, status,
+// duration, how it was let in, an upgrade and why it failed.
+func (rt *Router) exchange(w http.ResponseWriter, r *http.Request, ex *exchange, msg string, handle func(http.ResponseWriter, *http.Request, *exchange)) {
 	start := time.Now()
 	// An app's responses stream and its WebSockets last: the server's
 	// request timeout is for the API's own requests.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	ex := &exchange{target: t}
 	rec := &recorder{ResponseWriter: w}
-	rt.handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
+	handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
 	if ex.release != nil {
 		ex.release()
 	}
@@ -250,9 +256,12 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 	if !rt.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	var buf [10]slog.Attr // on the stack: a line per request allocates little
-	attrs := append(buf[:0], slog.String("method", r.Method), slog.String("path", r.URL.Path), logattr.Sandbox(t.SandboxID),
-		slog.Int("port", t.Port), slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	var buf [12]slog.Attr // on the stack: a line per request allocates little
+	attrs := append(buf[:0], slog.String("method", r.Method), slog.String("path", r.URL.Path), logattr.Sandbox(ex.target.SandboxID),
+		slog.Int("port", ex.target.Port), slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	if ex.app != "" {
+		attrs = append(attrs, slog.String("app", ex.app), slog.String("role", ex.role))
+	}
 	if ex.access != "" {
 		attrs = append(attrs, slog.String("access", string(ex.access)))
 	}
@@ -262,7 +271,7 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, t Target) {
 	if ex.reason != "" {
 		attrs = append(attrs, slog.String("reason", ex.reason))
 	}
-	rt.log.LogAttrs(r.Context(), slog.LevelInfo, "preview request", attrs...)
+	rt.log.LogAttrs(r.Context(), slog.LevelInfo, msg, attrs...)
 }
 
 // handle finds the sandbox, authorizes, and proxies.
