@@ -95,6 +95,31 @@ func TestAppConfig(t *testing.T) {
 	if strings.Contains(s.stderr.String(), "s3cret-both") {
 		t.Error("the sensitive value is in the server's log")
 	}
+	// The CLI lists what the API holds, and never a sensitive value.
+	for _, tc := range []struct {
+		args []string
+		in   []string
+		out  []string
+	}{
+		{[]string{"app", "config", "conf"}, []string{"PLAIN_CP", "cp-value", "BOTH_SECRET", "(sensitive)"}, []string{"s3cret"}},
+		{[]string{"app", "tasks", "conf"}, []string{task.ID, "succeeded"}, nil},
+		{[]string{"app", "checkpoints", "conf"}, []string{"task", "initial"}, nil},
+		{[]string{"app", "ls", "--json"}, []string{`"name": "conf"`}, nil},
+		{[]string{"app", "set", "conf"}, nil, nil}, // not a command: usage, exit 2
+	} {
+		out, errOut, code := s.cli("", tc.args...)
+		if tc.in == nil {
+			if code != 2 {
+				t.Errorf("hutch %v: exit %d, want 2", tc.args, code)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Errorf("hutch %v: exit %d: %s", tc.args, code, errOut)
+		}
+		wantIn(t, strings.Join(tc.args, " "), out, tc.in, tc.out)
+	}
+
 	mustCall(t, s, "DELETE", base+"/AGENT_ONLY", nil, nil, http.StatusNoContent)
 	if st, code := call(t, s.url, s.key, "DELETE", base+"/AGENT_ONLY", nil, nil); st != 404 || code != "config_not_found" {
 		t.Errorf("second delete: %d %s", st, code)

@@ -46,23 +46,14 @@ func appConfigList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		if list.Config == nil {
-			list.Config = []api.ConfigEntry{}
-		}
-		return printJSON(e.stdout, list.Config)
-	}
 	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "KEY", "ACCESS", "UPDATED", "VALUE")
-	for _, c := range list.Config {
+	return printList(e.stdout, *asJSON, list.Config, []string{"KEY", "ACCESS", "UPDATED", "VALUE"}, func(c api.ConfigEntry) []string {
 		v := c.Value
 		if c.Sensitive {
 			v = "(sensitive)"
 		}
-		row(tw, c.Key, c.Access, formatAge(now, c.UpdatedAt)+" ago", oneLine(v))
-	}
-	return tw.Flush()
+		return []string{c.Key, c.Access, formatAge(now, c.UpdatedAt) + " ago", oneLine(v)}
+	})
 }
 
 func appConfigSet(ctx context.Context, e *env, args []string) error {

@@ -46,19 +46,10 @@ func appCheckpoints(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		if list.Checkpoints == nil {
-			list.Checkpoints = []api.Checkpoint{}
-		}
-		return printJSON(e.stdout, list.Checkpoints)
-	}
 	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "ID", "KIND", "FILES", "SIZE", "AGE", "MESSAGE")
-	for _, cp := range list.Checkpoints {
-		row(tw, cp.ID, orDash(cp.Kind), strconv.Itoa(cp.Files), byteSize(cp.Bytes), formatAge(now, cp.CreatedAt), orDash(oneLine(cp.Message)))
-	}
-	return tw.Flush()
+	return printList(e.stdout, *asJSON, list.Checkpoints, []string{"ID", "KIND", "FILES", "SIZE", "AGE", "MESSAGE"}, func(cp api.Checkpoint) []string {
+		return []string{cp.ID, orDash(cp.Kind), strconv.Itoa(cp.Files), byteSize(cp.Bytes), formatAge(now, cp.CreatedAt), orDash(oneLine(cp.Message))}
+	})
 }
 
 func appUndo(ctx context.Context, e *env, args []string) error {

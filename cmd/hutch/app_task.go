@@ -190,16 +190,9 @@ func appTasks(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		if list.Tasks == nil {
-			list.Tasks = []api.Task{}
-		}
-		return printJSON(e.stdout, list.Tasks)
-	}
 	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "ID", "STATUS", "EXIT", "BUILD", "PREVIEW", "HEALTHY", "FILES", "AGE", "COMMAND")
-	for _, t := range list.Tasks {
+	header := []string{"ID", "STATUS", "EXIT", "BUILD", "PREVIEW", "HEALTHY", "FILES", "AGE", "COMMAND"}
+	return printList(e.stdout, *asJSON, list.Tasks, header, func(t api.Task) []string {
 		exit := "-"
 		if t.ExitCode != nil {
 			exit = strconv.Itoa(*t.ExitCode)
@@ -208,10 +201,9 @@ func appTasks(ctx context.Context, e *env, args []string) error {
 		if t.Message != "" {
 			what = t.Message
 		}
-		row(tw, t.ID, t.Status, exit, orDash(t.BuildStatus), strconv.FormatBool(t.PreviewOK), strconv.FormatBool(t.AppHealthy),
-			strconv.Itoa(len(t.FilesChanged)), formatAge(now, t.CreatedAt), oneLine(what))
-	}
-	return tw.Flush()
+		return []string{t.ID, t.Status, exit, orDash(t.BuildStatus), strconv.FormatBool(t.PreviewOK), strconv.FormatBool(t.AppHealthy),
+			strconv.Itoa(len(t.FilesChanged)), formatAge(now, t.CreatedAt), oneLine(what)}
+	})
 }
 
 // appLogs is `hutch app logs APP PROCESS`: the lines of one process of

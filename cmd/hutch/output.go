@@ -22,6 +22,23 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // newTable returns a tabwriter for column output; Flush it when done.
+// printList prints items as a JSON array (empty, never null) or as a
+// table: header, then cells of each item.
+func printList[T any](w io.Writer, asJSON bool, items []T, header []string, cells func(T) []string) error {
+	if asJSON {
+		if items == nil {
+			items = []T{}
+		}
+		return printJSON(w, items)
+	}
+	tw := newTable(w)
+	row(tw, header...)
+	for _, it := range items {
+		row(tw, cells(it)...)
+	}
+	return tw.Flush()
+}
+
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 }
