@@ -127,11 +127,17 @@ func oneApp(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (*clie
 	if len(pos) != 1 {
 		return nil, "", usagef(fs, "%s takes one app (its id or name)", fs.Name())
 	}
+	return appClient(ctx, e, pos[0])
+}
+
+// appClient is the API's client and the id of the app ref names (its id
+// or name).
+func appClient(ctx context.Context, e *env, ref string) (*client.Client, string, error) {
 	c, err := e.client()
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := appID(ctx, c, pos[0])
+	id, err := appID(ctx, c, ref)
 	return c, id, err
 }
 

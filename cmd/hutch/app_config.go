@@ -89,11 +89,7 @@ func appConfigSet(ctx context.Context, e *env, args []string) error {
 			req.Sensitive = sensitive
 		}
 	})
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := appID(ctx, c, pos[0])
+	c, id, err := appClient(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
@@ -159,11 +155,7 @@ func appConfigRemove(ctx context.Context, e *env, args []string) error {
 	if len(pos) < 2 {
 		return usagef(fs, "app config rm takes an app and one or more keys")
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := appID(ctx, c, pos[0])
+	c, id, err := appClient(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}

@@ -68,11 +68,7 @@ func appUndo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := appID(ctx, c, pos[0])
+	c, id, err := appClient(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}

@@ -41,11 +41,7 @@ func appTask(ctx context.Context, e *env, args []string) error {
 	if *timeoutS < 0 {
 		return usagef(fs, "--timeout must not be negative")
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := appID(ctx, c, pos[0])
+	c, id, err := appClient(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
@@ -226,11 +222,7 @@ func appLogs(ctx context.Context, e *env, args []string) error {
 	if *tail < 0 {
 		return usagef(fs, "--tail must not be negative")
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id, err := appID(ctx, c, pos[0])
+	c, id, err := appClient(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
