@@ -101,6 +101,19 @@ func TestAppTasks(t *testing.T) {
 		t.Errorf("the manifest is still invalid after the undo: %s", fixed.ManifestError)
 	}
 
+	// A dev whose web process keeps dying is not promoted: the answer
+	// names the check, and live is untouched.
+	runTask(t, s, a.ID, "sh", "-c", "printf 'version: 1\nweb:\n  command: exit 3\n  port: 8080\n' > sandbox.yaml")
+	var app api.App
+	mustCall(t, s, "GET", base, nil, &app, http.StatusOK)
+	st, code := call(t, s.url, s.key, "POST", base+"/promote", struct{}{}, nil)
+	var still api.App
+	mustCall(t, s, "GET", base, nil, &still, http.StatusOK)
+	if st != http.StatusConflict || code != "promotion_check_failed" || still.Live != app.Live || still.PreviousLive != "" {
+		t.Errorf("promoting a crashing dev: %d %s; live %s (was %s)", st, code, still.Live, app.Live)
+	}
+	mustCall(t, s, "POST", base+"/undo", api.UndoRequest{}, nil, http.StatusOK)
+
 	// The history is beyond the sandbox's user: it cannot list, read or
 	// plant anything there, so an undo restores what was checkpointed.
 	res, err := c.Exec(t.Context(), a.Dev, api.ExecRequest{Cmd: []string{"sh", "-c",
