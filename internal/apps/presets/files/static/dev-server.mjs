@@ -2,7 +2,7 @@
 // a file under public/ changes (Server-Sent Events at <base>__reload).
 import { createServer } from 'node:http'
 import { watch } from 'node:fs'
-import { readFile, realpath, stat } from 'node:fs/promises'
+import { readdir, readFile, realpath, stat } from 'node:fs/promises'
 import { extname, join, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -21,10 +21,30 @@ const reloader = `<script>new EventSource(${JSON.stringify(base + '__reload')}).
 const clients = new Set()
 
 let timer
-watch(root, { recursive: true }, () => {
+const changed = () => {
   clearTimeout(timer) // editors write a file in several steps
   timer = setTimeout(() => { for (const res of clients) res.write('event: reload\ndata: {}\n\n') }, 50)
-})
+}
+try {
+  watch(root, { recursive: true }, changed)
+} catch {
+  // Node before 19.1 watches no tree on Linux: watch each directory, and
+  // the ones made later as they appear.
+  const watched = new Set()
+  const watchTree = async (dir) => {
+    if (watched.has(dir)) return
+    watched.add(dir)
+    watch(dir, (_, name) => {
+      changed()
+      const p = name && join(dir, String(name))
+      if (p) stat(p).then((st) => st.isDirectory() && watchTree(p)).catch(() => {})
+    })
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) await watchTree(join(dir, e.name))
+    }
+  }
+  await watchTree(root)
+}
 setInterval(() => { for (const res of clients) res.write(': ping\n\n') }, 15000).unref()
 
 // resolve maps a URL path to a file beneath root, or null.
