@@ -176,3 +176,38 @@ func taskLog(t *testing.T, s *server, path, after string) ([]string, string) {
 	}
 	return ids, raw.String()
 }
+
+// TestAppCreateCutShort: an app whose create a crash of the control plane
+// cut short (SIGKILL during its preset's npm install) is failed after the
+// restart, with the reason, and keeps no sandbox; a graceful stop during a
+// create does the same before it exits.
+func TestAppCreateCutShort(t *testing.T) {
+	for _, graceful := range []bool{false, true} {
+		s := startServer(t, "")
+		var a api.App
+		mustCall(t, s, "POST", "/v1/apps", api.CreateAppRequest{Name: "cut", Preset: "react-vite"}, &a, http.StatusCreated)
+		waitFor(t, "the dev sandbox", time.Minute, func() bool {
+			mustCall(t, s, "GET", "/v1/apps/"+a.ID, nil, &a, http.StatusOK)
+			return a.Dev != ""
+		})
+		dev := a.Dev
+		if graceful {
+			s.stop(false)
+		} else {
+			s.kill()
+		}
+		s = startServer(t, s.dataDir)
+		var after api.App // a new one: empty pointers are left out
+		mustCall(t, s, "GET", "/v1/apps/"+a.ID, nil, &after, http.StatusOK)
+		if after.State != api.AppFailed || after.Error == "" || after.Dev != "" || after.Live != "" {
+			t.Errorf("graceful %v: app after the restart: %+v", graceful, after)
+		}
+		var sb api.Sandbox
+		mustCall(t, s, "GET", "/v1/sandboxes/"+dev, nil, &sb, http.StatusOK)
+		if sb.State != api.StateDestroyed {
+			t.Errorf("graceful %v: the dev sandbox is %s", graceful, sb.State)
+		}
+		mustCall(t, s, "DELETE", "/v1/apps/"+a.ID, nil, nil, http.StatusNoContent)
+		s.stop(true)
+	}
+}

@@ -71,7 +71,8 @@ type Service struct {
 	ctx    context.Context // ends at Close: the work the service owns
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	tasks  sync.Map // task id → context.CancelFunc of a running task
+	tasks  sync.Map // app id → *running: its task in progress
+	builds sync.Map // app id → context.CancelFunc of its create in progress
 }
 
 // New checks cfg and builds the service.
@@ -105,10 +106,29 @@ func (s *Service) Close() {
 	s.wg.Wait()
 }
 
-// Recover ends the tasks a restart cut short: a task's command ran in a
-// request of the control plane that is gone.
+// Recover ends what a restart cut short: a task's command and an app's
+// create ran in goroutines of the control plane that is gone. A create
+// cut short leaves the app failed, its sandboxes destroyed.
 func (s *Service) Recover(ctx context.Context) error {
 	sys := tenancy.System(ctx)
+	all, err := s.apps.ListApps(sys)
+	if err != nil {
+		return fmt.Errorf("apps: recover: %w", err)
+	}
+	for i := range all {
+		a := &all[i]
+		if a.State != api.AppCreating {
+			continue
+		}
+		actx := tenancy.With(ctx, tenancy.Principal{TenantID: a.TenantID, Role: api.RoleMember})
+		s.destroy(actx, a.Live, a.Dev)
+		if _, err := s.apps.UpdateApp(actx, a.ID, func(a *store.App) error {
+			a.State, a.Error, a.Live, a.Dev = api.AppFailed, "the control plane restarted while the app was created; delete it and create it again", "", ""
+			return nil
+		}); err != nil {
+			s.log.Error("apps: end a create cut short", "app", a.Name, "err", err)
+		}
+	}
 	tasks, err := s.apps.ActiveTasks(sys)
 	if err != nil {
 		return fmt.Errorf("apps: recover tasks: %w", err)

@@ -54,7 +54,13 @@ func (s *Service) Create(ctx context.Context, req api.CreateAppRequest) (api.App
 	}
 	s.cache.put(a)
 	s.emit(a, api.EventAppCreated, fmt.Sprintf("app %s created from preset %s", a.Name, a.Preset), map[string]any{"preset": a.Preset})
-	s.goOwned(p, func(ctx context.Context) { s.build(ctx, a.ID, pre) })
+	s.goOwned(p, func(ctx context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s.builds.Store(a.ID, cancel)
+		defer s.builds.Delete(a.ID)
+		s.build(ctx, a.ID, pre)
+	})
 	return s.toAPI(a), nil
 }
 
@@ -66,6 +72,9 @@ func (s *Service) build(ctx context.Context, id string, pre presets.Preset) {
 	err := s.buildSandboxes(ctx, id, pre)
 	if err == nil {
 		return
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("the create was cut short (the server stopped, or the app was deleted): %w", err)
 	}
 	s.log.Warn("apps: create failed", "app", id, "err", err)
 	tctx, cancel := s.teardown(ctx)
@@ -211,13 +220,17 @@ func (s *Service) destroy(ctx context.Context, ids ...string) {
 }
 
 // Delete destroys an app's sandboxes and deletes it with its config, tasks
-// and events; a running task is cancelled first.
+// and events; a running task, or its create still in progress, is
+// cancelled first.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	a, err := s.get(ctx, id)
 	if err != nil {
 		return err
 	}
 	s.cancelTasks(a.ID)
+	if cancel, ok := s.builds.Load(a.ID); ok {
+		cancel.(context.CancelFunc)()
+	}
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	if a, err = s.get(ctx, id); err != nil {

@@ -33,6 +33,9 @@ func (s *Service) Promote(ctx context.Context, id string) (api.PromoteResult, er
 	if err != nil {
 		return api.PromoteResult{}, err
 	}
+	if t := s.runningTask(ctx, a.ID); t != "" {
+		return api.PromoteResult{}, errdefs.Conflict("task_running", "task %s is changing dev; promote once it has ended", t)
+	}
 	checks, ok := s.health(ctx, a, a.Dev, api.RoleDev)
 	if !ok {
 		return api.PromoteResult{}, checkFailed("dev", checks)
