@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Snapshots", testSnapshots},
 		{"Volumes", testVolumes},
 		{"Settings", testSettings},
+		{"Apps", testApps},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
