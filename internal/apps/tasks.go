@@ -44,6 +44,10 @@ func (s *Service) CreateTask(ctx context.Context, id string, req api.CreateTaskR
 	if req.TimeoutS == 0 {
 		req.TimeoutS = api.DefaultTaskTimeout
 	}
+	// Under the app's lock, so no undo or promotion is halfway through
+	// when the task starts.
+	unlock := s.locks.Lock(id)
+	defer unlock()
 	a, err := s.ready(ctx, id)
 	if err != nil {
 		return api.Task{}, err
@@ -53,16 +57,17 @@ func (s *Service) CreateTask(ctx context.Context, id string, req api.CreateTaskR
 	if err := s.apps.CreateTask(ctx, t); err != nil {
 		return api.Task{}, err
 	}
+	out := *t
 	tctx, cancel := context.WithCancel(context.Background())
 	s.tasks.Store(a.ID, &running{task: t.ID, cancel: cancel})
-	s.goOwned(p, func(ctx context.Context) {
+	s.goOwned(p, func(svc context.Context) {
 		defer s.tasks.Delete(a.ID)
 		defer cancel()
-		stop := context.AfterFunc(ctx, cancel) // Close ends it too
+		stop := context.AfterFunc(svc, cancel) // Close ends it too
 		defer stop()
-		s.runTask(tenancy.With(tctx, p), a, t)
+		s.runTask(&taskRun{s: s, a: a, t: t, ctx: tenancy.With(tctx, p), after: svc})
 	})
-	return *t, nil
+	return out, nil
 }
 
 // runningTask is the id of the app's running task, "" for none.
@@ -131,10 +136,13 @@ func (s *Service) TaskLog(ctx context.Context, appID, taskID string, after int64
 
 // taskRun is one task as it runs.
 type taskRun struct {
-	s   *Service
-	a   *store.App
-	t   *api.Task
-	ctx context.Context
+	s *Service
+	a *store.App
+	t *api.Task
+	// ctx ends when the task is cancelled or the service closes; after,
+	// what follows the command (the files changed, restarts, checks),
+	// only when the service closes.
+	ctx, after context.Context
 }
 
 // log appends to the task's log; a failure to is logged, not fatal.
@@ -160,8 +168,8 @@ func (r *taskRun) save(fn func(t *api.Task)) {
 	r.t = t
 }
 
-func (s *Service) runTask(ctx context.Context, a *store.App, t *api.Task) {
-	r := &taskRun{s: s, a: a, t: t, ctx: ctx}
+func (s *Service) runTask(r *taskRun) {
+	ctx, a, t := r.ctx, r.a, r.t
 	start := time.Now()
 	r.save(func(t *api.Task) {
 		now := store.Time(start)
@@ -211,7 +219,7 @@ func (r *taskRun) run() error {
 	r.save(func(t *api.Task) { t.ExitCode = &code })
 	// What follows runs even when the task is cancelled now: the files
 	// changed and the app must be told.
-	after := context.WithoutCancel(ctx)
+	after := r.after
 	changes, err := s.sbx.HistoryDiff(after, a.Dev, Dir, cp.ID, "")
 	if err != nil {
 		return fmt.Errorf("files changed: %w", err)
@@ -331,12 +339,15 @@ func (r *taskRun) healthAfter(ctx context.Context, st agentproto.AppStatus) (hea
 		if st.Manifest != nil && st.Manifest.Web == nil {
 			previewOK = true // nothing to preview
 		}
-		if ok || time.Now().After(deadline) {
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
 			if !ok {
 				r.log("system", "app unhealthy: "+checkFailed("dev", checks).Error()+"\n")
 			}
 			return ok, previewOK
 		}
-		time.Sleep(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
