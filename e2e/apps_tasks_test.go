@@ -72,7 +72,10 @@ func TestAppTasks(t *testing.T) {
 	}
 
 	// An invalid manifest: the last good one runs on, the error names the line.
-	runTask(t, s, a.ID, "sh", "-c", "printf 'version: 1\\nweb:\\n  command: node dev-server.mjs\\n  port: nope\\n' > sandbox.yaml")
+	bad := runTask(t, s, a.ID, "sh", "-c", "printf 'version: 1\\nweb:\\n  command: node dev-server.mjs\\n  port: nope\\n' > sandbox.yaml")
+	if _, log := taskLog(t, s, base+"/tasks/"+bad.ID+"/log", ""); !strings.Contains(log, "the last good manifest runs on") || !strings.Contains(log, "web.port") {
+		t.Errorf("the task's log does not say the manifest was not taken:\n%s", log)
+	}
 	var ps api.AppProcesses
 	mustCall(t, s, "GET", base+"/processes", nil, &ps, http.StatusOK)
 	if !strings.Contains(ps.ManifestError, ":4:") || !strings.Contains(ps.ManifestError, "web.port") ||

@@ -278,6 +278,9 @@ func (r *taskRun) restartAfter(ctx context.Context) (agentproto.AppStatus, error
 	if err != nil {
 		return st, fmt.Errorf("reload the manifest: %w", err)
 	}
+	if st.ManifestError != nil {
+		r.log("system", "sandbox.yaml is not taken, the last good manifest runs on: "+st.ManifestError.Error()+"\n")
+	}
 	if st.Manifest == nil {
 		return st, nil
 	}
