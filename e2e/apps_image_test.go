@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,18 +18,9 @@ import (
 // template from that sandbox's snapshot. An app of the static preset on
 // it serves its dev preview, hot-reloads a task's edit, and promotes.
 func TestAppOnImage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
-	}
-	lay := testutil.DebianLayout(t)
-	reg := testutil.StartRegistry(t, testutil.RegistryOpts{})
-	reg.Push(t, lay, "library/debian:"+testutil.DebianSuite)
-	s := startServer(t, "", "--driver", "namespace", "--registry-insecure", reg.Host)
+	s := debianServer(t)
 	c := s.client()
 	ctx := context.Background()
-	if _, err := c.PullTemplate(ctx, api.CreateTemplateRequest{Name: "debian", Ref: reg.Ref("library/debian:" + testutil.DebianSuite)}); err != nil {
-		t.Fatalf("pull: %v", err)
-	}
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "debian",
 		Network: &api.NetworkPolicy{Egress: api.EgressAllowlist, Allow: []string{"deb.debian.org"}}})
 	if err != nil {

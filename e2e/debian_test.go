@@ -11,27 +11,35 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-// TestDebianAptGet: a Debian image pulled from a registry is a root the
-// sandbox owns: apt-get installs a package as root inside, through the
-// egress proxy under an allowlist naming only the Debian mirror, and the
-// host's /usr is nowhere in it.
-func TestDebianAptGet(t *testing.T) {
+// debianServer starts a server on the namespace driver whose admin tenant
+// has the template "debian": the Debian image (debootstrap, cached),
+// pushed to a registry on loopback and pulled from there.
+func debianServer(t *testing.T) *server {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for the namespace driver's id-mapped layers; CI runs as root")
 	}
 	lay := testutil.DebianLayout(t)
 	reg := testutil.StartRegistry(t, testutil.RegistryOpts{})
 	reg.Push(t, lay, "library/debian:"+testutil.DebianSuite)
-
 	s := startServer(t, "", "--driver", "namespace", "--registry-insecure", reg.Host)
-	c := s.client()
-	ctx := context.Background()
 	start := time.Now()
-	tmpl, err := c.PullTemplate(ctx, api.CreateTemplateRequest{Name: "debian", Ref: reg.Ref("library/debian:" + testutil.DebianSuite)})
+	tmpl, err := s.client().PullTemplate(t.Context(), api.CreateTemplateRequest{Name: "debian", Ref: reg.Ref("library/debian:" + testutil.DebianSuite)})
 	if err != nil {
 		t.Fatalf("pull: %v", err)
 	}
 	t.Logf("pulled and unpacked %s (%d bytes) in %s", tmpl.Digest, tmpl.Bytes, time.Since(start).Round(time.Millisecond))
+	return s
+}
+
+// TestDebianAptGet: a Debian image pulled from a registry is a root the
+// sandbox owns: apt-get installs a package as root inside, through the
+// egress proxy under an allowlist naming only the Debian mirror, and the
+// host's /usr is nowhere in it.
+func TestDebianAptGet(t *testing.T) {
+	s := debianServer(t)
+	c := s.client()
+	ctx := context.Background()
 
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: "debian",
 		Network: &api.NetworkPolicy{Egress: api.EgressAllowlist, Allow: []string{"deb.debian.org"}}})
