@@ -314,14 +314,8 @@ func TestNodeExpress(t *testing.T) {
 	srv := start(t, dir, m.Web.Command, "dev", port, nil)
 	f := newFront(t, port, "/dev")
 	t.Logf("first GET /dev/ answered after %s", f.waitUp(t, srv, "/dev/", 30*time.Second).Round(time.Millisecond))
-	html, h := f.mustGet(t, "/dev/")
-	if !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(html, "Hello from hutch") {
-		t.Fatalf("GET /dev/: %s\n%s", h.Get("Content-Type"), html)
-	}
-	health, _ := f.mustGet(t, "/dev"+m.Web.HealthPath)
-	if !strings.Contains(health, `"ok":true`) || !strings.Contains(health, `"role":"dev"`) {
-		t.Errorf("GET %s: %s", m.Web.HealthPath, health)
-	}
+	devPage(t, f)
+	devHealth(t, f, m.Web.HealthPath)
 
 	editFile(t, dir, "server.js", "Hello from hutch", "Hello again from hutch")
 	t.Logf("node --watch restarted with the edit after %s", f.waitBody(t, "/dev/", "Hello again from hutch", 20*time.Second).Round(time.Millisecond))
@@ -344,14 +338,8 @@ func TestPythonFastAPI(t *testing.T) {
 	srv := start(t, dir, m.Web.Command, "dev", port, env)
 	f := newFront(t, port, "/dev")
 	t.Logf("first GET /dev/ answered after %s", f.waitUp(t, srv, "/dev/", 30*time.Second).Round(time.Millisecond))
-	html, h := f.mustGet(t, "/dev/")
-	if !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(html, "Hello from hutch") {
-		t.Fatalf("GET /dev/: %s\n%s", h.Get("Content-Type"), html)
-	}
-	health, _ := f.mustGet(t, "/dev"+m.Web.HealthPath)
-	if !strings.Contains(health, `"ok":true`) || !strings.Contains(health, `"role":"dev"`) {
-		t.Errorf("GET %s: %s", m.Web.HealthPath, health)
-	}
+	devPage(t, f)
+	devHealth(t, f, m.Web.HealthPath)
 
 	docs, _ := f.mustGet(t, "/dev/docs")
 	if !strings.Contains(docs, "'/dev/openapi.json'") {
@@ -374,10 +362,7 @@ func TestStatic(t *testing.T) {
 	srv := start(t, dir, m.Web.Command, "dev", port, nil)
 	f := newFront(t, port, "/dev")
 	t.Logf("first GET /dev/ answered after %s", f.waitUp(t, srv, "/dev/", 30*time.Second).Round(time.Millisecond))
-	html, h := f.mustGet(t, "/dev/")
-	if !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(html, "Hello from hutch") {
-		t.Fatalf("GET /dev/: %s\n%s", h.Get("Content-Type"), html)
-	}
+	html := devPage(t, f)
 	if !strings.Contains(html, `new EventSource("/dev/__reload")`) {
 		t.Errorf("no reload script for /dev/__reload in the page:\n%s", html)
 	}
@@ -433,5 +418,25 @@ func TestWorker(t *testing.T) {
 	_ = w.stop()
 	if !strings.Contains(w.out.String(), "stopping on SIGTERM") {
 		t.Errorf("worker did not stop on SIGTERM:\n%s", w.out.String())
+	}
+}
+
+// devPage GETs /dev/ through f and wants the preset's HTML page.
+func devPage(t *testing.T, f front) string {
+	t.Helper()
+	html, h := f.mustGet(t, "/dev/")
+	if !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(html, "Hello from hutch") {
+		t.Fatalf("GET /dev/: %s\n%s", h.Get("Content-Type"), html)
+	}
+	return html
+}
+
+// devHealth GETs the health path through f's /dev and wants the dev
+// role's health.
+func devHealth(t *testing.T, f front, path string) {
+	t.Helper()
+	health, _ := f.mustGet(t, "/dev"+path)
+	if !strings.Contains(health, `"ok":true`) || !strings.Contains(health, `"role":"dev"`) {
+		t.Errorf("GET %s: %s", path, health)
 	}
 }
