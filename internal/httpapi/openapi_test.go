@@ -152,3 +152,78 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIContract: what a generator and a reader of the spec rely on
+// beside the routes: a license, every operation tagged with a declared
+// (and described) tag, an operationId each, and the WebSocket operations
+// answering 101.
+func TestOpenAPIContract(t *testing.T) {
+	b, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Info struct {
+			License struct {
+				Name       string `yaml:"name"`
+				Identifier string `yaml:"identifier"`
+			} `yaml:"license"`
+		} `yaml:"info"`
+		Tags []struct {
+			Name        string `yaml:"name"`
+			Description string `yaml:"description"`
+		} `yaml:"tags"`
+		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Info.License.Name == "" || spec.Info.License.Identifier == "" {
+		t.Errorf("info.license = %+v: want a name and an SPDX identifier", spec.Info.License)
+	}
+	declared := map[string]bool{}
+	for _, tag := range spec.Tags {
+		declared[tag.Name] = true
+		if tag.Description == "" {
+			t.Errorf("tag %s has no description", tag.Name)
+		}
+	}
+	ids := map[string]string{}
+	for path, item := range spec.Paths {
+		for method, n := range item {
+			switch method {
+			case "get", "put", "post", "delete", "patch":
+			default:
+				continue
+			}
+			var op struct {
+				OperationID string               `yaml:"operationId"`
+				Tags        []string             `yaml:"tags"`
+				Responses   map[string]yaml.Node `yaml:"responses"`
+			}
+			if err := n.Decode(&op); err != nil {
+				t.Fatal(err)
+			}
+			key := strings.ToUpper(method) + " " + path
+			if len(op.Tags) == 0 {
+				t.Errorf("%s has no tag", key)
+			}
+			for _, tag := range op.Tags {
+				if !declared[tag] {
+					t.Errorf("%s: tag %s is not declared", key, tag)
+				}
+			}
+			if op.OperationID == "" {
+				t.Errorf("%s has no operationId", key)
+			} else if other, dup := ids[op.OperationID]; dup {
+				t.Errorf("%s and %s share operationId %s", key, other, op.OperationID)
+			}
+			ids[op.OperationID] = key
+			if strings.HasSuffix(path, "/terminal") {
+				if _, ok := op.Responses["101"]; !ok {
+					t.Errorf("%s is a WebSocket: want its 101 described", key)
+				}
+			}
+		}
+	}
+}
