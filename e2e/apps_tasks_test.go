@@ -214,3 +214,27 @@ func TestAppCreateCutShort(t *testing.T) {
 		s.stop(true)
 	}
 }
+
+// TestAppOrphans: after a restart, a sandbox labelled as an app's that the
+// app does not point at (what a crash between a fork and its record
+// leaves) is destroyed; one whose label names no app of its tenant is the
+// caller's own, and stays.
+func TestAppOrphans(t *testing.T) {
+	s := startServer(t, "")
+	a := createApp(t, s, api.CreateAppRequest{Name: "orph", Preset: "static"}, 2*time.Minute)
+	var orphan, mine api.Sandbox
+	mustCall(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{Labels: map[string]string{"hutch.app": a.ID, "hutch.app.role": "live"}}, &orphan, http.StatusCreated)
+	mustCall(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{Labels: map[string]string{"hutch.app": "01notanappofmine0000000000"}}, &mine, http.StatusCreated)
+	s.stop(false)
+	s = startServer(t, s.dataDir)
+	for _, tc := range []struct {
+		id   string
+		want api.SandboxState
+	}{{orphan.ID, api.StateDestroyed}, {mine.ID, api.StateRunning}, {a.Live, api.StateRunning}, {a.Dev, api.StateRunning}} {
+		var sb api.Sandbox
+		mustCall(t, s, "GET", "/v1/sandboxes/"+tc.id, nil, &sb, http.StatusOK)
+		if sb.State != tc.want {
+			t.Errorf("sandbox %s after the restart: %s, want %s", tc.id, sb.State, tc.want)
+		}
+	}
+}

@@ -129,6 +129,9 @@ func (s *Service) Recover(ctx context.Context) error {
 			s.log.Error("apps: end a create cut short", "app", a.Name, "err", err)
 		}
 	}
+	if err := s.reapOrphans(ctx); err != nil {
+		return err
+	}
 	tasks, err := s.apps.ActiveTasks(sys)
 	if err != nil {
 		return fmt.Errorf("apps: recover tasks: %w", err)
@@ -141,6 +144,39 @@ func (s *Service) Recover(ctx context.Context) error {
 		}); err != nil {
 			s.log.Error("apps: end a task cut short", "task", t.ID, "err", err)
 		}
+	}
+	return nil
+}
+
+// reapOrphans destroys the sandboxes labelled as an app's that their app
+// does not point at: what a crash left between making a sandbox (a
+// create's, a promotion's candidate) and recording it. Nothing is in
+// progress while Recover runs, so every such sandbox is an orphan. Labels
+// are the caller's to set too, so only a label naming an app of the
+// sandbox's own tenant counts.
+func (s *Service) reapOrphans(ctx context.Context) error {
+	sys := tenancy.System(ctx)
+	all, err := s.apps.ListApps(sys)
+	if err != nil {
+		return fmt.Errorf("apps: reap orphans: %w", err)
+	}
+	held := map[string]bool{}
+	tenantOf := map[string]string{} // app id → tenant
+	for _, a := range all {
+		held[a.Live], held[a.Dev], held[a.PreviousLive] = true, true, true
+		tenantOf[a.ID] = a.TenantID
+	}
+	sbs, err := s.st.AllSandboxes(sys, api.StateCreating, api.StateRunning, api.StateStopped, api.StatePaused, api.StateFailed)
+	if err != nil {
+		return fmt.Errorf("apps: reap orphans: %w", err)
+	}
+	for _, sb := range sbs {
+		app := sb.Labels[LabelApp]
+		if app == "" || held[sb.ID] || tenantOf[app] != sb.TenantID {
+			continue
+		}
+		s.log.Warn("apps: destroying an app sandbox no app points at", "sandbox.id", sb.ID, "app", sb.Labels[LabelApp])
+		s.destroy(tenancy.With(ctx, tenancy.Principal{TenantID: sb.TenantID, Role: api.RoleMember}), sb.ID)
 	}
 	return nil
 }
