@@ -225,6 +225,10 @@ func TestAppOrphans(t *testing.T) {
 	var orphan, mine api.Sandbox
 	mustCall(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{Labels: map[string]string{"hutch.app": a.ID, "hutch.app.role": "live"}}, &orphan, http.StatusCreated)
 	mustCall(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{Labels: map[string]string{"hutch.app": "01notanappofmine0000000000"}}, &mine, http.StatusCreated)
+	// An app's own sandbox is not deleted on its own.
+	if st, code := call(t, s.url, s.key, "DELETE", "/v1/sandboxes/"+a.Dev, nil, nil); st != 409 || code != "app_sandbox" {
+		t.Errorf("deleting the dev sandbox: %d %s, want 409 app_sandbox", st, code)
+	}
 	s.stop(false)
 	s = startServer(t, s.dataDir)
 	for _, tc := range []struct {

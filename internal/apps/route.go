@@ -120,6 +120,26 @@ func (s *Service) Target(ctx context.Context, a *store.App, role string) (Route,
 	return r, nil
 }
 
+// Guard refuses (409 app_sandbox) to let a sandbox an app of the caller's
+// tenant points at be destroyed on its own; any other sandbox, one whose
+// label names no such app included, passes.
+func (s *Service) Guard(ctx context.Context, sandboxID string) error {
+	sb, err := s.sbx.Get(ctx, sandboxID)
+	if err != nil || sb.Labels[LabelApp] == "" {
+		return nil // the destroy itself answers for a missing sandbox
+	}
+	a, err := s.get(ctx, sb.Labels[LabelApp])
+	if err != nil {
+		return nil
+	}
+	for role, id := range map[string]string{api.RoleLive: a.Live, api.RoleDev: a.Dev, "previous_live": a.PreviousLive} {
+		if id == sandboxID {
+			return errdefs.Conflict("app_sandbox", "sandbox %s is the %s sandbox of app %s: delete the app (DELETE /v1/apps/%s), or promote or roll back", sandboxID, role, a.Name, a.ID)
+		}
+	}
+	return nil
+}
+
 // Unreachable tells the service a request to sandbox id found nothing
 // listening: its supervisor is checked again on the next request.
 func (s *Service) Unreachable(sandboxID string) { s.cache.forgetPort(sandboxID) }

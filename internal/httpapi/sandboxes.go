@@ -78,6 +78,14 @@ func listOptions(r *http.Request) (store.ListOptions, error) {
 }
 
 func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Apps != nil {
+		// An app's sandbox goes with its app (DELETE /v1/apps/{id}), or
+		// by promotion and rollback: deleting it here would break a role.
+		if err := a.cfg.Apps.Guard(r.Context(), r.PathValue("id")); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+	}
 	if err := a.cfg.Sandboxes.Destroy(r.Context(), r.PathValue("id")); err != nil {
 		a.writeError(w, r, err)
 		return

@@ -334,7 +334,10 @@ export interface paths {
         get: operations["getSandbox"];
         put?: never;
         post?: never;
-        /** Destroy a sandbox: its processes and files go; the record stays as destroyed */
+        /**
+         * Destroy a sandbox: its processes and files go; the record stays as destroyed
+         * @description A sandbox an app points at (live, dev or previous_live) is refused with 409 app_sandbox; it goes with its app, or by promotion and rollback.
+         */
         delete: operations["deleteSandbox"];
         options?: never;
         head?: never;
