@@ -49,7 +49,18 @@ func (r *fsRoot) close() error { return unix.Close(r.fd) }
 // and refuses what that leads onto a proc file system (see onProc).
 // mode is used only with O_CREAT.
 func (r *fsRoot) open(rel string, flags int, mode uint32) (int, error) {
-	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot}
+	return r.openHow(rel, flags, mode, 0)
+}
+
+// openNoLinks is open that follows no symbolic link on the way either
+// (RESOLVE_NO_SYMLINKS): for what the agent does with its own file ids,
+// on a path the sandbox's user could otherwise point elsewhere.
+func (r *fsRoot) openNoLinks(rel string, flags int, mode uint32) (int, error) {
+	return r.openHow(rel, flags, mode, unix.RESOLVE_NO_SYMLINKS)
+}
+
+func (r *fsRoot) openHow(rel string, flags int, mode uint32, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: inRoot | resolve}
 	if flags&unix.O_CREAT != 0 {
 		how.Mode = uint64(mode)
 	}

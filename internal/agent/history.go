@@ -138,12 +138,14 @@ func (s *Server) historyDir(raw string) (sandboxPath, error) {
 // openTree opens the tracked directory p inside the root (O_PATH): what
 // the store walks beneath. With create, a missing directory is made.
 func (s *Server) openTree(p sandboxPath, create bool) (*os.File, error) {
-	fd, err := s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	// No link on the way: the store's work runs with the agent's own file
+	// ids (asAgent), and the sandbox's user must not point it elsewhere.
+	fd, err := s.root.openNoLinks(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err == unix.ENOENT && create {
 		if _, err := s.root.mkdirAll(p, 0o755); err != nil {
 			return nil, err
 		}
-		fd, err = s.root.open(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+		fd, err = s.root.openNoLinks(p.Rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 	}
 	if err != nil {
 		return nil, fsError(err, p.Abs)

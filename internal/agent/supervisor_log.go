@@ -43,7 +43,10 @@ func newAppLog(limit int64) *appLog {
 func (l *appLog) add(stream, line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lines = append(l.lines, agentproto.LogLine{Time: time.Now().UTC(), Stream: stream, Line: strings.ToValidUTF8(line, "\uFFFD")})
+	// Counted as kept (after ToValidUTF8, which may lengthen it), so what
+	// is added and what is taken off agree.
+	line = strings.ToValidUTF8(line, "\uFFFD")
+	l.lines = append(l.lines, agentproto.LogLine{Time: time.Now().UTC(), Stream: stream, Line: line})
 	l.held += int64(len(line)) + logLineCost
 	for l.held > l.limit && len(l.lines) > 1 {
 		l.held -= int64(len(l.lines[0].Line)) + logLineCost

@@ -272,17 +272,23 @@ func groupLives(pgid int) bool {
 }
 
 // terminate sends r's process group SIGTERM, then SIGKILL after
-// timing.StopGrace, and returns the leader's exit status.
+// timing.StopGrace, and returns the leader's exit status. The leader is
+// signalled by its pid too: it may have left its group (setpgid), and it
+// is not reaped before r.exited delivers, so the pid is still its.
 func (sv *supervisor) terminate(p *appProc, r *appRun) unix.WaitStatus {
 	sv.setState(p, func(p *appProc) { p.state, p.message = agentproto.AppStopped, "stopping" })
-	_ = processThread().kill(-r.pid, unix.SIGTERM)
+	signal := func(sig unix.Signal) {
+		_ = processThread().kill(-r.pid, sig)
+		_ = processThread().kill(r.pid, sig)
+	}
+	signal(unix.SIGTERM)
 	grace := time.NewTimer(sv.timing.StopGrace)
 	defer grace.Stop()
 	select {
 	case ws := <-r.exited:
 		return ws
 	case <-grace.C:
-		_ = processThread().kill(-r.pid, unix.SIGKILL)
+		signal(unix.SIGKILL)
 		return <-r.exited
 	}
 }

@@ -65,8 +65,11 @@ type Service struct {
 	apps  store.Apps
 	sbx   *sandbox.Service
 	log   *slog.Logger
-	locks keylock.Map // one per app: create, promote, rollback, undo, delete
-	cache routes      // route.go
+	locks keylock.Map // one per app: create, promote, rollback, undo, delete, patch
+	// superviseLocks, one per sandbox, make reading a role's environment
+	// and handing it to the supervisor one step.
+	superviseLocks keylock.Map
+	cache          routes // route.go
 
 	ctx    context.Context // ends at Close: the work the service owns
 	cancel context.CancelFunc
@@ -231,6 +234,8 @@ func (s *Service) List(ctx context.Context) (api.AppList, error) {
 
 // Patch changes what an app's owner may change.
 func (s *Service) Patch(ctx context.Context, id string, req api.PatchAppRequest) (api.App, error) {
+	unlock := s.locks.Lock(id)
+	defer unlock()
 	a, err := s.update(ctx, id, func(a *store.App) error {
 		if req.Public != nil {
 			a.Public = *req.Public
@@ -244,7 +249,7 @@ func (s *Service) Patch(ctx context.Context, id string, req api.PatchAppRequest)
 }
 
 // update changes an app and puts what it wrote in the router's cache
-// before returning.
+// before returning. Call with the app's lock held (route.go says why).
 func (s *Service) update(ctx context.Context, id string, fn func(*store.App) error) (*store.App, error) {
 	a, err := s.apps.UpdateApp(ctx, id, fn)
 	if err != nil {

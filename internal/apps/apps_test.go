@@ -8,6 +8,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/errdefs"
 	"github.com/hutchdev/hutch/internal/manifest"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // TestDelivered: each access policy reaches exactly the places it names.
@@ -86,5 +87,30 @@ func TestCheckFailed(t *testing.T) {
 	}
 	if tail("abcdef", 3) != "…def" || tail(" ab ", 10) != "ab" {
 		t.Error("tail")
+	}
+}
+
+// TestRoutesCache: a read that missed only fills a gap (a write that came
+// meanwhile wins), and a deleted app does not come back from a read that
+// raced its delete.
+func TestRoutesCache(t *testing.T) {
+	var r routes
+	older := &store.App{ID: "a1", Name: "shop", Live: "l1", Public: true}
+	newer := &store.App{ID: "a1", Name: "shop", Live: "l2", Public: false}
+	r.put(newer)
+	r.putIfAbsent(older)
+	if got := r.app("shop"); got.Live != "l2" || got.Public {
+		t.Errorf("a stale read replaced a write: %+v", got)
+	}
+	r.drop(newer)
+	r.putIfAbsent(older)
+	r.put(older)
+	if got := r.app("shop"); got != nil {
+		t.Errorf("a deleted app came back: %+v", got)
+	}
+	again := &store.App{ID: "a2", Name: "shop", Live: "l3"}
+	r.putIfAbsent(again)
+	if got := r.app("shop"); got == nil || got.ID != "a2" {
+		t.Errorf("a new app of the name: %+v", got)
 	}
 }

@@ -25,24 +25,45 @@ type Route struct {
 // routes is the router's view of the apps: each app as last written by
 // this service, and each app sandbox's web port as its supervisor last
 // reported it.
+//
+// Every write of an app happens under the app's lock and puts what it
+// wrote here before the lock goes, so puts come in the order the writes
+// committed. A read of the store that missed here only fills a gap
+// (putIfAbsent): a write that came meanwhile wins. A deleted app's id is
+// remembered, so a read that raced the delete does not bring it back.
 type routes struct {
-	mu     sync.RWMutex
-	byName map[string]*store.App
-	ports  map[string]int // sandbox id → web port
+	mu      sync.RWMutex
+	byName  map[string]*store.App
+	ports   map[string]int  // sandbox id → web port
+	deleted map[string]bool // app ids
 }
 
-func (r *routes) put(a *store.App) {
+func (r *routes) put(a *store.App) { r.store(a, true) }
+
+func (r *routes) putIfAbsent(a *store.App) { r.store(a, false) }
+
+func (r *routes) store(a *store.App, replace bool) {
 	c := *a
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.deleted[a.ID] {
+		return
+	}
 	if r.byName == nil {
 		r.byName = map[string]*store.App{}
 	}
+	if old, ok := r.byName[a.Name]; ok && !replace && old.ID == a.ID {
+		return
+	}
 	r.byName[a.Name] = &c
-	r.mu.Unlock()
 }
 
 func (r *routes) drop(a *store.App) {
 	r.mu.Lock()
+	if r.deleted == nil {
+		r.deleted = map[string]bool{}
+	}
+	r.deleted[a.ID] = true
 	delete(r.byName, a.Name)
 	for _, id := range []string{a.Live, a.Dev, a.PreviousLive} {
 		delete(r.ports, id)
@@ -91,8 +112,11 @@ func (s *Service) App(ctx context.Context, name string) (*store.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cache.put(a)
-	return a, nil
+	s.cache.putIfAbsent(a)
+	if c := s.cache.app(name); c != nil {
+		return c, nil
+	}
+	return nil, nil // deleted meanwhile
 }
 
 // Target is where a request to role of app a goes: the sandbox the role

@@ -40,6 +40,8 @@ func (s *Service) roleEnv(ctx context.Context, a *store.App, role string) (map[s
 // the manifest has none. Configuring an agent that already runs the same
 // configuration changes nothing.
 func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) (int, error) {
+	unlock := s.superviseLocks.Lock(id)
+	defer unlock()
 	sb, err := s.sbx.Get(ctx, id)
 	if err != nil {
 		return 0, err

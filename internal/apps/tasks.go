@@ -59,9 +59,12 @@ func (s *Service) CreateTask(ctx context.Context, id string, req api.CreateTaskR
 	}
 	out := *t
 	tctx, cancel := context.WithCancel(context.Background())
-	s.tasks.Store(a.ID, &running{task: t.ID, cancel: cancel})
+	run := &running{task: t.ID, cancel: cancel}
+	s.tasks.Store(a.ID, run)
 	s.goOwned(p, func(svc context.Context) {
-		defer s.tasks.Delete(a.ID)
+		// The next task may be stored before this one's goroutine ends:
+		// only this one's entry goes.
+		defer s.tasks.CompareAndDelete(a.ID, run)
 		defer cancel()
 		stop := context.AfterFunc(svc, cancel) // Close ends it too
 		defer stop()

@@ -284,11 +284,17 @@ func (r *restorer) sameContent(dirfd int, name string, e *Entry, st *unix.Stat_t
 
 // fixFile gives the file name (st), whose content is right, e's owner,
 // mode and mtime, through a descriptor opened without following a
-// symlink. done is false when it could not be opened (no permission):
-// the caller writes it anew.
+// symlink. done is false when it could not be opened (no permission) or
+// is a hard link: the caller writes it anew.
 func (r *restorer) fixFile(dirfd int, name string, e *Entry, st *unix.Stat_t) (done bool, _ error) {
 	if st.Uid == e.UID && st.Gid == e.GID && st.Mode&0o7777 == e.Mode && st.Mtim.Nano() == e.Mtime {
 		return true, nil
+	}
+	if st.Nlink > 1 {
+		// A hard link may share its inode with a file outside the tree:
+		// its owner and mode are not the restore's to change. A new
+		// inode takes its place.
+		return false, nil
 	}
 	fd, err := openFile(dirfd, name)
 	if err != nil {
