@@ -5,9 +5,20 @@ import (
 	"log/slog"
 	"os"
 
+	"golang.org/x/term"
+
 	serveconfig "github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/server"
 )
+
+// logHandler is the server's log: JSON for machines, text for a person
+// at a terminal ("auto" tells them apart by stderr).
+func logHandler(format string, opts *slog.HandlerOptions) slog.Handler {
+	if format == "text" || (format == "auto" && term.IsTerminal(int(os.Stderr.Fd()))) {
+		return slog.NewTextHandler(os.Stderr, opts)
+	}
+	return slog.NewJSONHandler(os.Stderr, opts)
+}
 
 // runServe is `hutch serve`: load the configuration, start every part,
 // serve until ctx ends (SIGINT or SIGTERM), then shut down in order.
@@ -20,7 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(logHandler(cfg.LogFormat, &slog.HandlerOptions{Level: level}))
 	srv, err := server.Start(ctx, cfg, log, hutchVersion())
 	if err != nil {
 		return err

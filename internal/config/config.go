@@ -42,6 +42,9 @@ type Config struct {
 	// makes one per sandbox (at the root of each hierarchy).
 	CgroupParent string
 	LogLevel     string // debug, info, warn, error
+	// LogFormat is "json", "text" or "auto" (text on a terminal, JSON
+	// otherwise).
+	LogFormat string
 	// PreviewDomain is where previews are served, on the API's listener:
 	// <port>-<sandbox id>.<domain>.
 	PreviewDomain string
@@ -146,6 +149,7 @@ func Default() Config {
 		CgroupParent:       "hutch",
 		WarmPool:           2,
 		LogLevel:           "info",
+		LogFormat:          "auto",
 		PreviewDomain:      "localhost",
 		DefaultLimits:      api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
 		MaxLimits:          api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
@@ -208,6 +212,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
+	str(&c.LogFormat, "log-format", "HUTCH_LOG_FORMAT", "json, text, or auto: text on a terminal, JSON otherwise")
 	str(&c.Providers, "providers", "HUTCH_PROVIDERS", "YAML file of the providers the gateway serves at /provider/v1 (none when unset)")
 	str(&c.OnExpiry, "on-expiry", "HUTCH_ON_EXPIRY", "what a sandbox's timeout does when its create names nothing: destroy, stop (its files kept) or pause (its memory kept too)")
 	str(&c.OnIdle, "on-idle", "HUTCH_ON_IDLE", "what --sandbox-idle does to an idle sandbox: pause, stop or destroy")
@@ -342,6 +347,11 @@ func (c Config) Validate() error {
 	}
 	if c.CgroupParent == "" || strings.ContainsAny(c.CgroupParent, "/\x00") || c.CgroupParent[0] == '.' {
 		errs = append(errs, fmt.Errorf("cgroup parent %q must be one plain name", c.CgroupParent))
+	}
+	switch c.LogFormat {
+	case "auto", "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("log format %q: use json, text or auto", c.LogFormat))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

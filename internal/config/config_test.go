@@ -63,6 +63,8 @@ func TestLoadRejects(t *testing.T) {
 		"negative reserve":            {args: []string{"--reserve-pids", "-5"}, want: "reserves"},
 		"negative overcommit":         {args: []string{"--max-memory-overcommit", "-1"}, want: "max memory overcommit"},
 		"bad overcommit env":          {env: map[string]string{"HUTCH_MAX_CPU_OVERCOMMIT": "lots"}, want: "HUTCH_MAX_CPU_OVERCOMMIT"},
+		"bad log format":              {args: []string{"--log-format", "xml"}, want: "log format"},
+		"bad apps domain":             {args: []string{"--apps-domain", "a..b"}, want: "apps domain"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(tc.args, env(tc.env))
