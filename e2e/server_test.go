@@ -149,7 +149,7 @@ func watch(t *testing.T, cmd *exec.Cmd, dataDir string, patience time.Duration) 
 }
 
 // stop ends the server with SIGTERM and waits; destroy first removes every
-// sandbox it can see, so tests leave nothing behind.
+// app and sandbox it can see, so tests leave nothing behind.
 func (s *server) stop(destroy bool) {
 	if s.cmd == nil {
 		return
@@ -157,6 +157,14 @@ func (s *server) stop(destroy bool) {
 	if destroy {
 		c := s.client()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Apps first: their sandboxes go with them, and only with them.
+		if apps, err := c.Apps(ctx); err == nil {
+			for _, a := range apps.Apps {
+				if err := c.DeleteApp(ctx, a.ID); err != nil {
+					s.t.Logf("stop: deleting app %s: %v", a.Name, err)
+				}
+			}
+		}
 		for sb, err := range c.AllSandboxes(ctx, client.ListOptions{}) {
 			if err != nil {
 				break

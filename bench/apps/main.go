@@ -62,6 +62,7 @@ func run(ctx context.Context, agent string, rounds, clients int) error {
 	if err != nil {
 		return err
 	}
+	defer c.DeleteApp(context.WithoutCancel(ctx), app.ID) // its sandboxes with it
 	for app.State == api.AppCreating {
 		time.Sleep(200 * time.Millisecond)
 		if app, err = c.App(ctx, app.ID); err != nil {
