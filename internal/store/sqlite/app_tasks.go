@@ -181,7 +181,9 @@ func getTask(ctx context.Context, q querier, appID, id string) (*api.Task, error
 	return &t, nil
 }
 
-// ListTasks implements store.Apps.
+// ListTasks implements store.Apps. Newest first by rowid, the order the
+// tasks were stored: ids made in one millisecond are random in their low
+// bits.
 func (s *Store) ListTasks(ctx context.Context, appID string, limit int) ([]api.Task, error) {
 	sc, err := store.ScopeOf(ctx)
 	if err != nil {
@@ -190,7 +192,7 @@ func (s *Store) ListTasks(ctx context.Context, appID string, limit int) ([]api.T
 	if err := appScoped(ctx, s.reads, sc, appID); err != nil {
 		return nil, err
 	}
-	return queryTasks(ctx, s.reads, `SELECT body FROM app_tasks WHERE app_id = ? ORDER BY id DESC LIMIT ?`, appID, store.PageSize(limit))
+	return queryTasks(ctx, s.reads, `SELECT body FROM app_tasks WHERE app_id = ? ORDER BY rowid DESC LIMIT ?`, appID, store.PageSize(limit))
 }
 
 // ActiveTasks implements store.Apps.
@@ -202,7 +204,7 @@ func (s *Store) ActiveTasks(ctx context.Context) ([]api.Task, error) {
 	if !sc.All {
 		return nil, store.SystemOnly()
 	}
-	return queryTasks(ctx, s.reads, `SELECT body FROM app_tasks WHERE status IN (?, ?) ORDER BY id`, api.TaskQueued, api.TaskRunning)
+	return queryTasks(ctx, s.reads, `SELECT body FROM app_tasks WHERE status IN (?, ?) ORDER BY rowid`, api.TaskQueued, api.TaskRunning)
 }
 
 func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]api.Task, error) {
