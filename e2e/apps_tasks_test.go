@@ -35,15 +35,12 @@ func TestAppTasks(t *testing.T) {
 		mustCall(t, s, "GET", base+"/tasks/"+long.ID, nil, &long, http.StatusOK)
 		return long.Status == api.TaskRunning
 	})
-	start := time.Now()
 	mustCall(t, s, "POST", base+"/tasks/"+long.ID+"/cancel", nil, nil, http.StatusOK)
+	// Well before the command's own 60 s: the cancel killed it.
 	waitFor(t, "the task cancelled", 30*time.Second, func() bool {
 		mustCall(t, s, "GET", base+"/tasks/"+long.ID, nil, &long, http.StatusOK)
 		return long.Status == api.TaskCancelled
 	})
-	if time.Since(start) > 20*time.Second {
-		t.Errorf("cancel took %s", time.Since(start))
-	}
 	// A timeout kills the command and fails the task.
 	var slow api.Task
 	mustCall(t, s, "POST", base+"/tasks", api.CreateTaskRequest{Command: []string{"sleep", "60"}, TimeoutS: 1}, &slow, http.StatusCreated)
