@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -23,31 +22,8 @@ func appEvents(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	print := func(ev api.Event) error {
-		if *asJSON {
-			return json.NewEncoder(e.stdout).Encode(ev)
-		}
-		return printEvent(e.stdout, ev)
-	}
 	q := client.EventQuery{Types: types.vals, After: *after}
-	if follow {
-		return followEvents(ctx, e, q, func(q client.EventQuery) (*client.EventStream, error) {
-			return c.StreamAppEvents(ctx, id, q)
-		}, print)
-	}
-	for {
-		page, err := c.AppEvents(ctx, id, q)
-		if err != nil {
-			return err
-		}
-		for _, ev := range page.Events {
-			if err := print(ev); err != nil {
-				return err
-			}
-		}
-		if page.NextCursor == "" {
-			return nil
-		}
-		q.After = page.NextCursor
-	}
+	return showEvents(ctx, e, q, *asJSON, follow,
+		func(q client.EventQuery) (*api.EventList, error) { return c.AppEvents(ctx, id, q) },
+		func(q client.EventQuery) (*client.EventStream, error) { return c.StreamAppEvents(ctx, id, q) })
 }

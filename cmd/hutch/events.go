@@ -42,40 +42,49 @@ func runEvents(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	print := func(ev api.Event) error {
-		if *asJSON {
-			return json.NewEncoder(e.stdout).Encode(ev)
-		}
-		return printEvent(e.stdout, ev)
-	}
 	q := client.EventQuery{Types: types.vals, After: *after}
-	if follow {
-		return followEvents(ctx, e, q, func(q client.EventQuery) (*client.EventStream, error) {
+	return showEvents(ctx, e, q, *asJSON, follow,
+		func(q client.EventQuery) (*api.EventList, error) {
+			if *sandboxID != "" {
+				return c.SandboxEvents(ctx, *sandboxID, q)
+			}
+			return c.Events(ctx, q)
+		},
+		func(q client.EventQuery) (*client.EventStream, error) {
 			if *sandboxID != "" {
 				return c.StreamSandboxEvents(ctx, *sandboxID, q)
 			}
 			return c.StreamEvents(ctx, q)
-		}, print)
+		})
+}
+
+// showEvents prints the events q selects, as text or JSON lines: every
+// page of them, or, with follow, a stream until ctx ends.
+func showEvents(ctx context.Context, e *env, q client.EventQuery, asJSON, follow bool,
+	page func(client.EventQuery) (*api.EventList, error), stream func(client.EventQuery) (*client.EventStream, error)) error {
+	print := func(ev api.Event) error {
+		if asJSON {
+			return json.NewEncoder(e.stdout).Encode(ev)
+		}
+		return printEvent(e.stdout, ev)
+	}
+	if follow {
+		return followEvents(ctx, e, q, stream, print)
 	}
 	for {
-		var page *api.EventList
-		if *sandboxID != "" {
-			page, err = c.SandboxEvents(ctx, *sandboxID, q)
-		} else {
-			page, err = c.Events(ctx, q)
-		}
+		p, err := page(q)
 		if err != nil {
 			return err
 		}
-		for _, ev := range page.Events {
+		for _, ev := range p.Events {
 			if err := print(ev); err != nil {
 				return err
 			}
 		}
-		if page.NextCursor == "" {
+		if p.NextCursor == "" {
 			return nil
 		}
-		q.After = page.NextCursor
+		q.After = p.NextCursor
 	}
 }
 
