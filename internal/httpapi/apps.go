@@ -44,21 +44,17 @@ func (a *API) createApp(w http.ResponseWriter, r *http.Request, svc *apps.Servic
 		return
 	}
 	app, err := svc.Create(r.Context(), req)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, app)
+	a.answer(w, r, http.StatusCreated, app, err)
 }
 
 func (a *API) listApps(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.List(r.Context())
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) getApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.Get(r.Context(), r.PathValue("id"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) patchApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -68,7 +64,7 @@ func (a *API) patchApp(w http.ResponseWriter, r *http.Request, svc *apps.Service
 		return
 	}
 	out, err := svc.Patch(r.Context(), r.PathValue("id"), req)
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) deleteApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -85,7 +81,7 @@ func (a *API) promoteApp(w http.ResponseWriter, r *http.Request, svc *apps.Servi
 		return
 	}
 	out, err := svc.Promote(r.Context(), r.PathValue("id"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) rollbackApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -94,7 +90,7 @@ func (a *API) rollbackApp(w http.ResponseWriter, r *http.Request, svc *apps.Serv
 		return
 	}
 	out, err := svc.Rollback(r.Context(), r.PathValue("id"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) undoApp(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -104,7 +100,7 @@ func (a *API) undoApp(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 		return
 	}
 	out, err := svc.Undo(r.Context(), r.PathValue("id"), req)
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) createCheckpoint(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -114,16 +110,12 @@ func (a *API) createCheckpoint(w http.ResponseWriter, r *http.Request, svc *apps
 		return
 	}
 	out, err := svc.Checkpoint(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, out)
+	a.answer(w, r, http.StatusCreated, out, err)
 }
 
 func (a *API) listCheckpoints(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.Checkpoints(r.Context(), r.PathValue("id"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) createTask(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -133,11 +125,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request, svc *apps.Servi
 		return
 	}
 	t, err := svc.CreateTask(r.Context(), r.PathValue("id"), req)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, t)
+	a.answer(w, r, http.StatusCreated, t, err)
 }
 
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -147,17 +135,17 @@ func (a *API) listTasks(w http.ResponseWriter, r *http.Request, svc *apps.Servic
 		return
 	}
 	out, err := svc.ListTasks(r.Context(), r.PathValue("id"), limit)
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) getTask(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.GetTask(r.Context(), r.PathValue("id"), r.PathValue("task"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) cancelTask(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.CancelTask(r.Context(), r.PathValue("id"), r.PathValue("task"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 // taskLogPoll is how often a followed task log looks for more.
@@ -232,7 +220,7 @@ func (a *API) taskLog(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 
 func (a *API) appProcesses(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.Processes(r.Context(), r.PathValue("id"), r.URL.Query().Get("role"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 // appLogs streams one app process's log lines (NDJSON), the last tail of
@@ -244,7 +232,11 @@ func (a *API) appLogs(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 		a.writeError(w, r, err)
 		return
 	}
-	follow := q.Get("follow") == "true" || q.Get("follow") == "1"
+	follow, err := queryBool(q.Get("follow"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	body, err := svc.Logs(r.Context(), r.PathValue("id"), q.Get("role"), r.PathValue("name"), tail, follow)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -271,7 +263,7 @@ func (a *API) appLogs(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 
 func (a *API) listConfig(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
 	out, err := svc.ListConfig(r.Context(), r.PathValue("id"))
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) createConfig(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -281,11 +273,7 @@ func (a *API) createConfig(w http.ResponseWriter, r *http.Request, svc *apps.Ser
 		return
 	}
 	out, err := svc.SetConfig(r.Context(), r.PathValue("id"), "", req, true)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, out)
+	a.answer(w, r, http.StatusCreated, out, err)
 }
 
 func (a *API) patchConfig(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -299,7 +287,7 @@ func (a *API) patchConfig(w http.ResponseWriter, r *http.Request, svc *apps.Serv
 		return
 	}
 	out, err := svc.SetConfig(r.Context(), r.PathValue("id"), r.PathValue("key"), req, false)
-	answer(a, w, r, out, err)
+	a.answer(w, r, http.StatusOK, out, err)
 }
 
 func (a *API) deleteConfig(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
@@ -324,15 +312,6 @@ func (a *API) listAppEvents(w http.ResponseWriter, r *http.Request, svc *apps.Se
 	}
 	q.AppID = r.PathValue("id")
 	a.answerEvents(w, r, q)
-}
-
-// answer writes out as 200 JSON, or err.
-func answer[T any](a *API, w http.ResponseWriter, r *http.Request, out T, err error) {
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // decodeOptional decodes a JSON body that may be left out.
