@@ -123,7 +123,7 @@ func (s *Service) Recover(ctx context.Context) error {
 		if a.State != api.AppCreating {
 			continue
 		}
-		actx := tenancy.With(ctx, tenancy.Principal{TenantID: a.TenantID, Role: api.RoleMember})
+		actx := asTenant(ctx, a.TenantID)
 		s.destroy(actx, a.Live, a.Dev)
 		if _, err := s.apps.UpdateApp(actx, a.ID, func(a *store.App) error {
 			a.State, a.Error, a.Live, a.Dev = api.AppFailed, "the control plane restarted while the app was created; delete it and create it again", "", ""
@@ -149,6 +149,13 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// asTenant is ctx acting for tenantID, as a member: the control plane's
+// own work on an app (recovery, the router's requests) goes through the
+// tenant-scoped doors as the app's tenant, never across tenants.
+func asTenant(ctx context.Context, tenantID string) context.Context {
+	return tenancy.With(ctx, tenancy.Principal{TenantID: tenantID, Role: api.RoleMember})
 }
 
 // reapOrphans destroys the sandboxes labelled as an app's that their app
@@ -179,7 +186,7 @@ func (s *Service) reapOrphans(ctx context.Context) error {
 			continue
 		}
 		s.log.Warn("apps: destroying an app sandbox no app points at", "sandbox.id", sb.ID, "app", sb.Labels[LabelApp])
-		s.destroy(tenancy.With(ctx, tenancy.Principal{TenantID: sb.TenantID, Role: api.RoleMember}), sb.ID)
+		s.destroy(asTenant(ctx, sb.TenantID), sb.ID)
 	}
 	return nil
 }

@@ -191,10 +191,10 @@ func (s *Service) checkWebSocket(ctx context.Context, a *store.App, id, role str
 	return nil
 }
 
-// waitHealthy checks role's sandbox until every check passes or the ready
-// timeout ends, and returns the last checks.
-func (s *Service) waitHealthy(ctx context.Context, a *store.App, id, role string) ([]api.Check, bool) {
-	deadline := time.Now().Add(s.cfg.ReadyTimeout)
+// waitHealthy checks role's sandbox until every check passes, patience
+// runs out or ctx ends, and returns the last checks.
+func (s *Service) waitHealthy(ctx context.Context, a *store.App, id, role string, patience time.Duration) ([]api.Check, bool) {
+	deadline := time.Now().Add(patience)
 	for {
 		checks, ok := s.health(ctx, a, id, role)
 		if ok || time.Now().After(deadline) || ctx.Err() != nil {

@@ -31,10 +31,7 @@ func (s *Service) Processes(ctx context.Context, id, role string) (api.AppProces
 	if err != nil {
 		return api.AppProcesses{}, err
 	}
-	if _, err := s.supervise(ctx, a, sb, role); err != nil {
-		return api.AppProcesses{}, err
-	}
-	st, err := s.sbx.AppStatus(ctx, sb)
+	st, err := s.supervise(ctx, a, sb, role)
 	if err != nil {
 		return api.AppProcesses{}, err
 	}

@@ -56,7 +56,7 @@ func (s *Service) Promote(ctx context.Context, id string) (api.PromoteResult, er
 	if _, err := s.supervise(ctx, a, cand, api.RoleLive); err != nil {
 		return api.PromoteResult{}, err
 	}
-	liveChecks, ok := s.waitHealthy(ctx, a, cand, api.RoleLive)
+	liveChecks, ok := s.waitHealthy(ctx, a, cand, api.RoleLive, s.cfg.ReadyTimeout)
 	checks = append(checks, prefixed("live.", liveChecks)...)
 	if !ok {
 		return api.PromoteResult{}, checkFailed("the promoted copy", liveChecks)

@@ -135,12 +135,12 @@ func (s *Service) Target(ctx context.Context, a *store.App, role string) (Route,
 		r.Port = p
 		return r, nil
 	}
-	ctx = tenancy.With(ctx, tenancy.Principal{TenantID: a.TenantID, Role: api.RoleMember})
-	port, err := s.supervise(ctx, a, r.Sandbox, role)
+	ctx = asTenant(ctx, a.TenantID)
+	st, err := s.supervise(ctx, a, r.Sandbox, role)
 	if err != nil {
 		return r, err
 	}
-	r.Port = port
+	r.Port = webPort(st)
 	return r, nil
 }
 

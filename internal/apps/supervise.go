@@ -36,32 +36,31 @@ func (s *Service) roleEnv(ctx context.Context, a *store.App, role string) (map[s
 }
 
 // supervise has the supervisor of sandbox id run the app as role (starting
-// the sandbox if it is stopped) and returns the web process's port, 0 when
-// the manifest has none. Configuring an agent that already runs the same
-// configuration changes nothing.
-func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) (int, error) {
+// the sandbox if it is stopped), keeps the web process's port for the
+// router, and returns the supervisor's status. Configuring an agent that
+// already runs the same configuration changes nothing.
+func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) (agentproto.AppStatus, error) {
 	unlock := s.superviseLocks.Lock(id)
 	defer unlock()
 	sb, err := s.sbx.Get(ctx, id)
 	if err != nil {
-		return 0, err
+		return agentproto.AppStatus{}, err
 	}
 	if sb.State == api.StateStopped {
 		if _, err := s.sbx.Start(ctx, id); err != nil {
-			return 0, err
+			return agentproto.AppStatus{}, err
 		}
 	}
 	env, err := s.roleEnv(ctx, a, role)
 	if err != nil {
-		return 0, err
+		return agentproto.AppStatus{}, err
 	}
 	st, err := s.sbx.AppConfigure(ctx, id, agentproto.AppConfig{Dir: Dir, Env: env})
 	if err != nil {
-		return 0, fmt.Errorf("app %s: supervise %s sandbox %s: %w", a.Name, role, id, err)
+		return st, fmt.Errorf("app %s: supervise %s sandbox %s: %w", a.Name, role, id, err)
 	}
-	port := webPort(st)
-	s.cache.setPort(id, port)
-	return port, nil
+	s.cache.setPort(id, webPort(st))
+	return st, nil
 }
 
 // webPort is the port of the web process the supervisor runs, 0 for none.

@@ -333,27 +333,17 @@ func (r *taskRun) buildStatus(ctx context.Context, st agentproto.AppStatus) stri
 // healthAfter waits, up to healthWait, for every process to run and the
 // dev route's "/" to answer 200.
 func (r *taskRun) healthAfter(ctx context.Context, st agentproto.AppStatus) (healthy, previewOK bool) {
-	deadline := time.Now().Add(healthWait)
-	for {
-		checks, ok := r.s.health(ctx, r.a, r.a.Dev, api.RoleDev)
-		previewOK = false
-		for _, c := range checks {
-			if c.Name == "http" {
-				previewOK = c.OK
-			}
-		}
-		if st.Manifest != nil && st.Manifest.Web == nil {
-			previewOK = true // nothing to preview
-		}
-		if ok || time.Now().After(deadline) || ctx.Err() != nil {
-			if !ok {
-				r.log("system", "app unhealthy: "+checkFailed("dev", checks).Error()+"\n")
-			}
-			return ok, previewOK
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
+	checks, healthy := r.s.waitHealthy(ctx, r.a, r.a.Dev, api.RoleDev, healthWait)
+	if !healthy {
+		r.log("system", "app unhealthy: "+checkFailed("dev", checks).Error()+"\n")
+	}
+	if st.Manifest != nil && st.Manifest.Web == nil {
+		return healthy, true // nothing to preview
+	}
+	for _, c := range checks {
+		if c.Name == "http" {
+			previewOK = c.OK
 		}
 	}
+	return healthy, previewOK
 }
