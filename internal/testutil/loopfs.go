@@ -139,15 +139,20 @@ func (fs *LoopFS) cleanup(t testing.TB) {
 		t.Errorf("LoopFS: %v", err)
 		return
 	}
-	// Autoclear detaches it when its last user goes. A namespace-driver
-	// sandbox another test's server keeps warm holds a copy of the host's
-	// mounts, this one's too, until it is claimed or its server stops:
-	// wait for that (at most a test's life) before saying who leaks.
-	var err error
-	for range 6 {
-		if err = loopdev.WaitDetached(fs.Device); err == nil {
-			return
-		}
+	// Autoclear detaches it when its last user goes.
+	err := loopdev.WaitDetached(fs.Device)
+	if err == nil {
+		return
+	}
+	// A namespace-driver sandbox another package's test server keeps warm
+	// holds a copy of the host's mounts, this one's too, until it is
+	// claimed or its server stops; autoclear frees the device then. Only a
+	// mount left in the test binary's own namespace, or a device no
+	// namespace mounts (an open file holds it), is this test's leak.
+	ours, others := loopHolders(fs.Device)
+	if !ours && len(others) > 0 {
+		t.Logf("LoopFS: %s is still attached, held only by the mount namespaces of %v; it detaches when they end", fs.Device, others)
+		return
 	}
 	t.Error(err)
 }

@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/loopdev"
 )
 
 // mounted reports whether dir is a mount point in this mount namespace.
@@ -107,6 +110,51 @@ func TestLoopFSBusy(t *testing.T) {
 		return
 	}
 	checkGone(t, fs)
+}
+
+// TestLoopFSHeldElsewhere: another process's copy of the host's mounts
+// (as a warm sandbox of another test's server holds one) keeps the device
+// attached past the cleanup. That is no leak of the test's, so the test
+// passes; the device detaches once the copy ends.
+func TestLoopFSHeldElsewhere(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("no unshare (Debian package util-linux): %v", err)
+	}
+	var fs *LoopFS
+	var holder *exec.Cmd
+	passed := t.Run("use", func(t *testing.T) {
+		fs = NewLoopFS(t, LoopFSConfig{Type: "ext4"})
+		holder = exec.Command("unshare", "--mount", "--propagation", "private", "sleep", "120")
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(holder.Process.Pid), "mountinfo"))
+			ns, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(holder.Process.Pid), "ns", "mnt"))
+			self, _ := os.Readlink("/proc/self/ns/mnt")
+			if ns != self && mountsSource(string(b), fs.Device) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the holder never had a copy of the mount")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if fs == nil {
+		return
+	}
+	if holder != nil && holder.Process != nil {
+		holder.Process.Kill()
+		holder.Wait()
+	}
+	if !passed {
+		t.Fatal("a copy of the mount in another namespace failed the test that made it")
+	}
+	if err := loopdev.WaitDetached(fs.Device); err != nil {
+		t.Errorf("after its holder ended: %v", err)
+	}
 }
 
 func TestLoopFSMountRefused(t *testing.T) {
