@@ -77,6 +77,31 @@ func (a *Authenticator) Begin(ctx context.Context, header string) (_ context.Con
 	return tenancy.With(ctx, p), end, nil
 }
 
+// BeginKey is Begin for a request that proved its key some other way: it
+// carries a grant the server signed for key id (an E2B envd access token,
+// internal/e2b). The key must still exist, and the request ends, like one
+// Begin serves, as soon as Revoke revokes the key. An unknown id is an
+// invalid_api_key error.
+func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Context, end func(), _ error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	remove := a.sessions.add(id, cancel)
+	end = func() {
+		remove()
+		cancel(context.Canceled)
+	}
+	k, err := a.Store.LookupKey(ctx, id)
+	if err != nil {
+		end()
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil, nil, errInvalidKey
+		}
+		return nil, nil, err
+	}
+	p := tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role}
+	a.touch(tenancy.With(ctx, p), k.ID)
+	return tenancy.With(ctx, p), end, nil
+}
+
 // Revoke deletes key id of the caller's tenant and, with cascade, every
 // key it created, transitively (store.Store.DeleteKey, which says who may
 // delete what), then ends every request in flight that those keys

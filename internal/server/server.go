@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/connlimit"
 	"github.com/hutchdev/hutch/internal/diskguard"
 	"github.com/hutchdev/hutch/internal/driver"
+	"github.com/hutchdev/hutch/internal/e2b"
 	"github.com/hutchdev/hutch/internal/egress"
 	"github.com/hutchdev/hutch/internal/hostinfo"
 	"github.com/hutchdev/hutch/internal/httpapi"
@@ -231,7 +232,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxTarBytes:  cfg.MaxTarBytes,
 		Metrics:      metrics,
 	})
-	s.serve(ln, previews.Wrap(handler))
+	e2bKey, err := keyfile.Load(filepath.Join(cfg.DataDir, "e2b.key"), router.KeyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("e2b key: %w", err)
+	}
+	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Key: e2bKey, Domain: cfg.PreviewDomain,
+		MaxBodyBytes: cfg.MaxBodyBytes, Log: log})
+	s.serve(ln, previews.Wrap(withE2B(compat, handler)))
 	s.serveMetrics(metricsLn, metrics)
 
 	caps := drivers.Default().Capabilities()

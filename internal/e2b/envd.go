@@ -1,0 +1,159 @@
+package e2b
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem/filesystemconnect"
+	"github.com/hutchdev/hutch/internal/e2b/envdpb/process/processconnect"
+	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/tenancy"
+)
+
+// envdPrefix is where envd's API is mounted: E2B_SANDBOX_URL.
+const envdPrefix = Prefix + "/envd"
+
+// readOnly are the envd calls a reader key may make.
+var readOnly = map[string]bool{
+	"GET /files":  true,
+	"GET /health": true,
+	"POST " + processconnect.ProcessListProcedure:           true,
+	"POST " + filesystemconnect.FilesystemStatProcedure:     true,
+	"POST " + filesystemconnect.FilesystemListDirProcedure:  true,
+	"POST " + filesystemconnect.FilesystemWatchDirProcedure: true,
+}
+
+// envdRoutes mounts envd's API: its two Connect services (Connect's JSON
+// and binary protobuf, gRPC and gRPC-Web, as connect-go serves them) and
+// its /files and /health routes.
+func (h *Handler) envdRoutes() {
+	for _, mount := range []func() (string, http.Handler){
+		func() (string, http.Handler) { return processconnect.NewProcessHandler(processService{h}) },
+		func() (string, http.Handler) { return filesystemconnect.NewFilesystemHandler(filesystemService{h}) },
+	} {
+		path, handler := mount()
+		h.mux.Handle(envdPrefix+path, h.envdCall(http.StripPrefix(envdPrefix, handler)))
+	}
+	h.mux.Handle("GET "+envdPrefix+"/files", h.envdCall(http.HandlerFunc(h.download)))
+	h.mux.Handle("POST "+envdPrefix+"/files", h.envdCall(http.HandlerFunc(h.upload)))
+	h.mux.Handle("GET "+envdPrefix+"/health", h.envdCall(http.HandlerFunc(h.health)))
+}
+
+// call is who an envd call is for: the sandbox its headers name, and the
+// user it asks to act as (E2B's Authorization: Basic <user>:).
+type call struct {
+	sandbox string
+	user    string
+}
+
+type callKey struct{}
+
+func callFrom(ctx context.Context) call {
+	c, _ := ctx.Value(callKey{}).(call)
+	return c
+}
+
+// envdCall authenticates an envd call: E2b-Sandbox-Id names the sandbox
+// and X-Access-Token must be its token, which names the key the call then
+// acts as (ended when that key is revoked). A reader key reaches only the
+// calls that change nothing.
+func (h *Handler) envdCall(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		untimed(w)
+		id := r.Header.Get("E2b-Sandbox-Id")
+		if id == "" {
+			h.writeError(w, r, errdefs.New(errdefs.ErrUnauthorized, "missing_sandbox_id", "an envd call names its sandbox in the E2b-Sandbox-Id header"))
+			return
+		}
+		keyID, err := h.tokens.verify(r.Header.Get("X-Access-Token"), id)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		ctx, end, err := h.cfg.Auth.BeginKey(r.Context(), keyID)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		defer end()
+		p, _ := tenancy.From(ctx)
+		least := api.RoleMember
+		if readOnly[r.Method+" "+strings.TrimPrefix(r.URL.Path, envdPrefix)] {
+			least = api.RoleReader
+		}
+		if !p.Holds(least) {
+			h.writeError(w, r, tenancy.RoleRequired(least))
+			return
+		}
+		user, err := basicUser(r.Header.Get("Authorization"))
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		ctx = context.WithValue(ctx, callKey{}, call{sandbox: id, user: user})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// basicUser is the user name of E2B's Authorization: Basic <user>: header
+// ("" without one).
+func basicUser(header string) (string, error) {
+	enc, ok := strings.CutPrefix(header, "Basic ")
+	if !ok {
+		return "", nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return "", errdefs.Invalid("invalid_user", "the Authorization header is not Basic <base64 user:>")
+	}
+	user, _, _ := strings.Cut(string(b), ":")
+	return user, nil
+}
+
+// asUser checks that the sandbox can act as the call's user. A hutch
+// sandbox runs everything as one account: its unprivileged user, or root
+// when it was created as root. E2B's "user" (its default) is that account;
+// "root" is only a root sandbox's.
+func (h *Handler) asUser(ctx context.Context, c call) error {
+	switch c.user {
+	case "", "user":
+		return nil
+	case "root":
+		sb, err := h.cfg.Sandboxes.Get(ctx, c.sandbox)
+		if err != nil {
+			return err
+		}
+		if !sb.Root {
+			return errdefs.Forbidden("not_root", "sandbox %s runs as its user, not root: create it with root (hutch API, root: true) to act as root", c.sandbox)
+		}
+		return nil
+	}
+	return errdefs.Invalid("unknown_user", "user %q: a hutch sandbox has one account, \"user\" (or \"root\" in a root sandbox)", c.user)
+}
+
+// health answers envd's GET /health: 204 while the sandbox runs, 502 when
+// it does not (which the SDK reads as "not running").
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	sb, err := h.cfg.Sandboxes.Get(r.Context(), callFrom(r.Context()).sandbox)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if sb.State != api.StateRunning {
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// rpcCall returns the call a Connect request is for, checked as asUser.
+func (h *Handler) rpcCall(ctx context.Context) (call, error) {
+	c := callFrom(ctx)
+	if err := h.asUser(ctx, c); err != nil {
+		return c, h.rpcError(err)
+	}
+	return c, nil
+}
