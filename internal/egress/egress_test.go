@@ -186,9 +186,14 @@ func TestAllowlistPrivate(t *testing.T) {
 	if code, _ := f.get(t, "http://"+port(f.target)+"/after", false); code != http.StatusForbidden {
 		t.Fatalf("after the change to none: %d, want 403", code)
 	}
-	// A tunnel is counted when both its ends have closed, which may be
-	// after the client has its answer.
-	for deadline := time.Now().Add(5 * time.Second); f.sb.Allowed.Load() < 3 && time.Now().Before(deadline); {
+	// A tunnel is counted and reported when both its ends have closed,
+	// which may be after the client has its answer; the count comes first.
+	reported := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.reports)
+	}
+	for deadline := time.Now().Add(5 * time.Second); (f.sb.Allowed.Load() < 3 || reported() < 4) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if f.sb.Allowed.Load() != 3 || f.sb.Denied.Load() != 1 || f.sb.BytesIn.Load() == 0 {
