@@ -251,8 +251,14 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, p tenancy.Principa
 	}
 }
 
+// kill destroys a sandbox; one already gone is 404, which the SDK reads
+// as "false".
 func (h *Handler) kill(w http.ResponseWriter, r *http.Request, _ tenancy.Principal) {
-	if err := h.cfg.Sandboxes.Destroy(r.Context(), r.PathValue("id")); err != nil {
+	sb, ok := h.sandbox(w, r)
+	if !ok {
+		return
+	}
+	if err := h.cfg.Sandboxes.Destroy(r.Context(), sb.ID); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -40,7 +40,9 @@ func (s processService) Start(ctx context.Context, req *connect.Request[pb.Start
 	}
 	if preq.PTY == nil && !req.Msg.GetStdin() {
 		// E2B starts a command with no input unless asked (stdin: true).
-		if _, err := s.h.cfg.Sandboxes.WriteStdin(ctx, c.sandbox, p.PID, bytes.NewReader(nil), true); err != nil {
+		// A command that has already ended has no input to close.
+		_, err := s.h.cfg.Sandboxes.WriteStdin(ctx, c.sandbox, p.PID, bytes.NewReader(nil), true)
+		if err != nil && !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
 			return s.h.rpcError(err)
 		}
 	}
@@ -100,9 +102,12 @@ func (s processService) follow(ctx context.Context, sandbox string, p api.Proces
 }
 
 // ended is what a stream whose context ended returns: past its deadline
-// the process is killed (its whole group) first.
+// the process is killed (its whole group) first. The SDK aborts the
+// request at its timeout as the server's deadline passes, and its abort
+// may arrive first: an end within deadlineSlack of the deadline is the
+// deadline's.
 func (s processService) ended(ctx context.Context, sandbox string, pid int) error {
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > deadlineSlack {
 		return ctx.Err()
 	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -149,6 +154,10 @@ func endEvent(p *api.Process) *pb.ProcessEvent_EndEvent {
 	}
 	return end
 }
+
+// deadlineSlack is how early before its deadline a stream's end still
+// counts as the deadline's.
+const deadlineSlack = time.Second
 
 // keepaliveEvery is the interval the client asks keepalives at
 // (Keepalive-Ping-Interval, seconds); 50 s, the SDK's, when it does not.
