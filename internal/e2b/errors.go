@@ -21,7 +21,7 @@ type restError struct {
 // writeError answers err the way E2B's APIs do, with hutch's status for it.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := errdefs.HTTPStatus(err)
-	if status >= 500 {
+	if status >= 500 && status != http.StatusNotImplemented {
 		h.cfg.Log.Error("e2b request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
 	}
 	writeJSON(w, status, restError{Code: status, ErrorCode: code, Message: msg})

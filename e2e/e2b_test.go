@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+)
+
+// TestE2BCompat runs the unmodified E2B SDK (e2e/e2b, e2b@2.51.0) against
+// a real hutch: every method docs/E2B.md marks as working.
+func TestE2BCompat(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat("e2b/node_modules/e2b"); err != nil {
+		t.Fatalf("the E2B SDK is not installed: run npm ci in e2e/e2b (%v)", err)
+	}
+	s := startServer(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "compat.test.mjs")
+	cmd.Dir = "e2b"
+	cmd.Env = append(os.Environ(), "E2B_API_URL="+s.url+"/e2b", "E2B_SANDBOX_URL="+s.url+"/e2b/envd", "E2B_API_KEY="+s.key)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test compat.test.mjs: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	page, err := s.client().ListSandboxes(context.Background(), client.ListOptions{State: api.StateRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Sandboxes) > 0 {
+		t.Errorf("the script left %d sandboxes running", len(page.Sandboxes))
+	}
+}
+
+// e2bCall makes one call of E2B's control API (key in X-API-KEY) or of
+// envd (token and sandbox in their headers) and returns its status and
+// body.
+func e2bCall(t *testing.T, s *server, method, path string, hdr map[string]string, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// TestE2BAccess: the E2B doors keep hutch's tenancy and roles. Another
+// tenant's key finds none of a sandbox, an envd token reaches its own
+// sandbox only and dies with its key, a reader key changes nothing, and
+// what hutch cannot honour is refused by name.
+func TestE2BAccess(t *testing.T) {
+	s := startServer(t, "")
+	ctx := context.Background()
+	admin := s.client()
+	keyHdr := func(key string) map[string]string { return map[string]string{"X-API-KEY": key} }
+	envdHdr := func(sandbox, token string) map[string]string {
+		return map[string]string{"E2b-Sandbox-Id": sandbox, "X-Access-Token": token}
+	}
+	type ref struct {
+		SandboxID       string `json:"sandboxID"`
+		EnvdAccessToken string `json:"envdAccessToken"`
+	}
+	create := func(key string) ref {
+		t.Helper()
+		code, body := e2bCall(t, s, "POST", "/e2b/v2/sandboxes", keyHdr(key), `{"templateID":"base","timeout":300}`)
+		if code != http.StatusCreated {
+			t.Fatalf("create: %d %s", code, body)
+		}
+		var r ref
+		if err := json.Unmarshal([]byte(body), &r); err != nil || r.SandboxID == "" || r.EnvdAccessToken == "" {
+			t.Fatalf("create answered %s (%v)", body, err)
+		}
+		t.Cleanup(func() { _ = admin.DeleteSandbox(context.Background(), r.SandboxID) })
+		return r
+	}
+	list := "/e2b/envd/process.Process/List"
+
+	ours := create(s.key)
+	if code, body := e2bCall(t, s, "POST", list, envdHdr(ours.SandboxID, ours.EnvdAccessToken), "{}"); code != 200 {
+		t.Fatalf("envd List with the sandbox's own token: %d %s", code, body)
+	}
+
+	// Another tenant: nothing of ours, by any door.
+	acme, err := admin.CreateTenant(ctx, api.CreateTenantRequest{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirKey := acme.Key.Secret
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/e2b/sandboxes/" + ours.SandboxID},
+		{"DELETE", "/e2b/sandboxes/" + ours.SandboxID},
+		{"POST", "/e2b/v2/sandboxes/" + ours.SandboxID + "/connect"},
+		{"POST", "/e2b/sandboxes/" + ours.SandboxID + "/timeout"},
+		{"POST", "/e2b/sandboxes/" + ours.SandboxID + "/pause"},
+		{"POST", "/e2b/sandboxes/" + ours.SandboxID + "/fork"},
+	} {
+		if code, body := e2bCall(t, s, c.method, c.path, keyHdr(theirKey), `{"timeout":60}`); code != http.StatusNotFound {
+			t.Errorf("acme's %s %s: %d %s, want 404", c.method, c.path, code, body)
+		}
+	}
+	if code, body := e2bCall(t, s, "GET", "/e2b/v2/sandboxes", keyHdr(theirKey), ""); code != 200 || strings.Contains(body, ours.SandboxID) {
+		t.Errorf("acme's list: %d %s", code, body)
+	}
+	theirs := create(theirKey)
+	// A token is its sandbox's: ours does not open theirs, nor theirs ours.
+	for _, c := range []struct{ sandbox, token string }{
+		{theirs.SandboxID, ours.EnvdAccessToken},
+		{ours.SandboxID, theirs.EnvdAccessToken},
+		{ours.SandboxID, ""},
+		{ours.SandboxID, "garbage"},
+		{"", ours.EnvdAccessToken},
+	} {
+		if code, body := e2bCall(t, s, "POST", list, envdHdr(c.sandbox, c.token), "{}"); code != http.StatusUnauthorized {
+			t.Errorf("envd List of %q with token %.12q…: %d %s, want 401", c.sandbox, c.token, code, body)
+		}
+	}
+
+	// A reader key reads and changes nothing.
+	reader, err := admin.CreateKey(ctx, api.CreateKeyRequest{Name: "reader", Role: api.RoleReader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e2bCall(t, s, "POST", "/e2b/v2/sandboxes", keyHdr(reader.Secret), `{"templateID":"base"}`); code != http.StatusForbidden {
+		t.Errorf("create with a reader key: %d %s, want 403", code, body)
+	}
+	code, body := e2bCall(t, s, "GET", "/e2b/sandboxes/"+ours.SandboxID, keyHdr(reader.Secret), "")
+	if code != 200 {
+		t.Fatalf("GET with a reader key: %d %s", code, body)
+	}
+	var detail ref
+	if err := json.Unmarshal([]byte(body), &detail); err != nil {
+		t.Fatal(err)
+	}
+	readerHdr := envdHdr(ours.SandboxID, detail.EnvdAccessToken)
+	if code, body := e2bCall(t, s, "POST", list, readerHdr, "{}"); code != 200 {
+		t.Errorf("envd List with a reader's token: %d %s", code, body)
+	}
+	// Refused at the door, before the stream's first frame is read.
+	readerHdr["Content-Type"] = "application/connect+json"
+	if code, body := e2bCall(t, s, "POST", "/e2b/envd/process.Process/Start", readerHdr, ""); code != http.StatusForbidden {
+		t.Errorf("envd Start with a reader's token: %d %s, want 403", code, body)
+	}
+
+	// A token dies with the key it names.
+	member, err := admin.CreateKey(ctx, api.CreateKeyRequest{Name: "doomed", Role: api.RoleMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doomed := create(member.Secret)
+	if code, body := e2bCall(t, s, "POST", list, envdHdr(doomed.SandboxID, doomed.EnvdAccessToken), "{}"); code != 200 {
+		t.Fatalf("envd List before the revocation: %d %s", code, body)
+	}
+	if err := admin.DeleteKey(ctx, member.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e2bCall(t, s, "POST", list, envdHdr(doomed.SandboxID, doomed.EnvdAccessToken), "{}"); code != http.StatusUnauthorized {
+		t.Errorf("envd List after the key's revocation: %d %s, want 401", code, body)
+	}
+
+	// What hutch cannot honour is refused by name, and nothing is made.
+	before, err := admin.ListSandboxes(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"templateID":"base","timeout":-5}`, http.StatusBadRequest},
+		{`{"templateID":"no-such-template"}`, http.StatusBadRequest},
+		{`{"templateID":"base","mcp":{"x":{}}}`, http.StatusNotImplemented},
+		{`{"templateID":"base","network":{"denyOut":["10.0.0.0/8"]}}`, http.StatusNotImplemented},
+		{`{"templateID":`, http.StatusBadRequest},
+	} {
+		code, body := e2bCall(t, s, "POST", "/e2b/v2/sandboxes", keyHdr(s.key), c.body)
+		var e struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if code != c.code || json.Unmarshal([]byte(body), &e) != nil || e.Code != code || e.Message == "" {
+			t.Errorf("create %s: %d %s, want %d with E2B's error body", c.body, code, body, c.code)
+		}
+	}
+	after, err := admin.ListSandboxes(ctx, client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Sandboxes) != len(before.Sandboxes) {
+		t.Errorf("refused creates left sandboxes: %d before, %d after", len(before.Sandboxes), len(after.Sandboxes))
+	}
+	if code, _ := e2bCall(t, s, "GET", "/e2b/v2/sandboxes", nil, ""); code != http.StatusUnauthorized {
+		t.Errorf("list without a key: %d, want 401", code)
+	}
+}
