@@ -52,6 +52,8 @@ test('Sandbox: create, getInfo, list, connect, setTimeout, getHost, isRunning, k
 
   const page = await Sandbox.list({ query: { metadata: { case: 'lifecycle' } } }).nextItems()
   assert.deepEqual(page.map(s => s.sandboxId), [sb.sandboxId])
+  const later = await Sandbox.list({ query: { metadata: { case: 'lifecycle' }, startedAfter: new Date(Date.now() + 60_000) } }).nextItems()
+  assert.deepEqual(later, [])
 
   const again = await Sandbox.connect(sb.sandboxId)
   assert.equal((await again.commands.run('echo connected')).stdout, 'connected\n')
@@ -230,6 +232,15 @@ test('pause and resume: pause, betaPause, connect', async () => {
   const resumed = await Sandbox.connect(sb.sandboxId)
   assert.equal((await resumed.getInfo()).state, 'running')
   assert.equal(await resumed.files.read('/tmp/kept.txt'), 'kept')
+
+  // Without its memory: its files are kept, its processes end.
+  await resumed.files.write('/workspace/on-disk.txt', 'on disk')
+  await resumed.commands.run('sleep 600', { background: true })
+  assert.equal(await resumed.pause({ keepMemory: false }), true)
+  assert.equal((await resumed.getInfo()).state, 'paused')
+  const restarted = await Sandbox.connect(sb.sandboxId)
+  assert.equal(await restarted.files.read('/workspace/on-disk.txt'), 'on disk')
+  assert.ok(!(await restarted.commands.list()).some(p => p.args.includes('sleep 600')))
 })
 
 test('snapshots and fork', async () => {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
@@ -219,9 +220,21 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, _ tenancy.Princip
 		h.writeError(w, r, err)
 		return
 	}
+	var after time.Time
+	if a := q.Get("startedAfter"); a != "" {
+		if after, err = time.Parse(time.RFC3339Nano, a); err != nil {
+			h.writeError(w, r, errdefs.Invalid("invalid_started_after", "startedAfter must be an RFC 3339 time: %v", err))
+			return
+		}
+	}
+	template := q.Get("template")
 	out := []listedSandbox{}
 	for _, sb := range page.Sandboxes {
-		if live(sb) && slices.Contains(states, stateOf(sb)) {
+		switch {
+		case !live(sb), !slices.Contains(states, stateOf(sb)):
+		case template != "" && template != templateOf(sb):
+		case sb.CreatedAt.Before(after):
+		default:
 			out = append(out, h.listed(sb))
 		}
 	}
@@ -290,8 +303,14 @@ func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, _ tenancy.P
 }
 
 // pause pauses a running sandbox: 409 when it is not running, as E2B
-// answers for one already paused.
+// answers for one already paused. Without its memory (memory: false) it
+// is stopped: its files kept, its processes ended.
 func (h *Handler) pause(w http.ResponseWriter, r *http.Request, _ tenancy.Principal) {
+	var in timeoutBody
+	if err := h.decode(w, r, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	sb, ok := h.sandbox(w, r)
 	if !ok {
 		return
@@ -300,7 +319,11 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request, _ tenancy.Princi
 		h.writeError(w, r, errdefs.Conflict("sandbox_not_running", "sandbox %s is %s", sb.ID, sb.State))
 		return
 	}
-	if _, err := h.cfg.Sandboxes.Pause(r.Context(), sb.ID); err != nil {
+	pause := h.cfg.Sandboxes.Pause
+	if in.Memory != nil && !*in.Memory {
+		pause = h.cfg.Sandboxes.Stop
+	}
+	if _, err := pause(r.Context(), sb.ID); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

@@ -50,6 +50,7 @@ type Sandboxes interface {
 	Pause(ctx context.Context, id string) (api.Sandbox, error)
 	Resume(ctx context.Context, id string) (api.Sandbox, error)
 	Start(ctx context.Context, id string) (api.Sandbox, error)
+	Stop(ctx context.Context, id string) (api.Sandbox, error)
 	SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error)
 	Metrics(ctx context.Context, id string) (api.SandboxMetrics, error)
 	Snapshot(ctx context.Context, id string, req api.CreateSnapshotRequest) (api.Snapshot, error)

@@ -40,14 +40,29 @@ func (s processService) Start(ctx context.Context, req *connect.Request[pb.Start
 	}
 	if preq.PTY == nil && !req.Msg.GetStdin() {
 		// E2B starts a command with no input unless asked (stdin: true).
-		// A command that has already ended has no input to close.
-		_, err := s.h.cfg.Sandboxes.WriteStdin(ctx, c.sandbox, p.PID, bytes.NewReader(nil), true)
-		if err != nil && !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
-			return s.h.rpcError(err)
-		}
+		// Its input closes beside the output's first read, not before it:
+		// the agent serves both at once, and a command's first output does
+		// not wait for a round trip.
+		closed := make(chan error, 1)
+		go func() { closed <- s.closeStdin(ctx, c.sandbox, p.PID) }()
+		defer func() {
+			if err := <-closed; err != nil {
+				s.h.cfg.Log.Warn("e2b: close a command's input", "sandbox", c.sandbox, "pid", p.PID, "err", err)
+			}
+		}()
 	}
 	send := func(ev *pb.ProcessEvent) error { return stream.Send(&pb.StartResponse{Event: ev}) }
 	return s.follow(ctx, c.sandbox, p, 0, keepaliveEvery(req.Header()), send)
+}
+
+// closeStdin closes a process's input; one that has already ended has no
+// input to close, which is no error.
+func (s processService) closeStdin(ctx context.Context, sandbox string, pid int) error {
+	_, err := s.h.cfg.Sandboxes.WriteStdin(context.WithoutCancel(ctx), sandbox, pid, bytes.NewReader(nil), true)
+	if err != nil && !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 func (s processService) Connect(ctx context.Context, req *connect.Request[pb.ConnectRequest], stream *connect.ServerStream[pb.ConnectResponse]) error {
