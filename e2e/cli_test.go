@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
@@ -164,5 +166,122 @@ func TestCLIExtend(t *testing.T) {
 	}
 	if _, errOut, code := s.cli("", "sandbox", "extend", id, "99h"); code == 0 || !strings.Contains(errOut, "invalid_timeout") {
 		t.Errorf("over the maximum: %q %d", errOut, code)
+	}
+}
+
+// TestCLIVerbs drives the docker-like verbs, the per-resource commands
+// and --json against a real server.
+func TestCLIVerbs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the namespace driver's pause, snapshots and forks; CI runs as root")
+	}
+	s := startServer(t, "", "--driver", "namespace")
+	out, errOut, code := s.cli("", "sandbox", "create")
+	if code != 0 {
+		t.Fatalf("create: %s", errOut)
+	}
+	id := strings.TrimSpace(out)
+
+	// Listing, inspecting, errors.
+	if out, _, _ := s.cli("", "ls", "-q"); out != id+"\n" {
+		t.Errorf("ls -q = %q", out)
+	}
+	var list []api.Sandbox
+	if out, _, code := s.cli("", "inspect", id); json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].ID != id || code != 0 {
+		t.Errorf("inspect = %q %d", out, code)
+	}
+	var apiErr api.Error
+	if out, errOut, code := s.cli("", "--json", "sandbox", "get", "01jzzzzzzzzzzzzzzzzzzzzzzz"); code != 1 || out != "" ||
+		json.Unmarshal([]byte(errOut), &apiErr) != nil || apiErr.Error.Code != "sandbox_not_found" {
+		t.Errorf("--json get unknown: %q %q %d", out, errOut, code)
+	}
+	if _, errOut, code := s.cli("", "sandbx", "ls"); code != 2 || !strings.Contains(errOut, "did you mean sandbox?") || strings.Contains(errOut, "hutch: hutch:") {
+		t.Errorf("sandbx: %q %d", errOut, code)
+	}
+
+	// exec: -i streams stdin; --json prints the API's result.
+	if out, _, code := s.cli("a\nb\n", "exec", "-i", id, "--", "sh", "-c", "cat; exit 4"); out != "a\nb\n" || code != 4 {
+		t.Errorf("exec -i = %q %d", out, code)
+	}
+	var res api.ExecResult
+	if out, _, code := s.cli("", "exec", "--json", id, "--", "echo", "hi"); json.Unmarshal([]byte(out), &res) != nil || res.Stdout != "hi\n" || code != 0 {
+		t.Errorf("exec --json = %q %d", out, code)
+	}
+
+	// attach: the output so far and after, stdin in, the exit status out.
+	out, _, _ = s.cli("", "start", id, "--", "sh", "-c", "echo ready; read x; echo got $x; exit 5")
+	pid := strings.TrimSpace(out)
+	if out, errOut, code := s.cli("hi\n", "attach", id, pid); !strings.Contains(out, "got hi") || code != 5 {
+		t.Errorf("attach = %q %q %d", out, errOut, code)
+	}
+
+	// Files one call at a time, and cp's summary and local errors.
+	if _, errOut, code := s.cli("hello", "cp", "-", id+":d/a.txt"); code != 0 || errOut != "hutch: copied 1 file, 5 bytes\n" {
+		t.Errorf("cp in: %q %d", errOut, code)
+	}
+	if _, errOut, code := s.cli("", "cp", filepath.Join(t.TempDir(), "none"), id+":x"); code != 1 || !strings.HasPrefix(errOut, "hutch: local: open ") {
+		t.Errorf("cp of a missing local file: %q %d", errOut, code)
+	}
+	if out, _, code := s.cli("", "fs", "mkdir", id, "e/f"); code != 0 || !strings.HasSuffix(out, "/e/f\n") {
+		t.Errorf("fs mkdir = %q %d", out, code)
+	}
+	if _, errOut, code := s.cli("", "fs", "mv", id, "d/a.txt", "e/b.txt"); code != 0 {
+		t.Errorf("fs mv: %q", errOut)
+	}
+	if out, _, _ := s.cli("", "fs", "ls", id, "e"); !strings.Contains(out, "b.txt") || !strings.Contains(out, "f/") {
+		t.Errorf("fs ls = %q", out)
+	}
+	if out, _, _ := s.cli("", "fs", "cat", id, "e/b.txt"); out != "hello" {
+		t.Errorf("fs cat = %q", out)
+	}
+	if _, errOut, code := s.cli("", "fs", "rm", "-r", id, "e"); code != 0 {
+		t.Errorf("fs rm -r: %q", errOut)
+	}
+
+	// Network and ports.
+	var n api.Network
+	if out, errOut, code := s.cli("", "network", "set", id, "--egress", "none", "--json"); json.Unmarshal([]byte(out), &n) != nil || n.Policy.Egress != "none" || code != 0 {
+		t.Errorf("network set = %q %q %d", out, errOut, code)
+	}
+	if out, _, _ := s.cli("", "network", "get", id); !strings.Contains(out, "none") {
+		t.Errorf("network get = %q", out)
+	}
+	if out, errOut, code := s.cli("", "port", "public", id, "8080"); code != 0 || !strings.Contains(out, "8080-"+id) {
+		t.Errorf("port public = %q %q %d", out, errOut, code)
+	}
+	if out, _, _ := s.cli("", "port", "ls", id); !strings.Contains(out, "public") {
+		t.Errorf("port ls = %q", out)
+	}
+	if out, _, code := s.cli("", "port", "url", "--ttl", "10m", id, "8080"); code != 0 || !strings.Contains(out, "8080-"+id) {
+		t.Errorf("port url = %q %d", out, code)
+	}
+
+	// Snapshots, forks, pause and resume.
+	out, errOut, code = s.cli("", "snapshot", "create", id)
+	if code != 0 {
+		t.Fatalf("snapshot create: %q", errOut)
+	}
+	snap := strings.TrimSpace(out)
+	if out, _, _ := s.cli("", "snapshot", "ls", "--sandbox", id); !strings.Contains(out, snap) {
+		t.Errorf("snapshot ls = %q", out)
+	}
+	if out, errOut, code := s.cli("", "fork", id); code != 0 || len(strings.Fields(out)) != 1 {
+		t.Errorf("fork = %q %q %d", out, errOut, code)
+	}
+	for _, verb := range []string{"pause", "resume"} {
+		if out, errOut, code := s.cli("", verb, id); code != 0 || out != id+"\n" {
+			t.Errorf("%s = %q %q %d", verb, out, errOut, code)
+		}
+	}
+	if _, errOut, code := s.cli("", "snapshot", "rm", snap); code != 0 {
+		t.Errorf("snapshot rm: %q", errOut)
+	}
+
+	// rm --all leaves nothing.
+	if _, errOut, code := s.cli("", "rm", "--all"); code != 0 {
+		t.Errorf("rm --all: %q", errOut)
+	}
+	if out, _, _ := s.cli("", "ls", "-q"); out != "" {
+		t.Errorf("after rm --all, ls -q = %q", out)
 	}
 }

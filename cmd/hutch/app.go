@@ -2,81 +2,44 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/ids"
 )
 
-const appUsage = `usage: hutch app <command> [flags] [args]
+// newAppCmd is `hutch app`: apps, the layer above sandboxes.
+func newAppCmd(e *env) *cobra.Command {
+	return newGroup("app", "Apps: a live and a dev sandbox behind one name",
+		"Apps: a live and a dev sandbox behind one name. Wherever a command takes APP,\nan app's id or its name will do.",
+		newAppCreateCmd(e),
+		newAppPresetsCmd(e),
+		newAppListCmd(e),
+		newAppGetCmd(e),
+		newAppRemoveCmd(e),
+		newAppTaskCmd(e),
+		newAppTasksCmd(e),
+		newAppLogsCmd(e),
+		newAppPsCmd(e),
+		newAppCheckpointCmd(e),
+		newAppCheckpointsCmd(e),
+		newAppUndoCmd(e),
+		newAppPromoteCmd(e),
+		newAppRollbackCmd(e),
+		newAppConfigCmd(e),
+		newAppEventsCmd(e),
+	)
+}
 
-Wherever a command takes APP, an app's id or its name will do.
-
-commands:
-  create NAME --preset P     make an app (--public, --template T, --wait)
-  presets                    list the server's presets
-  ls                         list apps
-  get APP                    show an app
-  rm APP…                    delete apps, their sandboxes and history
-  task APP -- CMD…           run a command in dev, follow its log, show what it did
-  tasks APP                  list an app's tasks
-  logs APP PROCESS           print (-f: follow) a process's log (--role dev|live)
-  ps APP                     list the processes of dev (--role live: of live)
-  checkpoint APP [-m MSG]    save dev's files as they are
-  checkpoints APP            list an app's checkpoints
-  undo APP                   bring back dev's files before the last task (--steps N, --to CHECKPOINT)
-  promote APP                make what dev runs live, once its checks pass
-  rollback APP               point live back at what it was before the last promotion
-  config APP                 list an app's config
-  config set APP KEY=VALUE   set a config value (--sensitive, --access); KEY alone reads stdin
-  config rm APP KEY…         delete config keys
-  events [-f] APP            print (-f: follow) an app's events
-
-Run 'hutch app <command> -h' for a command's flags.
-`
-
-// runApp is `hutch app <verb>`: apps, the layer above sandboxes.
-func runApp(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, appUsage)
-		return errUsageShown
-	}
-	verbs := map[string]command{
-		"create":      appCreate,
-		"presets":     appPresets,
-		"ls":          appList,
-		"list":        appList,
-		"get":         appGet,
-		"rm":          appRemove,
-		"task":        appTask,
-		"tasks":       appTasks,
-		"logs":        appLogs,
-		"ps":          appPs,
-		"checkpoint":  appCheckpoint,
-		"checkpoints": appCheckpoints,
-		"undo":        appUndo,
-		"promote":     appPromote,
-		"rollback":    appRollback,
-		"config":      appConfig,
-		"events":      appEvents,
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(e.stdout, appUsage)
-		return nil
-	}
-	verb, ok := verbs[args[0]]
-	if !ok {
-		fmt.Fprintf(e.stderr, "hutch: unknown app command %q\n\n%s", args[0], appUsage)
-		return errUsageShown
-	}
-	return verb(ctx, e, args[1:])
+// oneApp is the argument check of a command that takes one app.
+func oneApp(name string) cobra.PositionalArgs {
+	return nArgs(1, 1, "app "+name+" takes one app (its id or name)")
 }
 
 // appID resolves an app given by id or by name to its id. An id is used
@@ -117,19 +80,6 @@ func appByName(ctx context.Context, c *client.Client, name string) (*api.App, er
 		Message: fmt.Sprintf("no app has the id or name %q (hutch app ls lists them)", name)}
 }
 
-// oneApp parses the flags of a command that takes one app and resolves
-// it: the client and the app's id.
-func oneApp(ctx context.Context, e *env, fs *flag.FlagSet, args []string) (*client.Client, string, error) {
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(pos) != 1 {
-		return nil, "", usagef(fs, "%s takes one app (its id or name)", fs.Name())
-	}
-	return appClient(ctx, e, pos[0])
-}
-
 // appClient is the API's client and the id of the app ref names (its id
 // or name).
 func appClient(ctx context.Context, e *env, ref string) (*client.Client, string, error) {
@@ -141,293 +91,170 @@ func appClient(ctx context.Context, e *env, ref string) (*client.Client, string,
 	return c, id, err
 }
 
-func appCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app create", "hutch app create NAME --preset P [--public] [--template T] [--wait] [--json]\n\n"+
-		"Makes the app NAME, answering at NAME.<apps domain> (live) and its /dev/ route (dev):\n"+
-		"two sandboxes set up from the preset (hutch app presets lists them). Prints its id;\n"+
-		"--wait waits until it is ready.")
-	preset := fs.String("preset", "", "the `preset`: the app's starting files and processes (required)")
-	template := fs.String("template", "", "template `name` to use instead of the preset's image")
-	public := fs.Bool("public", false, "serve the app to everyone, not only to the tenant's keys and sessions")
-	wait := fs.Bool("wait", false, "wait until the app is ready or failed")
-	asJSON := fs.Bool("json", false, "print the app as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef(fs, "app create takes one name")
-	}
-	if *preset == "" {
-		return usagef(fs, "app create needs --preset (hutch app presets lists them)")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	a, err := c.CreateApp(ctx, api.CreateAppRequest{Name: pos[0], Preset: *preset, Template: *template, Public: *public})
-	if err != nil {
-		return err
-	}
-	if *wait {
-		if a, err = c.WaitApp(ctx, a.ID); err != nil {
+func newAppCreateCmd(e *env) *cobra.Command {
+	var (
+		preset, template string
+		public, wait     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME --preset P [--public] [--template T] [--wait]",
+		Short: "Make an app",
+		Long: "Makes the app NAME, answering at NAME.<apps domain> (live) and its /dev/ route (dev):\n" +
+			"two sandboxes set up from the preset (hutch app presets lists them). Prints its id;\n" +
+			"--wait waits until it is ready.",
+		Args: nArgs(1, 1, "app create takes one name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if preset == "" {
+				return usagef("app create needs --preset (hutch app presets lists them)")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			a, err := c.CreateApp(ctx, api.CreateAppRequest{Name: args[0], Preset: preset, Template: template, Public: public})
+			if err != nil {
+				return err
+			}
+			if wait {
+				if a, err = c.WaitApp(ctx, a.ID); err != nil {
+					return err
+				}
+			}
+			if e.json {
+				err = printJSON(e.stdout, a)
+			} else {
+				fmt.Fprintln(e.stdout, a.ID)
+			}
+			if err == nil && a.State == api.AppFailed {
+				return fmt.Errorf("app %s failed: %s", a.Name, orDash(a.Error))
+			}
+			if err == nil && !e.json {
+				fmt.Fprintf(e.stderr, "hutch: app %s %s: %s (dev: %s)\n", a.Name, a.State, a.URL, a.DevURL)
+			}
 			return err
-		}
+		},
 	}
-	if *asJSON {
-		err = printJSON(e.stdout, a)
-	} else {
-		fmt.Fprintln(e.stdout, a.ID)
-	}
-	if err == nil && a.State == api.AppFailed {
-		return fmt.Errorf("app %s failed: %s", a.Name, orDash(a.Error))
-	}
-	if err == nil && !*asJSON {
-		fmt.Fprintf(e.stderr, "hutch: app %s %s: %s (dev: %s)\n", a.Name, a.State, a.URL, a.DevURL)
-	}
-	return err
+	fs := cmd.Flags()
+	fs.StringVar(&preset, "preset", "", "the `preset`: the app's starting files and processes (required)")
+	fs.StringVar(&template, "template", "", "template `name` to use instead of the preset's image")
+	fs.BoolVar(&public, "public", false, "serve the app to everyone, not only to the tenant's keys and sessions")
+	fs.BoolVar(&wait, "wait", false, "wait until the app is ready or failed")
+	return cmd
 }
 
-func appPresets(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app presets", "hutch app presets [--json]")
-	asJSON := fs.Bool("json", false, "print the presets as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newAppPresetsCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "presets",
+		Short: "List the server's presets",
+		Args:  nArgs(0, 0, "app presets takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			presets, err := c.Presets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printList(e.stdout, e.json, presets, []string{"NAME", "TEMPLATE", "DESCRIPTION"}, func(p api.Preset) []string {
+				return []string{p.Name, orDash(p.Template), orDash(p.Description)}
+			})
+		},
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "app presets takes no arguments")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	presets, err := c.Presets(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if presets == nil {
-			presets = []api.Preset{}
-		}
-		return printJSON(e.stdout, presets)
-	}
-	tw := newTable(e.stdout)
-	row(tw, "NAME", "TEMPLATE", "DESCRIPTION")
-	for _, p := range presets {
-		row(tw, p.Name, orDash(p.Template), orDash(p.Description))
-	}
-	return tw.Flush()
 }
 
-func appList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app ls", "hutch app ls [--json]")
-	asJSON := fs.Bool("json", false, "print the apps as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newAppListCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List apps",
+		Args:    nArgs(0, 0, "app ls takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.Apps(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			return printList(e.stdout, e.json, list.Apps, []string{"NAME", "ID", "STATE", "PRESET", "PUBLIC", "AGE", "URL"}, func(a api.App) []string {
+				return []string{a.Name, a.ID, a.State, a.Preset, strconv.FormatBool(a.Public), formatAge(now, a.CreatedAt), a.URL}
+			})
+		},
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "app ls takes no arguments")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	list, err := c.Apps(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if list.Apps == nil {
-			list.Apps = []api.App{}
-		}
-		return printJSON(e.stdout, list.Apps)
-	}
-	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "NAME", "ID", "STATE", "PRESET", "PUBLIC", "AGE", "URL")
-	for _, a := range list.Apps {
-		row(tw, a.Name, a.ID, a.State, a.Preset, strconv.FormatBool(a.Public), formatAge(now, a.CreatedAt), a.URL)
-	}
-	return tw.Flush()
 }
 
-func appGet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app get", "hutch app get [--json] APP")
-	asJSON := fs.Bool("json", false, "print the app as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newAppGetCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get APP",
+		Short: "Show an app",
+		Args:  oneApp("get"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			a, err := findApp(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, a)
+			}
+			now := time.Now()
+			tw := newTable(e.stdout)
+			row(tw, "id:", a.ID)
+			row(tw, "name:", a.Name)
+			row(tw, "state:", a.State)
+			if a.Error != "" {
+				row(tw, "error:", a.Error)
+			}
+			row(tw, "preset:", a.Preset)
+			row(tw, "template:", orDash(a.Template))
+			row(tw, "public:", strconv.FormatBool(a.Public))
+			row(tw, "url:", a.URL)
+			row(tw, "dev url:", a.DevURL)
+			row(tw, "live:", orDash(a.Live))
+			row(tw, "dev:", orDash(a.Dev))
+			row(tw, "previous live:", orDash(a.PreviousLive))
+			row(tw, "created:", formatTime(now, &a.CreatedAt))
+			row(tw, "updated:", formatTime(now, &a.UpdatedAt))
+			return tw.Flush()
+		},
 	}
-	if len(pos) != 1 {
-		return usagef(fs, "app get takes one app (its id or name)")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	a, err := findApp(ctx, c, pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, a)
-	}
-	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "id:", a.ID)
-	row(tw, "name:", a.Name)
-	row(tw, "state:", a.State)
-	if a.Error != "" {
-		row(tw, "error:", a.Error)
-	}
-	row(tw, "preset:", a.Preset)
-	row(tw, "template:", orDash(a.Template))
-	row(tw, "public:", strconv.FormatBool(a.Public))
-	row(tw, "url:", a.URL)
-	row(tw, "dev url:", a.DevURL)
-	row(tw, "live:", orDash(a.Live))
-	row(tw, "dev:", orDash(a.Dev))
-	row(tw, "previous live:", orDash(a.PreviousLive))
-	row(tw, "created:", formatTime(now, &a.CreatedAt))
-	row(tw, "updated:", formatTime(now, &a.UpdatedAt))
-	return tw.Flush()
 }
 
-func appRemove(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app rm", "hutch app rm APP…\n\nDeletes each app: its sandboxes, config, tasks and history.")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newAppRemoveCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm APP…",
+		Short: "Delete apps, their sandboxes and history",
+		Long:  "Deletes each app: its sandboxes, config, tasks and history.",
+		Args:  nArgs(1, -1, "app rm takes one or more apps (ids or names)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			removed := []string{}
+			err = eachID(e, "app rm", args, func(ref string) error {
+				id, err := appID(ctx, c, ref)
+				if err == nil {
+					err = c.DeleteApp(ctx, id)
+				}
+				if err != nil {
+					return err
+				}
+				removed = append(removed, ref)
+				if !e.json {
+					fmt.Fprintln(e.stdout, ref)
+				}
+				return nil
+			})
+			return printDone(e, removed, err)
+		},
 	}
-	if len(pos) == 0 {
-		return usagef(fs, "app rm takes one or more apps (ids or names)")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	var failed []string
-	for _, ref := range pos {
-		id, err := appID(ctx, c, ref)
-		if err == nil {
-			err = c.DeleteApp(ctx, id)
-		}
-		if err != nil {
-			fmt.Fprintf(e.stderr, "hutch: %s: %s\n", ref, err)
-			failed = append(failed, ref)
-			continue
-		}
-		fmt.Fprintln(e.stdout, ref)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("app rm failed for %s", strings.Join(failed, ", "))
-	}
-	return nil
-}
-
-func appPromote(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app promote", "hutch app promote [--json] APP\n\n"+
-		"Checks dev, copies it, checks the copy as live, snapshots live, then points live at\n"+
-		"the copy. A failed check leaves live as it was. The old live stays for rollback.")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	c, id, err := oneApp(ctx, e, fs, args)
-	if err != nil {
-		return err
-	}
-	res, err := c.Promote(ctx, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, res)
-	}
-	tw := newTable(e.stdout)
-	for _, ch := range res.Checks {
-		ok := "ok"
-		if !ch.OK {
-			ok = "FAILED"
-		}
-		row(tw, ok, ch.Name, ch.Message)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stderr, "hutch: app %s promoted: live is %s at %s", res.App.Name, res.App.Live, res.App.URL)
-	if res.Snapshot != "" {
-		fmt.Fprintf(e.stderr, " (the old live was snapshotted as %s)", res.Snapshot)
-	}
-	fmt.Fprintln(e.stderr)
-	return nil
-}
-
-func appRollback(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app rollback", "hutch app rollback [--json] APP\n\n"+
-		"Points live back at the sandbox it was before the last promotion; a second\n"+
-		"rollback undoes the first.")
-	asJSON := fs.Bool("json", false, "print the app as JSON")
-	c, id, err := oneApp(ctx, e, fs, args)
-	if err != nil {
-		return err
-	}
-	a, err := c.Rollback(ctx, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, a)
-	}
-	fmt.Fprintln(e.stdout, a.Live)
-	fmt.Fprintf(e.stderr, "hutch: app %s rolled back: live is %s again (previous live %s)\n", a.Name, a.Live, orDash(a.PreviousLive))
-	return nil
-}
-
-func appPs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app ps", "hutch app ps [--role dev|live] [--json] APP")
-	role := fs.String("role", api.RoleDev, "whose processes: `dev` or live")
-	asJSON := fs.Bool("json", false, "print the processes as JSON")
-	c, id, err := oneApp(ctx, e, fs, args)
-	if err != nil {
-		return err
-	}
-	ps, err := c.AppProcesses(ctx, id, *role)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, ps)
-	}
-	if ps.ManifestError != "" {
-		fmt.Fprintf(e.stderr, "hutch: the manifest is invalid, the last good one runs: %s\n", ps.ManifestError)
-	}
-	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "NAME", "STATE", "PID", "RESTARTS", "LAST EXIT", "UP", "COMMAND")
-	for _, p := range ps.Processes {
-		pid, exit, up := "-", "-", "-"
-		if p.Pid != 0 {
-			pid = strconv.Itoa(p.Pid)
-		}
-		if p.LastExitCode != nil {
-			exit = strconv.Itoa(*p.LastExitCode)
-		}
-		if p.StartedAt != nil {
-			up = formatAge(now, *p.StartedAt)
-		}
-		name := p.Name
-		if p.Web {
-			name += " (web)"
-		}
-		row(tw, name, p.State, pid, strconv.Itoa(p.Restarts), exit, up, oneLine(p.Command))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, p := range ps.Processes {
-		if p.Message != "" {
-			fmt.Fprintf(e.stderr, "hutch: %s: %s\n", p.Name, oneLine(p.Message))
-		}
-	}
-	return nil
 }

@@ -2,111 +2,111 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/hutchdev/hutch/api"
 )
 
-// appConfig is `hutch app config`: `config APP` (or `config ls APP`)
-// lists, `config set` and `config rm` change. An app named set, rm or ls
-// is listed with `config ls NAME`.
-func appConfig(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "set":
-			return appConfigSet(ctx, e, args[1:])
-		case "rm":
-			return appConfigRemove(ctx, e, args[1:])
-		case "ls", "list":
-			args = args[1:]
-		}
-	}
-	return appConfigList(ctx, e, args)
+// newAppConfigCmd is `hutch app config`: `config APP` (or `config ls
+// APP`) lists, `config set` and `config rm` change. An app named set, rm
+// or ls is listed with `config ls NAME`.
+func newAppConfigCmd(e *env) *cobra.Command {
+	cmd := newAppConfigListCmd(e, "config APP", "List an app's config (set, rm: change it)")
+	cmd.AddCommand(newAppConfigListCmd(e, "ls APP", "List an app's config"), newAppConfigSetCmd(e), newAppConfigRemoveCmd(e))
+	return cmd
 }
 
-func appConfigList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app config", "hutch app config [ls] [--json] APP\n\n"+
-		"Lists the app's config; sensitive values are never shown.\n"+
-		"Change it with hutch app config set|rm.")
-	asJSON := fs.Bool("json", false, "print the config as JSON")
-	c, id, err := oneApp(ctx, e, fs, args)
-	if err != nil {
-		return err
+func newAppConfigListCmd(e *env, use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: "Lists the app's config; sensitive values are never shown.\n" +
+			"Change it with hutch app config set|rm.",
+		Args: oneApp("config"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, id, err := appClient(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			list, err := c.Config(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			return printList(e.stdout, e.json, list.Config, []string{"KEY", "ACCESS", "UPDATED", "VALUE"}, func(c api.ConfigEntry) []string {
+				v := c.Value
+				if c.Sensitive {
+					v = "(sensitive)"
+				}
+				return []string{c.Key, c.Access, formatAge(now, c.UpdatedAt) + " ago", oneLine(v)}
+			})
+		},
 	}
-	list, err := c.Config(ctx, id)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	return printList(e.stdout, *asJSON, list.Config, []string{"KEY", "ACCESS", "UPDATED", "VALUE"}, func(c api.ConfigEntry) []string {
-		v := c.Value
-		if c.Sensitive {
-			v = "(sensitive)"
-		}
-		return []string{c.Key, c.Access, formatAge(now, c.UpdatedAt) + " ago", oneLine(v)}
-	})
 }
 
-func appConfigSet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app config set", "hutch app config set [--sensitive] [--access A] [--json] APP KEY=VALUE | KEY\n\n"+
-		"Sets KEY to VALUE, creating it or changing it (what a flag does not say is kept).\n"+
-		"With KEY alone the value comes from stdin (one trailing newline dropped), so it\n"+
-		"stays off the command line; on a terminal it is asked for without echo.\n\n"+
-		"access says where the value goes: control_plane_only (the default: nowhere in a\n"+
-		"sandbox), runtime (the app's processes' environment), agent (the environment of\n"+
-		"task commands) or both. A sensitive value is never shown again and stays sensitive.")
-	sensitive := fs.Bool("sensitive", false, "never show the value again")
-	access := fs.String("access", "", "where the value goes, `A`: runtime, agent, both or control_plane_only (a new key's default)")
-	asJSON := fs.Bool("json", false, "print the entry as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+const appConfigSetLong = `Sets KEY to VALUE, creating it or changing it (what a flag does not say is kept).
+With KEY alone the value comes from stdin (one trailing newline dropped), so it
+stays off the command line; on a terminal it is asked for without echo.
+
+access says where the value goes: control_plane_only (the default: nowhere in a
+sandbox), runtime (the app's processes' environment), agent (the environment of
+task commands) or both. A sensitive value is never shown again and stays sensitive.`
+
+func newAppConfigSetCmd(e *env) *cobra.Command {
+	var (
+		sensitive bool
+		access    string
+	)
+	cmd := &cobra.Command{
+		Use:   "set [--sensitive] [--access A] APP KEY=VALUE | KEY",
+		Short: "Set a config value; KEY alone reads it from stdin",
+		Long:  appConfigSetLong,
+		Args:  nArgs(2, 2, "app config set takes an app and one KEY=VALUE (or KEY, the value on stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, value, ok, err := parseConfigPair(args[1])
+			if err != nil {
+				return usagef("%s", err)
+			}
+			if !ok {
+				if value, err = readConfigValue(e, key); err != nil {
+					return err
+				}
+			}
+			req := api.SetConfigRequest{Key: key, Value: &value, Access: access}
+			if cmd.Flags().Changed("sensitive") {
+				req.Sensitive = &sensitive
+			}
+			c, id, err := appClient(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			entry, err := c.SetConfig(cmd.Context(), id, req)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, entry)
+			}
+			fmt.Fprintln(e.stdout, entry.Key)
+			how := "access " + entry.Access
+			if entry.Sensitive {
+				how += ", sensitive"
+			}
+			fmt.Fprintf(e.stderr, "hutch: config %s set (%s)\n", entry.Key, how)
+			return nil
+		},
 	}
-	if len(pos) != 2 {
-		return usagef(fs, "app config set takes an app and one KEY=VALUE (or KEY, the value on stdin)")
-	}
-	key, value, ok, err := parseConfigPair(pos[1])
-	if err != nil {
-		return usagef(fs, "%s", err)
-	}
-	if !ok {
-		if value, err = readConfigValue(e, key); err != nil {
-			return err
-		}
-	}
-	req := api.SetConfigRequest{Key: key, Value: &value, Access: *access}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "sensitive" {
-			req.Sensitive = sensitive
-		}
-	})
-	c, id, err := appClient(ctx, e, pos[0])
-	if err != nil {
-		return err
-	}
-	entry, err := c.SetConfig(ctx, id, req)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, entry)
-	}
-	fmt.Fprintln(e.stdout, entry.Key)
-	how := "access " + entry.Access
-	if entry.Sensitive {
-		how += ", sensitive"
-	}
-	fmt.Fprintf(e.stderr, "hutch: config %s set (%s)\n", entry.Key, how)
-	return nil
+	cmd.Flags().BoolVar(&sensitive, "sensitive", false, "never show the value again")
+	cmd.Flags().StringVar(&access, "access", "", "where the value goes, `A`: runtime, agent, both or control_plane_only (a new key's default)")
+	return cmd
 }
 
 // parseConfigPair splits KEY=VALUE at the first '='; ok is false for a
@@ -146,36 +146,28 @@ func readConfigValue(e *env, key string) (string, error) {
 	return string(b), nil
 }
 
-func appConfigRemove(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app config rm", "hutch app config rm APP KEY…")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newAppConfigRemoveCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm APP KEY…",
+		Short: "Delete config keys",
+		Args:  nArgs(2, -1, "app config rm takes an app and one or more keys"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, id, err := appClient(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			removed := []string{}
+			err = eachID(e, "app config rm", args[1:], func(key string) error {
+				if err := c.DeleteConfig(cmd.Context(), id, key); err != nil {
+					return err
+				}
+				removed = append(removed, key)
+				if !e.json {
+					fmt.Fprintln(e.stdout, key)
+				}
+				return nil
+			})
+			return printDone(e, removed, err)
+		},
 	}
-	if len(pos) < 2 {
-		return usagef(fs, "app config rm takes an app and one or more keys")
-	}
-	c, id, err := appClient(ctx, e, pos[0])
-	if err != nil {
-		return err
-	}
-	return eachKey(e, pos[1:], func(key string) error { return c.DeleteConfig(ctx, id, key) })
-}
-
-// eachKey applies fn to every key, printing those it did and reporting
-// each failure; it fails when any did.
-func eachKey(e *env, keys []string, fn func(string) error) error {
-	var failed []string
-	for _, k := range keys {
-		if err := fn(k); err != nil {
-			fmt.Fprintf(e.stderr, "hutch: %s: %s\n", k, err)
-			failed = append(failed, k)
-			continue
-		}
-		fmt.Fprintln(e.stdout, k)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("app config rm failed for %s", strings.Join(failed, ", "))
-	}
-	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 )
@@ -17,69 +19,81 @@ import (
 // cancelTimeout bounds the cancel of a task after Ctrl-C.
 const cancelTimeout = 10 * time.Second
 
-// appTask is `hutch app task [flags] APP -- CMD…`: a task's log as it
-// comes, then what it did; the exit status says whether it succeeded.
-func appTask(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app task", "hutch app task [flags] APP -- CMD…\n\n"+
-		"Runs CMD in the app's dev sandbox (in its app directory) and prints its log as it\n"+
-		"comes: stdout to stdout; stderr and the task's own notes to stderr. Then it says\n"+
-		"what changed and how the checks went, and exits 0 if the task succeeded, 1 if not.\n"+
-		"Ctrl-C cancels the task.")
-	timeoutS := fs.Int("timeout", 0, "cancel the task after this many `seconds` (0: the server's default, "+strconv.Itoa(api.DefaultTaskTimeout)+")")
-	var message string
-	fs.StringVar(&message, "message", "", "a `message` describing the task in the app's history")
-	fs.StringVar(&message, "m", "", "same as --message")
-	noFollow := fs.Bool("no-follow", false, "print the task's id and return at once")
-	asJSON := fs.Bool("json", false, "print the task as JSON when it ends (the log goes to stderr)")
-	pos, err := parseArgs(fs, args, 1)
-	if err != nil {
-		return err
+const appTaskLong = `Runs CMD in the app's dev sandbox (in its app directory) and prints its log as it
+comes: stdout to stdout; stderr and the task's own notes to stderr. Then it says
+what changed and how the checks went, and exits 0 if the task succeeded, 1 if not.
+Ctrl-C cancels the task. With --json the task is printed as JSON when it ends
+(the log then goes to stderr).`
+
+// newAppTaskCmd is `hutch app task [flags] APP [--] CMD…`: a task's log as
+// it comes, then what it did; the exit status says whether it succeeded.
+func newAppTaskCmd(e *env) *cobra.Command {
+	var (
+		timeout  durationFlag
+		message  string
+		noFollow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "task [flags] APP [--] CMD…",
+		Short: "Run a command in dev, follow its log, show what it did",
+		Long:  appTaskLong,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pos, err := commandArgs(cmd, args, 1)
+			if err != nil {
+				return err
+			}
+			if len(pos) < 2 {
+				return usagef("app task needs an app and a command")
+			}
+			ctx := cmd.Context()
+			c, id, err := appClient(ctx, e, pos[0])
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateTask(ctx, id, api.CreateTaskRequest{Command: pos[1:], TimeoutS: timeout.seconds(), Message: message})
+			if err != nil {
+				return err
+			}
+			if noFollow {
+				if e.json {
+					return printJSON(e.stdout, t)
+				}
+				_, err := fmt.Fprintln(e.stdout, t.ID)
+				return err
+			}
+			stdout := e.stdout
+			if e.json {
+				stdout = e.stderr
+			}
+			end, err := c.TaskLog(ctx, id, t.ID, 0, func(l client.TaskLogEntry) error {
+				return writeTaskLog(stdout, e.stderr, l)
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					cancelTask(e, c, id, t.ID)
+				}
+				return err
+			}
+			if e.json {
+				if err := printJSON(e.stdout, end); err != nil {
+					return err
+				}
+			} else {
+				printTaskSummary(e.stderr, &end, pos[0])
+			}
+			if end.Status != api.TaskSucceeded {
+				return exitCode(1)
+			}
+			return nil
+		},
 	}
-	if len(pos) < 2 {
-		return usagef(fs, "app task needs an app and a command")
-	}
-	if *timeoutS < 0 {
-		return usagef(fs, "--timeout must not be negative")
-	}
-	c, id, err := appClient(ctx, e, pos[0])
-	if err != nil {
-		return err
-	}
-	t, err := c.CreateTask(ctx, id, api.CreateTaskRequest{Command: pos[1:], TimeoutS: *timeoutS, Message: message})
-	if err != nil {
-		return err
-	}
-	if *noFollow {
-		if *asJSON {
-			return printJSON(e.stdout, t)
-		}
-		fmt.Fprintln(e.stdout, t.ID)
-		return nil
-	}
-	stdout := e.stdout
-	if *asJSON {
-		stdout = e.stderr
-	}
-	end, err := c.TaskLog(ctx, id, t.ID, 0, func(l client.TaskLogEntry) error {
-		return writeTaskLog(stdout, e.stderr, l)
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			cancelTask(e, c, id, t.ID)
-		}
-		return err
-	}
-	if *asJSON {
-		if err := printJSON(e.stdout, end); err != nil {
-			return err
-		}
-	} else {
-		printTaskSummary(e.stderr, &end, pos[0])
-	}
-	if end.Status != api.TaskSucceeded {
-		return exitCode(1)
-	}
-	return nil
+	fs := cmd.Flags()
+	fs.SetInterspersed(false)
+	fs.Var(&timeout, "timeout", "cancel the task after this long (0: the server's default, "+strconv.Itoa(api.DefaultTaskTimeout)+"s)")
+	fs.StringVarP(&message, "message", "m", "", "a `message` describing the task in the app's history")
+	fs.BoolVar(&noFollow, "no-follow", false, "print the task's id and return at once")
+	return cmd
 }
 
 // cancelTask cancels a task the command was following when it was
@@ -174,68 +188,78 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func appTasks(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app tasks", "hutch app tasks [--limit N] [--json] APP")
-	limit := fs.Int("limit", 0, "at most this many, newest first (0: the server's default)")
-	asJSON := fs.Bool("json", false, "print the tasks as JSON")
-	c, id, err := oneApp(ctx, e, fs, args)
-	if err != nil {
-		return err
+func newAppTasksCmd(e *env) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "tasks [--limit N] APP",
+		Short: "List an app's tasks",
+		Args:  oneApp("tasks"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, id, err := appClient(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			list, err := c.Tasks(cmd.Context(), id, limit)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			header := []string{"ID", "STATUS", "EXIT", "BUILD", "PREVIEW", "HEALTHY", "FILES", "AGE", "COMMAND"}
+			return printList(e.stdout, e.json, list.Tasks, header, func(t api.Task) []string {
+				exit := "-"
+				if t.ExitCode != nil {
+					exit = strconv.Itoa(*t.ExitCode)
+				}
+				what := strings.Join(t.Command, " ")
+				if t.Message != "" {
+					what = t.Message
+				}
+				return []string{t.ID, t.Status, exit, orDash(t.BuildStatus), strconv.FormatBool(t.PreviewOK), strconv.FormatBool(t.AppHealthy),
+					strconv.Itoa(len(t.FilesChanged)), formatAge(now, t.CreatedAt), oneLine(what)}
+			})
+		},
 	}
-	list, err := c.Tasks(ctx, id, *limit)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	header := []string{"ID", "STATUS", "EXIT", "BUILD", "PREVIEW", "HEALTHY", "FILES", "AGE", "COMMAND"}
-	return printList(e.stdout, *asJSON, list.Tasks, header, func(t api.Task) []string {
-		exit := "-"
-		if t.ExitCode != nil {
-			exit = strconv.Itoa(*t.ExitCode)
-		}
-		what := strings.Join(t.Command, " ")
-		if t.Message != "" {
-			what = t.Message
-		}
-		return []string{t.ID, t.Status, exit, orDash(t.BuildStatus), strconv.FormatBool(t.PreviewOK), strconv.FormatBool(t.AppHealthy),
-			strconv.Itoa(len(t.FilesChanged)), formatAge(now, t.CreatedAt), oneLine(what)}
-	})
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many, newest first (0: the server's default)")
+	return cmd
 }
 
-// appLogs is `hutch app logs APP PROCESS`: the lines of one process of
-// the app's manifest, stdout to stdout and the rest to stderr.
-func appLogs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "app logs", "hutch app logs [--role dev|live] [--tail N] [-f] [--json] APP PROCESS")
-	role := fs.String("role", api.RoleDev, "whose process: `dev` or live")
-	tail := fs.Int("tail", 0, "start with the last `N` lines (0: the server's default)")
-	var follow bool
-	fs.BoolVar(&follow, "f", false, "follow: print new lines as they come, until interrupted")
-	fs.BoolVar(&follow, "follow", false, "same as -f")
-	asJSON := fs.Bool("json", false, "print each line as the server sends it: JSON with time, stream and line")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+// newAppLogsCmd is `hutch app logs APP PROCESS`: the lines of one process
+// of the app's manifest, stdout to stdout and the rest to stderr; under
+// --json each line as the server sends it.
+func newAppLogsCmd(e *env) *cobra.Command {
+	var (
+		role   string
+		tail   int
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:   "logs [--role dev|live] [--tail N] [-f] APP PROCESS",
+		Short: "Print (-f: follow) a process's log",
+		Args:  nArgs(2, 2, "app logs takes an app and the name of one of its processes"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 0 {
+				return usagef("--tail must not be negative")
+			}
+			c, id, err := appClient(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			body, err := c.AppLogs(cmd.Context(), id, role, args[1], tail, follow)
+			if err != nil {
+				return err
+			}
+			defer body.Close()
+			if e.json {
+				_, err = io.Copy(e.stdout, body)
+				return err
+			}
+			return printAppLog(e, body)
+		},
 	}
-	if len(pos) != 2 {
-		return usagef(fs, "app logs takes an app and the name of one of its processes")
-	}
-	if *tail < 0 {
-		return usagef(fs, "--tail must not be negative")
-	}
-	c, id, err := appClient(ctx, e, pos[0])
-	if err != nil {
-		return err
-	}
-	body, err := c.AppLogs(ctx, id, *role, pos[1], *tail, follow)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	if *asJSON {
-		_, err = io.Copy(e.stdout, body)
-		return err
-	}
-	return printAppLog(e, body)
+	cmd.Flags().StringVar(&role, "role", api.RoleDev, "whose process: `dev` or live")
+	cmd.Flags().IntVar(&tail, "tail", 0, "start with the last `N` lines (0: the server's default)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow: print new lines as they come, until interrupted")
+	return cmd
 }
 
 // printAppLog writes each NDJSON line of an app process's log.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 )
 
 func testEnv(vars map[string]string) (*env, *bytes.Buffer) {
@@ -17,7 +18,10 @@ func testEnv(vars map[string]string) (*env, *bytes.Buffer) {
 		getenv: func(k string) string { return vars[k] }, stdinTTY: true}, &errb
 }
 
-func TestParseArgs(t *testing.T) {
+// TestCommandArgs: flags may come before or after the sandbox id; the
+// first word after it starts the command, kept as written, and "--" ends
+// the flags anywhere.
+func TestCommandArgs(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		lead int
@@ -27,14 +31,21 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"ID", "--", "ls", "-la"}, 1, []string{"ID", "ls", "-la"}, ""},
 		{[]string{"--env", "A=1", "ID", "ls", "-la"}, 1, []string{"ID", "ls", "-la"}, "A=1"},
 		{[]string{"ID", "--env", "B=2", "--", "sh", "-c", "echo --env"}, 1, []string{"ID", "sh", "-c", "echo --env"}, "B=2"},
-		{[]string{"a", "--env", "C=3", "b"}, -1, []string{"a", "b"}, "C=3"},
+		{[]string{"ID", "--env", "C=3", "sh", "--env", "x"}, 1, []string{"ID", "sh", "--env", "x"}, "C=3"},
+		{[]string{"--env", "D=4", "--", "sh", "-c", "x"}, 0, []string{"sh", "-c", "x"}, "D=4"},
 	} {
-		e, _ := testEnv(nil)
-		fs := newFlags(e, "t", "t")
-		var kv kvFlag
-		fs.Var(&kv, "env", "")
-		got, err := parseArgs(fs, tc.args, tc.lead)
-		if err != nil {
+		var (
+			kv  kvFlag
+			got []string
+		)
+		cmd := &cobra.Command{Use: "t", RunE: func(cmd *cobra.Command, args []string) (err error) {
+			got, err = commandArgs(cmd, args, tc.lead)
+			return err
+		}}
+		cmd.Flags().SetInterspersed(false)
+		cmd.Flags().Var(&kv, "env", "")
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" || kv.String() != tc.env {

@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/ids"
 )
@@ -35,203 +38,171 @@ func parseLocation(s string) location {
 	return location{Path: s}
 }
 
-// runCp is `hutch cp [-r] SRC DST`.
-func runCp(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "cp", "hutch cp [-r] SRC DST   (one of them ID:PATH; - is stdin or stdout)")
-	recursive := fs.Bool("r", false, "copy a directory (as tar)")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+const cpLong = `Copies a file, or with -r a directory, into a sandbox or out of one: one of
+SRC and DST is ID:PATH (a relative PATH is under the sandbox's working
+directory), the other a local path, where - is stdin or stdout.
+
+On a terminal it shows its progress on stderr; at the end it says what it
+copied ("copied 3 files, 1024 bytes"), or under --json prints it as
+{"path":…,"files":…,"bytes":…} (on stderr when stdout carries the file).
+An error of this machine's side says "local:".`
+
+// newCpCmd is `hutch cp [-r] SRC DST`.
+func newCpCmd(e *env) *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:   "cp [-r] SRC DST",
+		Short: "Copy files into or out of a sandbox",
+		Long:  cpLong,
+		Args:  nArgs(2, 2, "cp takes a source and a destination"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, dst := parseLocation(args[0]), parseLocation(args[1])
+			if (src.ID == "") == (dst.ID == "") {
+				return usagef("exactly one of source and destination must be a sandbox path ID:PATH")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			m := newMeter(e)
+			res, err := copyFiles(cmd.Context(), e, c, m, src, dst, recursive)
+			if lerr := m.finish(); lerr != nil {
+				return lerr
+			}
+			if err != nil {
+				return err
+			}
+			return printCopied(e, res, dst)
+		},
 	}
-	if len(pos) != 2 {
-		return usagef(fs, "cp takes a source and a destination")
-	}
-	src, dst := parseLocation(pos[0]), parseLocation(pos[1])
-	if (src.ID == "") == (dst.ID == "") {
-		return usagef(fs, "exactly one of source and destination must be a sandbox path ID:PATH")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	switch {
-	case src.ID == "" && *recursive:
-		return uploadDir(ctx, c, src.Path, dst)
-	case src.ID == "":
-		return uploadFile(ctx, e, c, src.Path, dst)
-	case *recursive:
-		return downloadDir(ctx, c, src, dst.Path)
-	}
-	return downloadFile(ctx, e, c, src, dst.Path)
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "copy a directory (as tar)")
+	return cmd
 }
 
-func uploadFile(ctx context.Context, e *env, c *client.Client, local string, dst location) error {
+// copyFiles does the copy and says what it moved.
+func copyFiles(ctx context.Context, e *env, c *client.Client, m *meter, src, dst location, recursive bool) (api.TarResult, error) {
+	switch {
+	case src.ID == "" && recursive:
+		return uploadDir(ctx, c, m, src.Path, dst)
+	case src.ID == "":
+		return uploadFile(ctx, e, c, m, src.Path, dst)
+	case recursive:
+		return downloadDir(ctx, c, m, src, dst.Path)
+	}
+	return downloadFile(ctx, e, c, m, src, dst.Path)
+}
+
+// printCopied reports a copy: a line on stderr, or the JSON summary.
+func printCopied(e *env, res api.TarResult, dst location) error {
+	if !e.json {
+		_, err := fmt.Fprintf(e.stderr, "hutch: copied %d %s, %d bytes\n", res.Files, plural(res.Files, "file", "files"), res.Bytes)
+		return err
+	}
+	if dst.ID == "" && dst.Path == "-" {
+		return printJSON(e.stderr, res)
+	}
+	return printJSON(e.stdout, res)
+}
+
+func uploadFile(ctx context.Context, e *env, c *client.Client, m *meter, name string, dst location) (api.TarResult, error) {
 	var r io.Reader = e.stdin
 	mode := fs.FileMode(0o644)
-	if local != "-" {
-		f, err := os.Open(local)
+	if name != "-" {
+		f, err := os.Open(name)
 		if err != nil {
-			return err
+			return api.TarResult{}, local(err)
 		}
 		defer f.Close()
 		st, err := f.Stat()
 		if err != nil {
-			return err
+			return api.TarResult{}, local(err)
 		}
 		if st.IsDir() {
-			return fmt.Errorf("%s is a directory; use cp -r", local)
+			return api.TarResult{}, local(fmt.Errorf("%s is a directory; use cp -r", name))
 		}
 		r, mode = f, st.Mode().Perm()
 		if strings.HasSuffix(dst.Path, "/") {
-			dst.Path += filepath.Base(local)
+			dst.Path += filepath.Base(name)
 		}
 	}
-	_, err := c.WriteFile(ctx, dst.ID, dst.Path, mode, r)
-	return err
+	fi, err := c.WriteFile(ctx, dst.ID, dst.Path, mode, m.reader(r))
+	if err != nil {
+		return api.TarResult{}, err
+	}
+	return api.TarResult{Path: fi.Path, Files: 1, Bytes: fi.Size}, nil
 }
 
-func downloadFile(ctx context.Context, e *env, c *client.Client, src location, local string) error {
+func downloadFile(ctx context.Context, e *env, c *client.Client, m *meter, src location, name string) (api.TarResult, error) {
 	rc, err := c.ReadFile(ctx, src.ID, src.Path)
 	if err != nil {
-		return err
+		return api.TarResult{}, err
 	}
 	defer rc.Close()
-	if local == "-" {
-		_, err := io.Copy(e.stdout, rc)
-		return err
+	if name == "-" {
+		n, err := io.Copy(m.writer(e.stdout), rc)
+		return api.TarResult{Path: name, Files: 1, Bytes: n}, err
 	}
-	if st, err := os.Stat(local); err == nil && st.IsDir() {
-		local = filepath.Join(local, path.Base(src.Path))
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		name = filepath.Join(name, path.Base(src.Path))
 	}
-	f, err := os.Create(local)
+	f, err := os.Create(name)
 	if err != nil {
-		return err
+		return api.TarResult{}, local(err)
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	n, err := io.Copy(m.writer(f), rc)
+	if err != nil {
 		f.Close()
-		return err
+		return api.TarResult{}, err
 	}
-	return f.Close()
+	return api.TarResult{Path: name, Files: 1, Bytes: n}, local(f.Close())
 }
 
 // uploadDir streams dir as a tar to the sandbox path.
-func uploadDir(ctx context.Context, c *client.Client, dir string, dst location) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeTar(pw, dir)) }()
-	_, err := c.UploadTar(ctx, dst.ID, dst.Path, pr)
-	pr.Close()
-	return err
-}
-
-// writeTar writes the tree under dir, names relative to it; symlinks are
-// stored as symlinks.
-func writeTar(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		link := ""
-		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		h, err := tar.FileInfoHeader(info, link)
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if d.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
-		return err
+func uploadDir(ctx context.Context, c *client.Client, m *meter, dir string, dst location) (api.TarResult, error) {
+	t := newTarStream(dir)
+	res, err := c.UploadTar(ctx, dst.ID, dst.Path, m.through(t))
+	if lerr := t.finish(); lerr != nil {
+		return api.TarResult{}, lerr
 	}
-	return tw.Close()
+	if err != nil {
+		return api.TarResult{}, err
+	}
+	return *res, nil
 }
 
-// downloadDir extracts the sandbox directory's tar under local, through
+// downloadDir extracts the sandbox directory's tar under dir, through
 // os.Root so no entry lands outside it.
-func downloadDir(ctx context.Context, c *client.Client, src location, local string) error {
+func downloadDir(ctx context.Context, c *client.Client, m *meter, src location, dir string) (api.TarResult, error) {
+	res := api.TarResult{Path: dir}
 	rc, err := c.DownloadTar(ctx, src.ID, src.Path)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer rc.Close()
-	if err := os.MkdirAll(local, 0o755); err != nil {
-		return err
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, local(err)
 	}
-	root, err := os.OpenRoot(local)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return err
+		return res, local(err)
 	}
 	defer root.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			res.Files, res.Bytes = m.files, m.bytes.Load()
+			return res, nil
 		}
 		if err != nil {
-			return err
+			return res, err
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		if name == "." {
 			continue
 		}
-		if err := extract(root, name, h, tr); err != nil {
-			return fmt.Errorf("extract %s: %w", h.Name, err)
+		if err := extract(root, m, name, h, tr); err != nil {
+			return res, err
 		}
 	}
-}
-
-func extract(root *os.Root, name string, h *tar.Header, r io.Reader) error {
-	mode := fs.FileMode(h.Mode).Perm()
-	switch h.Typeflag {
-	case tar.TypeDir:
-		return root.MkdirAll(name, mode|0o700)
-	case tar.TypeReg:
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return err
-		}
-		f, err := root.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, r); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	case tar.TypeSymlink:
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return err
-		}
-		return root.Symlink(h.Linkname, name)
-	}
-	return nil
 }

@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -18,53 +20,66 @@ import (
 // stream.
 const maxReconnectDelay = 10 * time.Second
 
-// runEvents is `hutch events`: the tenant's event log, or one sandbox's,
-// one line per event, oldest first. With -f it then follows the log live,
-// reopening the stream after the last event printed if it breaks.
-func runEvents(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "events", "hutch events [-f] [--sandbox ID] [--type T]… [--after EVENT] [--json]")
-	var follow bool
-	fs.BoolVar(&follow, "f", false, "follow: print new events as they are recorded, until interrupted")
-	fs.BoolVar(&follow, "follow", false, "same as -f")
-	sandboxID := fs.String("sandbox", "", "only the events of the sandbox with this `id`")
-	var types listFlag
-	fs.Var(&types, "type", "only events of this `type`, such as sandbox.created (repeatable)")
-	after := fs.String("after", "", "only events after the event with this `id`")
-	asJSON := fs.Bool("json", false, "print each event as one line of JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef(fs, "events takes no arguments; use --sandbox ID for one sandbox's")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	q := client.EventQuery{Types: types.vals, After: *after}
-	return showEvents(ctx, e, q, *asJSON, follow,
-		func(q client.EventQuery) (*api.EventList, error) {
-			if *sandboxID != "" {
-				return c.SandboxEvents(ctx, *sandboxID, q)
+// eventFlags are the flags of events and app events.
+type eventFlags struct {
+	follow bool
+	types  []string
+	after  string
+}
+
+func (f *eventFlags) register(fs *pflag.FlagSet, example string) {
+	fs.BoolVarP(&f.follow, "follow", "f", false, "follow: print new events as they are recorded, until interrupted")
+	fs.StringArrayVar(&f.types, "type", nil, "only events of this `type`, such as "+example+" (repeatable)")
+	fs.StringVar(&f.after, "after", "", "only events after the event with this `id`")
+}
+
+// newEventsCmd is `hutch events`: the tenant's event log, or one
+// sandbox's, one line per event (under --json, the API's event), oldest
+// first. With -f it then follows the log live, reopening the stream after
+// the last event printed if it breaks.
+func newEventsCmd(e *env) *cobra.Command {
+	var (
+		ef        eventFlags
+		sandboxID string
+	)
+	cmd := &cobra.Command{
+		Use:   "events [-f] [--sandbox ID] [--type T]… [--after EVENT]",
+		Short: "Print the event log; -f follows it live",
+		Args:  nArgs(0, 0, "events takes no arguments; use --sandbox ID for one sandbox's"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
 			}
-			return c.Events(ctx, q)
+			ctx := cmd.Context()
+			q := client.EventQuery{Types: ef.types, After: ef.after}
+			return showEvents(ctx, e, q, ef.follow,
+				func(q client.EventQuery) (*api.EventList, error) {
+					if sandboxID != "" {
+						return c.SandboxEvents(ctx, sandboxID, q)
+					}
+					return c.Events(ctx, q)
+				},
+				func(q client.EventQuery) (*client.EventStream, error) {
+					if sandboxID != "" {
+						return c.StreamSandboxEvents(ctx, sandboxID, q)
+					}
+					return c.StreamEvents(ctx, q)
+				})
 		},
-		func(q client.EventQuery) (*client.EventStream, error) {
-			if *sandboxID != "" {
-				return c.StreamSandboxEvents(ctx, *sandboxID, q)
-			}
-			return c.StreamEvents(ctx, q)
-		})
+	}
+	ef.register(cmd.Flags(), "sandbox.created")
+	cmd.Flags().StringVar(&sandboxID, "sandbox", "", "only the events of the sandbox with this `id`")
+	return cmd
 }
 
 // showEvents prints the events q selects, as text or JSON lines: every
 // page of them, or, with follow, a stream until ctx ends.
-func showEvents(ctx context.Context, e *env, q client.EventQuery, asJSON, follow bool,
+func showEvents(ctx context.Context, e *env, q client.EventQuery, follow bool,
 	page func(client.EventQuery) (*api.EventList, error), stream func(client.EventQuery) (*client.EventStream, error)) error {
 	print := func(ev api.Event) error {
-		if asJSON {
-			return json.NewEncoder(e.stdout).Encode(ev)
+		if e.json {
+			return printJSONLine(e.stdout, ev)
 		}
 		return printEvent(e.stdout, ev)
 	}
@@ -155,21 +170,4 @@ func printEvent(w io.Writer, ev api.Event) error {
 // oneLine keeps a message on its line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
-}
-
-// listFlag is a repeatable flag gathering its values in order.
-type listFlag struct {
-	vals []string
-}
-
-func (f *listFlag) Set(s string) error {
-	f.vals = append(f.vals, s)
-	return nil
-}
-
-func (f *listFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return strings.Join(f.vals, ",")
 }

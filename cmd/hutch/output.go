@@ -21,7 +21,25 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// newTable returns a tabwriter for column output; Flush it when done.
+// printJSONLine writes v as one line of JSON, the --json output of a
+// stream (events, watch, stats, logs).
+func printJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// printDone ends a command that did something to each of many things
+// and returns err: under --json it prints done, a JSON array of what it
+// did; otherwise it has printed each as it went.
+func printDone[T any](e *env, done []T, err error) error {
+	if !e.json {
+		return err
+	}
+	if perr := printJSON(e.stdout, done); err == nil {
+		err = perr
+	}
+	return err
+}
+
 // printList prints items as a JSON array (empty, never null) or as a
 // table: header, then cells of each item.
 func printList[T any](w io.Writer, asJSON bool, items []T, header []string, cells func(T) []string) error {
@@ -39,6 +57,7 @@ func printList[T any](w io.Writer, asJSON bool, items []T, header []string, cell
 	return tw.Flush()
 }
 
+// newTable returns a tabwriter for column output; Flush it when done.
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 }

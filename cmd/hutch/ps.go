@@ -1,45 +1,43 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
 )
 
-// runPs is `hutch ps [--json] ID`: a sandbox's processes.
-func runPs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "ps", "hutch ps [--json] ID")
-	asJSON := fs.Bool("json", false, "print the list as JSON")
-	pos, err := parseArgs(fs, args, 1)
-	if err != nil {
-		return err
+// newPsCmd is `hutch ps ID`: a sandbox's processes.
+func newPsCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:               "ps ID",
+		Short:             "List a sandbox's processes",
+		Args:              nArgs(1, 1, "ps needs a sandbox id"),
+		ValidArgsFunction: completeSandboxes(e, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListProcesses(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, l)
+			}
+			tw := newTable(e.stdout)
+			row(tw, "PID", "STATUS", "STARTED", "TAG", "COMMAND")
+			for _, p := range l.Processes {
+				row(tw, strconv.Itoa(p.PID), processStatus(p), p.StartedAt.Local().Format(time.DateTime), p.Tag, strings.Join(p.Cmd, " "))
+			}
+			return tw.Flush()
+		},
 	}
-	if len(pos) != 1 {
-		return usagef(fs, "ps needs a sandbox id")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	l, err := c.ListProcesses(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, l)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tSTATUS\tSTARTED\tTAG\tCOMMAND")
-	for _, p := range l.Processes {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", p.PID, processStatus(p), p.StartedAt.Local().Format(time.DateTime), p.Tag, strings.Join(p.Cmd, " "))
-	}
-	return tw.Flush()
 }
 
 // processStatus is "running", "exited 3" or "killed SIGTERM".
@@ -55,102 +53,146 @@ func processStatus(p api.Process) string {
 	return "exited"
 }
 
-// runLogs is `hutch logs [-f] [--from N] ID PID`: a process's output.
-func runLogs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "logs", "hutch logs [-f] [--from N] ID PID")
-	follow := fs.Bool("f", false, "follow: go on as output arrives, until the process exits (and exit with its status)")
-	from := fs.Int64("from", 0, "start at this byte `offset` of the output")
-	id, pid, err := sandboxAndPID(fs, args, "logs")
-	if err != nil {
-		return err
+// newLogsCmd is `hutch logs [-f] [--from N] ID PID`: a process's output.
+// Under --json each piece of output is one line of the API's output
+// event.
+func newLogsCmd(e *env) *cobra.Command {
+	var (
+		follow bool
+		from   int64
+	)
+	cmd := &cobra.Command{
+		Use:               "logs [-f] [--from N] ID PID",
+		Short:             "Print (or follow) a process's output",
+		Args:              nArgs(2, 2, "logs needs a sandbox id and a process id"),
+		ValidArgsFunction: completeProcesses(e),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := parsePID(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx, id := cmd.Context(), args[0]
+			if follow && !e.json {
+				p, err := c.CopyOutput(ctx, id, pid, from, e.stdout, e.stderr)
+				if err != nil {
+					return err
+				}
+				return exitWith(*p.ExitCode)
+			}
+			st, err := c.ProcessOutput(ctx, id, pid, from, follow)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for {
+				ev, err := st.Next()
+				if err != nil {
+					return nil // the end of what there is
+				}
+				if e.json {
+					if err := printJSONLine(e.stdout, ev); err != nil {
+						return err
+					}
+					continue
+				}
+				switch ev.Type {
+				case api.OutputStdout:
+					e.stdout.Write(ev.Data)
+				case api.OutputStderr:
+					e.stderr.Write(ev.Data)
+				case api.OutputDropped:
+					fmt.Fprintf(e.stderr, "[hutch: %d bytes of output were dropped before they were read]\n", ev.Dropped)
+				}
+			}
+		},
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	if *follow {
-		p, err := c.CopyOutput(ctx, id, pid, *from, e.stdout, e.stderr)
-		if err != nil {
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow: go on as output arrives, until the process exits (and exit with its status)")
+	cmd.Flags().Int64Var(&from, "from", 0, "start at this byte `offset` of the output")
+	return cmd
+}
+
+// newKillCmd is `hutch kill [-s SIGNAL] [--group] ID PID`.
+func newKillCmd(e *env) *cobra.Command {
+	var (
+		sig   string
+		group bool
+	)
+	cmd := &cobra.Command{
+		Use:               "kill [-s SIGNAL] [--group] ID PID",
+		Short:             "Signal a process",
+		Args:              nArgs(2, 2, "kill needs a sandbox id and a process id"),
+		ValidArgsFunction: completeProcesses(e),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := parsePID(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.SignalProcess(cmd.Context(), args[0], pid, sig, group)
+			if err == nil && e.json {
+				return printJSON(e.stdout, p)
+			}
 			return err
-		}
-		return exitCode(*p.ExitCode)
+		},
 	}
-	st, err := c.ProcessOutput(ctx, id, pid, *from, false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			return nil // the end of what there is
-		}
-		switch ev.Type {
-		case api.OutputStdout:
-			e.stdout.Write(ev.Data)
-		case api.OutputStderr:
-			e.stderr.Write(ev.Data)
-		case api.OutputDropped:
-			fmt.Fprintf(e.stderr, "[hutch: %d bytes of output were dropped before they were read]\n", ev.Dropped)
-		}
-	}
+	cmd.Flags().StringVarP(&sig, "signal", "s", "TERM", "the `signal`: TERM, KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT or WINCH")
+	cmd.Flags().BoolVar(&group, "group", false, "signal the process's whole process group")
+	return cmd
 }
 
-// runKill is `hutch kill [-s SIGNAL] [--group] ID PID`.
-func runKill(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "kill", "hutch kill [-s SIGNAL] [--group] ID PID")
-	sig := fs.String("s", "TERM", "the `signal`: TERM, KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT or WINCH")
-	group := fs.Bool("group", false, "signal the process's whole process group")
-	id, pid, err := sandboxAndPID(fs, args, "kill")
-	if err != nil {
-		return err
+// newStartCmd is `hutch start [flags] ID [--] CMD…`: a background process.
+func newStartCmd(e *env) *cobra.Command {
+	var (
+		env      kvFlag
+		cwd, tag string
+	)
+	cmd := &cobra.Command{
+		Use:               "start [flags] ID [--] CMD…",
+		Short:             "Start a background process and print its pid",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeSandboxes(e, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pos, err := commandArgs(cmd, args, 1)
+			if err != nil {
+				return err
+			}
+			if len(pos) < 2 {
+				return usagef("start needs a sandbox id and a command")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.StartProcess(cmd.Context(), pos[0], api.ProcessRequest{Cmd: pos[1:], Env: env.m, Cwd: cwd, Tag: tag})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, p)
+			}
+			_, err = fmt.Fprintln(e.stdout, p.PID)
+			return err
+		},
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	_, err = c.SignalProcess(ctx, id, pid, *sig, *group)
-	return err
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().Var(&env, "env", "environment variable of the command (repeatable)")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working `directory` of the command")
+	cmd.Flags().StringVar(&tag, "tag", "", "a `label` for the process")
+	return cmd
 }
 
-// runStart is `hutch start [flags] ID -- CMD…`: a background process.
-func runStart(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "start", "hutch start [flags] ID -- CMD…")
-	var env kvFlag
-	fs.Var(&env, "env", "environment variable `K=V` of the command (repeatable)")
-	cwd := fs.String("cwd", "", "working `directory` of the command")
-	tag := fs.String("tag", "", "a `label` for the process")
-	pos, err := parseArgs(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if len(pos) < 2 {
-		return usagef(fs, "start needs a sandbox id and a command")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.StartProcess(ctx, pos[0], api.ProcessRequest{Cmd: pos[1:], Env: env.m, Cwd: *cwd, Tag: *tag})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, p.PID)
-	return nil
-}
-
-// sandboxAndPID parses the ID PID arguments of a process command.
-func sandboxAndPID(fs *flag.FlagSet, args []string, name string) (string, int, error) {
-	pos, err := parseArgs(fs, args, 2)
-	if err != nil {
-		return "", 0, err
-	}
-	if len(pos) != 2 {
-		return "", 0, usagef(fs, "%s needs a sandbox id and a process id", name)
-	}
-	pid, err := strconv.Atoi(pos[1])
+// parsePID reads a process id argument.
+func parsePID(s string) (int, error) {
+	pid, err := strconv.Atoi(s)
 	if err != nil || pid <= 0 {
-		return "", 0, usagef(fs, "%q is not a process id", pos[1])
+		return 0, usagef("%q is not a process id", s)
 	}
-	return pos[0], pid, nil
+	return pid, nil
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,79 +10,71 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 )
 
-const secretUsage = "hutch secret set|ls|rm …"
-
 // maxSecretInput bounds what `secret set` reads from stdin; the server's
 // own limit (64 KiB by default) is usually smaller and answers 413.
 const maxSecretInput = 1 << 20
 
-// runSecret is `hutch secret <verb>`. Values are write-only: set reads one
+// newSecretCmd is `hutch secret`. Values are write-only: set reads one
 // from stdin, never from the command line (which other users see in ps),
 // and nothing prints one.
-func runSecret(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintf(e.stderr, "usage: %s\n", secretUsage)
-		return errUsageShown
-	}
-	switch args[0] {
-	case "set":
-		return secretSet(ctx, e, args[1:])
-	case "ls", "list":
-		return secretList(ctx, e, args[1:])
-	case "rm":
-		return secretRemove(ctx, e, args[1:])
-	}
-	fmt.Fprintf(e.stderr, "hutch: unknown secret command %q\nusage: %s\n", args[0], secretUsage)
-	return errUsageShown
+func newSecretCmd(e *env) *cobra.Command {
+	return newGroup("secret", "Manage secrets; set reads the value from stdin", "",
+		newSecretSetCmd(e), newSecretListCmd(e), newSecretRemoveCmd(e))
 }
 
-func secretSet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "secret set", "hutch secret set NAME [--description D] [--raw] < value\n\n"+
-		"Creates the secret NAME, or replaces its value, with what stdin holds (text; one\n"+
-		"trailing newline is dropped unless --raw). On a terminal it asks without echo.")
-	desc := fs.String("description", "", "a `description` of the secret (kept when replacing unless given)")
-	raw := fs.Bool("raw", false, "keep stdin exactly, trailing newline included")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newSecretSetCmd(e *env) *cobra.Command {
+	var (
+		desc string
+		raw  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "set NAME [--description D] [--raw] < value",
+		Short: "Create or replace a secret with the value on stdin",
+		Long: "Creates the secret NAME, or replaces its value, with what stdin holds (text; one\n" +
+			"trailing newline is dropped unless --raw). On a terminal it asks without echo.",
+		Args: nArgs(1, 1, "secret set takes one name; the value comes from stdin"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			value, err := readSecretValue(e, name, raw)
+			if err != nil {
+				return err
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			sec, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: name, Description: desc, Value: api.SecretValue(value)})
+			verb := "created"
+			if client.Code(err) == "secret_exists" {
+				req := api.ReplaceSecretRequest{Value: api.SecretValue(value)}
+				if cmd.Flags().Changed("description") {
+					req.Description = &desc
+				}
+				sec, err = c.ReplaceSecret(ctx, name, req)
+				verb = "replaced"
+			}
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, sec)
+			}
+			fmt.Fprintln(e.stdout, sec.Name)
+			fmt.Fprintf(e.stderr, "hutch: secret %s %s (%d bytes)\n", sec.Name, verb, sec.ValueBytes)
+			return nil
+		},
 	}
-	if len(pos) != 1 {
-		return usagef(fs, "secret set takes one name; the value comes from stdin")
-	}
-	name := pos[0]
-	descSet := false
-	fs.Visit(func(f *flag.Flag) { descSet = descSet || f.Name == "description" })
-
-	value, err := readSecretValue(e, name, *raw)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	sec, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: name, Description: *desc, Value: api.SecretValue(value)})
-	verb := "created"
-	if client.Code(err) == "secret_exists" {
-		req := api.ReplaceSecretRequest{Value: api.SecretValue(value)}
-		if descSet {
-			req.Description = desc
-		}
-		sec, err = c.ReplaceSecret(ctx, name, req)
-		verb = "replaced"
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, sec.Name)
-	fmt.Fprintf(e.stderr, "hutch: secret %s %s (%d bytes)\n", sec.Name, verb, sec.ValueBytes)
-	return nil
+	cmd.Flags().StringVar(&desc, "description", "", "a `description` of the secret (kept when replacing unless given)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "keep stdin exactly, trailing newline included")
+	return cmd
 }
 
 // readSecretValue reads a value from stdin: without echo from a terminal,
@@ -125,54 +115,51 @@ func readSecretValue(e *env, name string, raw bool) (string, error) {
 	return string(b), nil
 }
 
-func secretList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "secret ls", "hutch secret ls [--json]")
-	asJSON := fs.Bool("json", false, "print the secrets' metadata as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newSecretListCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List secrets (names and metadata, never values)",
+		Args:    nArgs(0, 0, "secret ls takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListSecrets(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			return printList(e.stdout, e.json, list.Secrets, []string{"NAME", "BYTES", "UPDATED", "DESCRIPTION"}, func(s api.Secret) []string {
+				return []string{s.Name, strconv.Itoa(s.ValueBytes), formatAge(now, s.UpdatedAt) + " ago", orDash(s.Description)}
+			})
+		},
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "secret ls takes no arguments")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	list, err := c.ListSecrets(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, list.Secrets)
-	}
-	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "NAME", "BYTES", "UPDATED", "DESCRIPTION")
-	for _, s := range list.Secrets {
-		row(tw, s.Name, strconv.Itoa(s.ValueBytes), formatAge(now, s.UpdatedAt)+" ago", orDash(s.Description))
-	}
-	return tw.Flush()
 }
 
-func secretRemove(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "secret rm", "hutch secret rm NAME…")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newSecretRemoveCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm NAME…",
+		Short: "Delete secrets",
+		Args:  nArgs(1, -1, "secret rm takes one or more names"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			for _, name := range args {
+				if err := c.DeleteSecret(cmd.Context(), name); err != nil {
+					return err
+				}
+				if !e.json {
+					fmt.Fprintln(e.stdout, name)
+				}
+			}
+			if e.json {
+				return printJSON(e.stdout, args)
+			}
+			return nil
+		},
 	}
-	if len(pos) == 0 {
-		return usagef(fs, "secret rm takes one or more names")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	for _, name := range pos {
-		if err := c.DeleteSecret(ctx, name); err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, name)
-	}
-	return nil
 }

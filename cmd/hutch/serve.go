@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	serveconfig "github.com/hutchdev/hutch/internal/config"
@@ -18,6 +19,20 @@ func logHandler(format string, opts *slog.HandlerOptions) slog.Handler {
 		return slog.NewTextHandler(os.Stderr, opts)
 	}
 	return slog.NewJSONHandler(os.Stderr, opts)
+}
+
+// newServeCmd is `hutch serve`. Its flags are the server's configuration
+// (internal/config), parsed there with the environment overrides they
+// name, so cobra leaves them alone; -h prints them.
+func newServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "serve [flags]",
+		Short:              "Run the hutch server (hutch serve -h lists its flags)",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd.Context(), args)
+		},
+	}
 }
 
 // runServe is `hutch serve`: load the configuration, start every part,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,72 +9,70 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hutchdev/hutch/api"
 )
 
-const settingsUsage = "hutch settings [--json] | hutch settings set KEY=VALUE…"
-
-// runSettings is `hutch settings` (show) and `hutch settings set`.
-func runSettings(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && args[0] == "set" {
-		return settingsSet(ctx, e, args[1:])
+// newSettingsCmd is `hutch settings` (show) and `hutch settings set`.
+func newSettingsCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "settings [set KEY=VALUE…]",
+		Short: "Show the lifecycle settings; change them live (admin)",
+		Args:  groupArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown settings command %q: use hutch settings, or hutch settings set KEY=VALUE…", args[0])
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.Settings(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, v)
+			}
+			return printSettings(e, v, true)
+		},
 	}
-	fs := newFlags(e, "settings", settingsUsage+"   (admin)")
-	asJSON := fs.Bool("json", false, "print the settings as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef(fs, "unknown settings command %q: use hutch settings, or hutch settings set KEY=VALUE…", pos[0])
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	v, err := c.Settings(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, v)
-	}
-	return printSettings(e, v, true)
+	cmd.AddCommand(newSettingsSetCmd(e))
+	return cmd
 }
 
-// settingsSet is `hutch settings set max_timeout_s=3600 on_idle=stop …`:
-// the settings named change, at once and for every sandbox; the others
-// stay as they are.
-func settingsSet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "settings set", "hutch settings set [--json] KEY=VALUE…   (admin; a duration such as 90s, 30m or 2h for a key ending in _s)")
-	asJSON := fs.Bool("json", false, "print the settings as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+// newSettingsSetCmd is `hutch settings set max_timeout_s=3600 on_idle=stop
+// …`: the settings named change, at once and for every sandbox; the
+// others stay as they are.
+func newSettingsSetCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set KEY=VALUE…",
+		Short: "Change settings (admin; a duration such as 90s, 30m or 2h for a key ending in _s)",
+		Args:  nArgs(1, -1, "name at least one setting, e.g. hutch settings set max_timeout_s=2h"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			changes := map[string]any{}
+			for _, kv := range args {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usagef("%q is not KEY=VALUE", kv)
+				}
+				changes[k] = settingValue(k, v)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			out, err := c.PatchSettings(cmd.Context(), changes)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, out)
+			}
+			return printSettings(e, out, false)
+		},
 	}
-	if len(pos) == 0 {
-		return usagef(fs, "name at least one setting, e.g. hutch settings set max_timeout_s=2h")
-	}
-	changes := map[string]any{}
-	for _, kv := range pos {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return usagef(fs, "%q is not KEY=VALUE", kv)
-		}
-		changes[k] = settingValue(k, v)
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	out, err := c.PatchSettings(ctx, changes)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, out)
-	}
-	return printSettings(e, out, false)
 }
 
 // settingValue is what v on the command line means for key: a JSON

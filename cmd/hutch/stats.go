@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -21,53 +22,59 @@ const statsEvery = time.Second
 // clearScreen moves a terminal's cursor home and clears the screen.
 const clearScreen = "\x1b[H\x1b[2J"
 
-// runStats is `hutch stats [--no-stream] [--json] [ID…]`: what sandboxes
-// use, as `docker stats` shows containers: a table redrawn every second
-// until interrupted, of the sandboxes named or else of every running or
-// paused one (those that start or stop meanwhile come and go). A named
-// sandbox that is not running shows dashes. --no-stream prints one table;
-// when stdout is not a terminal, each table is printed after the last as
-// plain lines.
-func runStats(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "stats", "hutch stats [--no-stream] [--json] [ID…]")
-	noStream := fs.Bool("no-stream", false, "print one table and exit")
-	asJSON := fs.Bool("json", false, "print each sandbox's metrics as one line of JSON")
-	ids, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	redraw := !*noStream && !*asJSON && isTerminalWriter(e.stdout)
-	tick := time.NewTicker(statsEvery)
-	defer tick.Stop()
-	for first := true; ; first = false {
-		rows, err := collectStats(ctx, c, ids, first)
-		if ctx.Err() != nil {
-			return nil // interrupted: the way a live table ends
-		}
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			err = printStatsJSON(e.stdout, rows)
-		} else {
-			if redraw {
-				io.WriteString(e.stdout, clearScreen)
+// newStatsCmd is `hutch stats [--no-stream] [ID…]`: what sandboxes use,
+// as `docker stats` shows containers: a table redrawn every second until
+// interrupted, of the sandboxes named or else of every running or paused
+// one (those that start or stop meanwhile come and go). A named sandbox
+// that is not running shows dashes. --no-stream prints one table; when
+// stdout is not a terminal, each table is printed after the last as plain
+// lines. Under --json each sandbox's metrics are one line of the API's
+// JSON.
+func newStatsCmd(e *env) *cobra.Command {
+	var noStream bool
+	cmd := &cobra.Command{
+		Use:               "stats [--no-stream] [ID…]",
+		Short:             "Show live CPU, memory, network, pids and disk of sandboxes",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeSandboxes(e, true),
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
 			}
-			err = printStats(e.stdout, rows)
-		}
-		if err != nil || *noStream {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+			ctx := cmd.Context()
+			redraw := !noStream && !e.json && isTerminalWriter(e.stdout)
+			tick := time.NewTicker(statsEvery)
+			defer tick.Stop()
+			for first := true; ; first = false {
+				rows, err := collectStats(ctx, c, ids, first)
+				if ctx.Err() != nil {
+					return nil // interrupted: the way a live table ends
+				}
+				if err != nil {
+					return err
+				}
+				if e.json {
+					err = printStatsJSON(e.stdout, rows)
+				} else {
+					if redraw {
+						io.WriteString(e.stdout, clearScreen)
+					}
+					err = printStats(e.stdout, rows)
+				}
+				if err != nil || noStream {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				}
+			}
+		},
 	}
+	cmd.Flags().BoolVar(&noStream, "no-stream", false, "print one table and exit")
+	return cmd
 }
 
 // statsRow is one sandbox's line; m is nil when it has no figures (it is
@@ -162,12 +169,11 @@ func statsColumns(r statsRow) []string {
 
 // printStatsJSON writes each sandbox's metrics as one line of JSON.
 func printStatsJSON(w io.Writer, rows []statsRow) error {
-	enc := json.NewEncoder(w)
 	for _, r := range rows {
 		if r.m == nil {
 			continue
 		}
-		if err := enc.Encode(r.m); err != nil {
+		if err := printJSONLine(w, r.m); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,154 +8,146 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hutchdev/hutch/api"
 )
 
-const templateUsage = "hutch template pull|import|ls|rm …"
-
-// runTemplate is `hutch template <verb>`: the images sandboxes start from.
-func runTemplate(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintf(e.stderr, "usage: %s\n", templateUsage)
-		return errUsageShown
-	}
-	switch args[0] {
-	case "pull":
-		return templatePull(ctx, e, args[1:])
-	case "import":
-		return templateImport(ctx, e, args[1:])
-	case "ls", "list":
-		return templateList(ctx, e, args[1:])
-	case "rm":
-		return templateRemove(ctx, e, args[1:])
-	}
-	fmt.Fprintf(e.stderr, "hutch: unknown template command %q\nusage: %s\n", args[0], templateUsage)
-	return errUsageShown
+// newTemplateCmd is `hutch template`: the images sandboxes start from.
+func newTemplateCmd(e *env) *cobra.Command {
+	return newGroup("template", "Manage the images sandboxes start from", "",
+		newTemplatePullCmd(e), newTemplateImportCmd(e), newTemplateListCmd(e), newTemplateRemoveCmd(e))
 }
 
-func templatePull(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "template pull", "hutch template pull NAME REF [--username U --password-secret S] [--platform P]\n\n"+
-		"Makes the template NAME from the image REF in its registry (debian:bookworm,\n"+
-		"registry.example.com/team/app:1.2). The password is the value of your secret S.")
-	user := fs.String("username", "", "registry `user`")
-	secret := fs.String("password-secret", "", "the `name` of your secret holding the registry password")
-	platform := fs.String("platform", "", "`os/arch` of a multi-platform image (default: the server's)")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 {
-		return usagef(fs, "template pull takes a name and an image reference")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	t, err := c.PullTemplate(ctx, api.CreateTemplateRequest{Name: pos[0], Ref: pos[1], Username: *user, PasswordSecret: *secret, Platform: *platform})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, t.Name)
-	fmt.Fprintf(e.stderr, "hutch: template %s from %s (%s, %d layers, %s) in %s\n", t.Name, t.Source, shortDigest(t.Digest), t.Layers,
-		byteSize(t.Bytes), time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-func templateImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "template import", "hutch template import NAME PATH\n\n"+
-		"Makes the template NAME from an image on this machine: an OCI image layout\n"+
-		"directory, a tar of one, or a tar that `docker save` wrote (- reads it from stdin).")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 {
-		return usagef(fs, "template import takes a name and a path")
-	}
-	var body io.Reader = e.stdin
-	if pos[1] != "-" {
-		fi, err := os.Stat(pos[1])
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			pr, pw := io.Pipe()
-			go func() { pw.CloseWithError(writeTar(pw, pos[1])) }()
-			defer pr.Close()
-			body = pr
-		} else {
-			f, err := os.Open(pos[1])
+func newTemplatePullCmd(e *env) *cobra.Command {
+	var user, secret, platform string
+	cmd := &cobra.Command{
+		Use:   "pull NAME REF [--username U --password-secret S] [--platform P]",
+		Short: "Make a template from an image in a registry",
+		Long: "Makes the template NAME from the image REF in its registry (debian:bookworm,\n" +
+			"registry.example.com/team/app:1.2). The password is the value of your secret S.",
+		Args: nArgs(2, 2, "template pull takes a name and an image reference"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			body = f
-		}
+			start := time.Now()
+			t, err := c.PullTemplate(cmd.Context(), api.CreateTemplateRequest{Name: args[0], Ref: args[1], Username: user, PasswordSecret: secret, Platform: platform})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, t)
+			}
+			fmt.Fprintln(e.stdout, t.Name)
+			fmt.Fprintf(e.stderr, "hutch: template %s from %s (%s, %d layers, %s) in %s\n", t.Name, t.Source, shortDigest(t.Digest), t.Layers,
+				byteSize(t.Bytes), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	t, err := c.ImportTemplate(ctx, pos[0], body)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(e.stdout, t.Name)
-	fmt.Fprintf(e.stderr, "hutch: template %s imported (%s, %d layers, %s)\n", t.Name, shortDigest(t.Digest), t.Layers, byteSize(t.Bytes))
-	return nil
+	cmd.Flags().StringVar(&user, "username", "", "registry `user`")
+	cmd.Flags().StringVar(&secret, "password-secret", "", "the `name` of your secret holding the registry password")
+	cmd.Flags().StringVar(&platform, "platform", "", "`os/arch` of a multi-platform image (default: the server's)")
+	return cmd
 }
 
-func templateList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "template ls", "hutch template ls [--json]")
-	asJSON := fs.Bool("json", false, "print the templates as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newTemplateImportCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import NAME PATH",
+		Short: "Make a template from an image on this machine",
+		Long: "Makes the template NAME from an image on this machine: an OCI image layout\n" +
+			"directory, a tar of one, or a tar that `docker save` wrote (- reads it from stdin).",
+		Args: nArgs(2, 2, "template import takes a name and a path"),
+		RunE: func(cmd *cobra.Command, args []string) (retErr error) {
+			var body io.Reader = e.stdin
+			if args[1] != "-" {
+				fi, err := os.Stat(args[1])
+				if err != nil {
+					return local(err)
+				}
+				if fi.IsDir() {
+					t := newTarStream(args[1])
+					defer func() {
+						if err := t.finish(); err != nil {
+							retErr = err
+						}
+					}()
+					body = t
+				} else {
+					f, err := os.Open(args[1])
+					if err != nil {
+						return local(err)
+					}
+					defer f.Close()
+					body = localReader{f}
+				}
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.ImportTemplate(cmd.Context(), args[0], body)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, t)
+			}
+			fmt.Fprintln(e.stdout, t.Name)
+			fmt.Fprintf(e.stderr, "hutch: template %s imported (%s, %d layers, %s)\n", t.Name, shortDigest(t.Digest), t.Layers, byteSize(t.Bytes))
+			return nil
+		},
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "template ls takes no arguments")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	list, err := c.ListTemplates(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, list.Templates)
-	}
-	now := time.Now()
-	tw := newTable(e.stdout)
-	row(tw, "NAME", "DIGEST", "LAYERS", "SIZE", "CREATED", "SOURCE")
-	for _, t := range list.Templates {
-		row(tw, t.Name, shortDigest(t.Digest), strconv.Itoa(t.Layers), byteSize(t.Bytes), formatAge(now, t.CreatedAt)+" ago", t.Source)
-	}
-	return tw.Flush()
 }
 
-func templateRemove(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "template rm", "hutch template rm NAME…")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+func newTemplateListCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List templates",
+		Args:    nArgs(0, 0, "template ls takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListTemplates(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			return printList(e.stdout, e.json, list.Templates, []string{"NAME", "DIGEST", "LAYERS", "SIZE", "CREATED", "SOURCE"}, func(t api.Template) []string {
+				return []string{t.Name, shortDigest(t.Digest), strconv.Itoa(t.Layers), byteSize(t.Bytes), formatAge(now, t.CreatedAt) + " ago", t.Source}
+			})
+		},
 	}
-	if len(pos) == 0 {
-		return usagef(fs, "template rm takes one or more names")
+}
+
+func newTemplateRemoveCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm NAME…",
+		Short: "Delete templates",
+		Args:  nArgs(1, -1, "template rm takes one or more names"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			for _, name := range args {
+				if err := c.DeleteTemplate(cmd.Context(), name); err != nil {
+					return err
+				}
+				if !e.json {
+					fmt.Fprintln(e.stdout, name)
+				}
+			}
+			if e.json {
+				return printJSON(e.stdout, args)
+			}
+			return nil
+		},
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	for _, name := range pos {
-		if err := c.DeleteTemplate(ctx, name); err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, name)
-	}
-	return nil
 }
 
 // shortDigest is a digest's first 12 hex digits.

@@ -1,160 +1,140 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
+
+	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
 )
 
-const tenantUsage = "hutch tenant create NAME | hutch tenant quota get|set …"
-
-// runTenant is `hutch tenant <verb>`.
-func runTenant(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprintf(e.stderr, "usage: %s\n", tenantUsage)
-		return errUsageShown
-	}
-	switch args[0] {
-	case "create":
-		return tenantCreate(ctx, e, args[1:])
-	case "quota", "quotas":
-		if len(args) > 1 && args[1] == "get" {
-			return quotaGet(ctx, e, args[2:])
-		}
-		if len(args) > 1 && args[1] == "set" {
-			return quotaSet(ctx, e, args[2:])
-		}
-		fmt.Fprintf(e.stderr, "usage: hutch tenant quota get [TENANT] | hutch tenant quota set TENANT [flags]\n")
-		return errUsageShown
-	}
-	fmt.Fprintf(e.stderr, "hutch: unknown tenant command %q\nusage: %s\n", args[0], tenantUsage)
-	return errUsageShown
+// newTenantCmd is `hutch tenant`.
+func newTenantCmd(e *env) *cobra.Command {
+	quota := newGroup("quota", "Show or set a tenant's quotas", "", newQuotaGetCmd(e), newQuotaSetCmd(e))
+	quota.Aliases = []string{"quotas"}
+	return newGroup("tenant", "Create tenants; show and set their quotas (admin)", "", newTenantCreateCmd(e), quota)
 }
 
-// tenantCreate is `hutch tenant create NAME`.
-func tenantCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "tenant create", "hutch tenant create [--json] NAME")
-	asJSON := fs.Bool("json", false, "print the tenant and its key as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+// newTenantCreateCmd is `hutch tenant create NAME`.
+func newTenantCreateCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a tenant and print its id and first key",
+		Args:  nArgs(1, 1, "use: hutch tenant create NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateTenant(cmd.Context(), api.CreateTenantRequest{Name: args[0]})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, t)
+			}
+			fmt.Fprintf(e.stdout, "%s\n", t.ID)
+			if t.Key != nil {
+				fmt.Fprintf(e.stdout, "%s\n", t.Key.Secret)
+				fmt.Fprintf(e.stderr, "hutch: tenant %q created with the key above, shown only this once\n", t.Name)
+			}
+			return nil
+		},
 	}
-	if len(pos) != 1 {
-		return usagef(fs, "use: hutch tenant create NAME")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	t, err := c.CreateTenant(ctx, api.CreateTenantRequest{Name: pos[0]})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, t)
-	}
-	fmt.Fprintf(e.stdout, "%s\n", t.ID)
-	if t.Key != nil {
-		fmt.Fprintf(e.stdout, "%s\n", t.Key.Secret)
-		fmt.Fprintf(e.stderr, "hutch: tenant %q created with the key above, shown only this once\n", t.Name)
-	}
-	return nil
 }
 
-// quotaGet is `hutch tenant quota get [TENANT]`: the key's own tenant's
-// quotas when TENANT is left out.
-func quotaGet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "tenant quota get", "hutch tenant quota get [--json] [TENANT]")
-	asJSON := fs.Bool("json", false, "print the quotas and usage as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+// newQuotaGetCmd is `hutch tenant quota get [TENANT]`: the key's own
+// tenant's quotas when TENANT is left out.
+func newQuotaGetCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get [TENANT]",
+		Short: "Show a tenant's quotas and usage",
+		Args:  nArgs(0, 1, "use: hutch tenant quota get [TENANT]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var id string
+			if len(args) == 1 {
+				id = args[0]
+			} else {
+				keys, err := c.ListKeys(ctx)
+				if err != nil {
+					return err
+				}
+				if len(keys.Keys) == 0 {
+					return errors.New("the key's tenant is unknown; name it: hutch tenant quota get TENANT")
+				}
+				id = keys.Keys[0].TenantID
+			}
+			q, err := c.TenantQuotas(ctx, id)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, q)
+			}
+			printQuotas(e, q)
+			return nil
+		},
 	}
-	if len(pos) > 1 {
-		return usagef(fs, "use: hutch tenant quota get [TENANT]")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	id := ""
-	if len(pos) == 1 {
-		id = pos[0]
-	} else {
-		keys, err := c.ListKeys(ctx)
-		if err != nil {
-			return err
-		}
-		if len(keys.Keys) == 0 {
-			return errors.New("the key's tenant is unknown; name it: hutch tenant quota get TENANT")
-		}
-		id = keys.Keys[0].TenantID
-	}
-	q, err := c.TenantQuotas(ctx, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, q)
-	}
-	printQuotas(e, q)
-	return nil
 }
 
-// quotaSet is `hutch tenant quota set TENANT --memory-mb 4096 …`: the
-// quotas named change, the others stay as they are.
-func quotaSet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "tenant quota set", "hutch tenant quota set [flags] TENANT   (admin; each value a number, 0 for no limit, or default)")
+// quotaNames are the quotas quota set takes, as flags.
+var quotaNames = []string{"sandboxes", "memory-mb", "cpu", "pids", "disk-mb"}
+
+// newQuotaSetCmd is `hutch tenant quota set TENANT --memory-mb 4096 …`:
+// the quotas named change, the others stay as they are.
+func newQuotaSetCmd(e *env) *cobra.Command {
 	flags := map[string]*quotaFlag{}
-	for _, name := range []string{"sandboxes", "memory-mb", "cpu", "pids", "disk-mb"} {
+	cmd := &cobra.Command{
+		Use:   "set [flags] TENANT",
+		Short: "Set a tenant's quotas (admin; a number, 0 for no limit, or default)",
+		Args:  nArgs(1, 1, "use: hutch tenant quota set [flags] TENANT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set := false
+			for _, name := range quotaNames {
+				set = set || cmd.Flags().Changed(name)
+			}
+			if !set {
+				return usagef("name at least one quota to set, e.g. --memory-mb 8192")
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			cur, err := c.TenantQuotas(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			q := cur.Set
+			flags["sandboxes"].apply(&q.Sandboxes)
+			flags["memory-mb"].apply(&q.MemoryMB)
+			flags["cpu"].applyFloat(&q.CPU)
+			flags["pids"].apply(&q.Pids)
+			flags["disk-mb"].apply(&q.DiskMB)
+			out, err := c.SetTenantQuotas(ctx, args[0], q)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return printJSON(e.stdout, out)
+			}
+			printQuotas(e, out)
+			return nil
+		},
+	}
+	for _, name := range quotaNames {
 		f := &quotaFlag{float: name == "cpu"}
 		flags[name] = f
-		fs.Var(f, name, quotaHelp[name])
+		cmd.Flags().Var(f, name, quotaHelp[name])
 	}
-	asJSON := fs.Bool("json", false, "print the quotas and usage as JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef(fs, "use: hutch tenant quota set [flags] TENANT")
-	}
-	set := 0
-	fs.Visit(func(f *flag.Flag) {
-		if _, ok := flags[f.Name]; ok {
-			set++
-		}
-	})
-	if set == 0 {
-		return usagef(fs, "name at least one quota to set, e.g. --memory-mb 8192")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cur, err := c.TenantQuotas(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	q := cur.Set
-	flags["sandboxes"].apply(&q.Sandboxes)
-	flags["memory-mb"].apply(&q.MemoryMB)
-	flags["cpu"].applyFloat(&q.CPU)
-	flags["pids"].apply(&q.Pids)
-	flags["disk-mb"].apply(&q.DiskMB)
-	out, err := c.SetTenantQuotas(ctx, pos[0], q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(e.stdout, out)
-	}
-	printQuotas(e, out)
-	return nil
+	return cmd
 }
 
 var quotaHelp = map[string]string{
@@ -182,6 +162,8 @@ func (f *quotaFlag) String() string {
 	}
 	return strconv.FormatFloat(f.number, 'f', -1, 64)
 }
+
+func (f *quotaFlag) Type() string { return "quota" }
 
 func (f *quotaFlag) Set(v string) error {
 	f.given = true

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // buildVersion is the release, set at build time with
@@ -23,16 +24,25 @@ func hutchVersion() string {
 	return "dev"
 }
 
-// runVersion prints hutch's version: `hutch version`.
-func runVersion(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "version", "hutch version")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
+// versionInfo is `hutch version --json`.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+// newVersionCmd is `hutch version`, the same as `hutch --version`.
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print hutch's version",
+		Args:  nArgs(0, 0, "version takes no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			if e.json {
+				return printJSON(e.stdout, versionInfo{Version: hutchVersion(), Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH})
+			}
+			_, err := fmt.Fprintln(e.stdout, versionLine())
+			return err
+		},
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "version takes no arguments")
-	}
-	fmt.Fprintf(e.stdout, "hutch %s (%s, %s/%s)\n", hutchVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,58 +8,62 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/hutchdev/hutch/api"
 )
 
-// runWatch is `hutch watch [--json] ID [PATH]`: the changes under a
-// directory of a sandbox (its working directory by default), one line per
-// change, until interrupted or the directory is removed.
-func runWatch(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "watch", "hutch watch [--recursive=false] [--json] ID [PATH]")
-	recursive := fs.Bool("recursive", true, "watch the directories below PATH too (false: PATH itself only)")
-	asJSON := fs.Bool("json", false, "print each change as one line of JSON")
-	pos, err := parseArgs(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return usagef(fs, "watch takes a sandbox id and an optional directory")
-	}
-	dir := "."
-	if len(pos) == 2 {
-		dir = pos[1]
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	w, err := c.WatchFiles(ctx, pos[0], dir, *recursive)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	enc := json.NewEncoder(e.stdout)
-	for {
-		ev, err := w.Next()
-		if errors.Is(err, io.EOF) {
-			fmt.Fprintf(e.stderr, "hutch: %s was removed; the watch is over\n", dir)
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+// newWatchCmd is `hutch watch ID [PATH]`: the changes under a directory
+// of a sandbox (its working directory by default), one line per change,
+// until interrupted or the directory is removed; under --json, one line
+// of the API's watch event per change.
+func newWatchCmd(e *env) *cobra.Command {
+	var recursive bool
+	cmd := &cobra.Command{
+		Use:               "watch [--recursive=false] ID [PATH]",
+		Short:             "Print changes under a sandbox's directory as they happen",
+		Args:              nArgs(1, 2, "watch takes a sandbox id and an optional directory"),
+		ValidArgsFunction: completeSandboxes(e, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 2 {
+				dir = args[1]
 			}
-			return fmt.Errorf("the watch broke: %w", err)
-		}
-		if *asJSON {
-			err = enc.Encode(ev)
-		} else {
-			_, err = fmt.Fprintln(e.stdout, formatWatchEvent(ev))
-		}
-		if err != nil {
-			return err
-		}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			w, err := c.WatchFiles(ctx, args[0], dir, recursive)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			for {
+				ev, err := w.Next()
+				if errors.Is(err, io.EOF) {
+					fmt.Fprintf(e.stderr, "hutch: %s was removed; the watch is over\n", dir)
+					return nil
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("the watch broke: %w", err)
+				}
+				if e.json {
+					err = printJSONLine(e.stdout, ev)
+				} else {
+					_, err = fmt.Fprintln(e.stdout, formatWatchEvent(ev))
+				}
+				if err != nil {
+					return err
+				}
+			}
+		},
 	}
+	cmd.Flags().BoolVar(&recursive, "recursive", true, "watch the directories below PATH too (false: PATH itself only)")
+	return cmd
 }
 
 // formatWatchEvent is one change as a line: its type and path (a
