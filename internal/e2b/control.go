@@ -244,6 +244,16 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, _ tenancy.Princip
 	writeJSON(w, http.StatusOK, out)
 }
 
+// withBody decodes the request's body into in and returns the caller's
+// sandbox {id}, answering an error itself when either fails.
+func (h *Handler) withBody(w http.ResponseWriter, r *http.Request, in any) (api.Sandbox, bool) {
+	if err := h.decode(w, r, in); err != nil {
+		h.writeError(w, r, err)
+		return api.Sandbox{}, false
+	}
+	return h.sandbox(w, r)
+}
+
 // sandbox returns the caller's sandbox {id}, answering 404 itself for one
 // that is gone.
 func (h *Handler) sandbox(w http.ResponseWriter, r *http.Request) (api.Sandbox, bool) {
@@ -307,11 +317,7 @@ func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, _ tenancy.P
 // is stopped: its files kept, its processes ended.
 func (h *Handler) pause(w http.ResponseWriter, r *http.Request, _ tenancy.Principal) {
 	var in timeoutBody
-	if err := h.decode(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	sb, ok := h.sandbox(w, r)
+	sb, ok := h.withBody(w, r, &in)
 	if !ok {
 		return
 	}
@@ -335,11 +341,7 @@ func (h *Handler) pause(w http.ResponseWriter, r *http.Request, _ tenancy.Princi
 // answers 201 when it woke it, 200 when it was running.
 func (h *Handler) connect(w http.ResponseWriter, r *http.Request, p tenancy.Principal) {
 	var in timeoutBody
-	if err := h.decode(w, r, &in); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	sb, ok := h.sandbox(w, r)
+	sb, ok := h.withBody(w, r, &in)
 	if !ok {
 		return
 	}

@@ -66,11 +66,7 @@ func (s processService) closeStdin(ctx context.Context, sandbox string, pid int)
 }
 
 func (s processService) Connect(ctx context.Context, req *connect.Request[pb.ConnectRequest], stream *connect.ServerStream[pb.ConnectResponse]) error {
-	c, err := s.h.rpcCall(ctx)
-	if err != nil {
-		return err
-	}
-	p, err := s.find(ctx, c.sandbox, req.Msg.GetProcess())
+	c, p, err := s.target(ctx, req.Msg.GetProcess())
 	if err != nil {
 		return err
 	}
@@ -183,6 +179,17 @@ func keepaliveEvery(h interface{ Get(string) string }) time.Duration {
 	return 50 * time.Second
 }
 
+// target is the call of a request about one process and the process its
+// selector names.
+func (s processService) target(ctx context.Context, sel *pb.ProcessSelector) (call, api.Process, error) {
+	c, err := s.h.rpcCall(ctx)
+	if err != nil {
+		return c, api.Process{}, err
+	}
+	p, err := s.find(ctx, c.sandbox, sel)
+	return c, p, err
+}
+
 // find returns the process a selector names: by pid, or by tag among the
 // sandbox's running processes.
 func (s processService) find(ctx context.Context, sandbox string, sel *pb.ProcessSelector) (api.Process, error) {
@@ -241,11 +248,7 @@ func (s processService) SendInput(ctx context.Context, req *connect.Request[pb.S
 // input writes one piece of input, to stdin or a terminal alike (a
 // terminal's input is its process's stdin).
 func (s processService) input(ctx context.Context, sel *pb.ProcessSelector, in *pb.ProcessInput) error {
-	c, err := s.h.rpcCall(ctx)
-	if err != nil {
-		return err
-	}
-	p, err := s.find(ctx, c.sandbox, sel)
+	c, p, err := s.target(ctx, sel)
 	if err != nil {
 		return err
 	}
@@ -281,11 +284,7 @@ func (s processService) StreamInput(ctx context.Context, stream *connect.ClientS
 }
 
 func (s processService) CloseStdin(ctx context.Context, req *connect.Request[pb.CloseStdinRequest]) (*connect.Response[pb.CloseStdinResponse], error) {
-	c, err := s.h.rpcCall(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.find(ctx, c.sandbox, req.Msg.GetProcess())
+	c, p, err := s.target(ctx, req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
@@ -302,15 +301,11 @@ var signals = map[pb.Signal]string{pb.Signal_SIGNAL_SIGKILL: "KILL", pb.Signal_S
 // shell (bash -l -c), and killing only the shell would leave what it
 // started running.
 func (s processService) SendSignal(ctx context.Context, req *connect.Request[pb.SendSignalRequest]) (*connect.Response[pb.SendSignalResponse], error) {
-	c, err := s.h.rpcCall(ctx)
-	if err != nil {
-		return nil, err
-	}
 	sig, ok := signals[req.Msg.GetSignal()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("signal %v: envd sends SIGKILL or SIGTERM", req.Msg.GetSignal()))
 	}
-	p, err := s.find(ctx, c.sandbox, req.Msg.GetProcess())
+	c, p, err := s.target(ctx, req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +319,7 @@ func (s processService) SendSignal(ctx context.Context, req *connect.Request[pb.
 }
 
 func (s processService) Update(ctx context.Context, req *connect.Request[pb.UpdateRequest]) (*connect.Response[pb.UpdateResponse], error) {
-	c, err := s.h.rpcCall(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.find(ctx, c.sandbox, req.Msg.GetProcess())
+	c, p, err := s.target(ctx, req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
