@@ -13,6 +13,11 @@ type ExecRequest struct {
 	Cwd       string            `json:"cwd,omitempty"`
 	Stdin     string            `json:"stdin,omitempty"`
 	TimeoutMS int               `json:"timeout_ms,omitempty"`
+	// Root runs the command as root (uid and gid 0 inside the sandbox)
+	// instead of the sandbox's user. Root inside is confined like the rest
+	// of the sandbox; a driver that cannot give it (the process driver)
+	// answers 403 root_unavailable.
+	Root bool `json:"root,omitempty"`
 	// OutputEncoding says how a run-to-completion exec carries Stdout and
 	// Stderr: "" or "utf8" (the default) as text when the output is valid
 	// UTF-8 and as base64 when it is not, "base64" as base64 always. The

@@ -15,6 +15,8 @@ type ProcessRequest struct {
 	// of its own with the terminal as its controlling one; its output is
 	// then one stream, "stdout".
 	PTY *TermSize `json:"pty,omitempty"`
+	// Root runs it as root inside the sandbox, as ExecRequest's Root.
+	Root bool `json:"root,omitempty"`
 }
 
 // TermSize is a terminal's size in characters.

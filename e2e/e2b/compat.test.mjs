@@ -102,8 +102,10 @@ test('commands.run: output, callbacks, exit codes, envs, cwd, timeout, user', as
   const procs = await sb.commands.list()
   assert.ok(!procs.some(p => p.args.join(' ').includes('sleep 30')), 'the command past its timeout was killed')
 
-  await assert.rejects(sb.commands.run('id', { user: 'root' }), /not root/)
-  assert.equal((await sb.commands.run('id -u', { user: 'user' })).exitCode, 0)
+  assert.equal((await sb.commands.run('id -u', { user: 'root' })).stdout, '0\n')
+  assert.notEqual((await sb.commands.run('id -u', { user: 'user' })).stdout, '0\n')
+  await assert.rejects(sb.commands.run('id', { user: 'mallory' }), /unknown_user/)
+  await assert.rejects(sb.files.write('/etc/hutch-test', 'x', { user: 'root' }), /not root/)
 })
 
 test('commands: background, list, connect, sendStdin, closeStdin, kill', async () => {

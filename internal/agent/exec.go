@@ -44,6 +44,7 @@ type execSpec struct {
 	dir     string // real working directory
 	stdin   string
 	timeout time.Duration
+	cred    *syscall.Credential // who it runs as: nil, the agent's own ids
 }
 
 func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +114,12 @@ func (s *Server) checkExec(req agentproto.ExecRequest) (execSpec, error) {
 	if err != nil {
 		return execSpec{}, err
 	}
+	cred, err := s.credential(req.Root)
+	if err != nil {
+		return execSpec{}, err
+	}
 	return execSpec{
+		cred:    cred,
 		argv:    req.Cmd,
 		env:     env,
 		path:    envm["PATH"],
@@ -162,7 +168,7 @@ func (s *Server) run(ctx context.Context, spec execSpec, ew *eventWriter) agentp
 		// Fd puts the child's ends in blocking mode; the agent's ends stay
 		// in the poller, so read deadlines work on them.
 		Files: []uintptr{pipes[0][0].Fd(), pipes[1][1].Fd(), pipes[2][1].Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: s.cfg.Credential},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: spec.cred},
 	}
 	pid, exited, err := s.forkCommand(prog, spec.argv, attr)
 	pipes[0][0].Close()

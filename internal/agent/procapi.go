@@ -37,7 +37,7 @@ func (s *Server) handleStartProcess(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	spec, err := s.checkExec(agentproto.ExecRequest{Cmd: req.Cmd, Env: withTerm(req.Env, req.PTY != nil), Cwd: req.Cwd})
+	spec, err := s.checkExec(agentproto.ExecRequest{Cmd: req.Cmd, Env: withTerm(req.Env, req.PTY != nil), Cwd: req.Cwd, Root: req.Root})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

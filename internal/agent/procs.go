@@ -121,7 +121,7 @@ func (s *Server) startBackground(spec execSpec, tag string, pty *agentproto.Term
 	if err != nil {
 		return agentproto.Process{}, err
 	}
-	attr := &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: io.childFiles(), Sys: io.sysProcAttr(s.cfg.Credential)}
+	attr := &syscall.ProcAttr{Dir: spec.dir, Env: spec.env, Files: io.childFiles(), Sys: io.sysProcAttr(spec.cred)}
 	pid, exited, err := s.forkCommand(prog, spec.argv, attr)
 	io.closeChildEnds()
 	if err != nil {

@@ -144,6 +144,20 @@ func credential(r *envelope.RunAs) *syscall.Credential {
 	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
 }
 
+// credential is who a command runs as: the sandbox's user, or, when it
+// asks for root, uid and gid 0 of the sandbox's user namespace. An agent
+// that is not root there (the process driver's, which runs as the
+// sandbox's own host uid) cannot give a command root.
+func (s *Server) credential(root bool) (*syscall.Credential, error) {
+	if !root || s.cfg.Credential == nil && os.Geteuid() == 0 {
+		return s.cfg.Credential, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, errdefs.Forbidden("root_unavailable", "commands cannot run as root in this sandbox: its driver runs everything as the sandbox's own unprivileged user")
+	}
+	return &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: s.cfg.Credential.NoSetGroups}, nil
+}
+
 func (c *Config) validate() error {
 	switch {
 	case c.Token == "":

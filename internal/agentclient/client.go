@@ -158,6 +158,9 @@ type ExecStream struct {
 // A program that cannot be started is not an error here: its exit event
 // says 127 or 126.
 func (c *Client) Exec(ctx context.Context, req api.ExecRequest) (*ExecStream, error) {
+	if req.Root && !c.Has(agentproto.FeatureRoot) {
+		return nil, c.tooOld("running a command as root", agentproto.FeatureRoot)
+	}
 	resp, err := c.do(ctx, http.MethodPost, "/exec", nil, jsonBody{wireExec(req)}, agentproto.MediaFrames)
 	if err != nil {
 		return nil, err

@@ -10,11 +10,11 @@ import (
 // here, not a silent change of what an agent receives.
 
 func wireExec(r api.ExecRequest) agentproto.ExecRequest {
-	return agentproto.ExecRequest{Cmd: r.Cmd, Env: r.Env, Cwd: r.Cwd, Stdin: r.Stdin, TimeoutMS: r.TimeoutMS}
+	return agentproto.ExecRequest{Cmd: r.Cmd, Env: r.Env, Cwd: r.Cwd, Stdin: r.Stdin, TimeoutMS: r.TimeoutMS, Root: r.Root}
 }
 
 func wireProcessRequest(r api.ProcessRequest) agentproto.ProcessRequest {
-	w := agentproto.ProcessRequest{Cmd: r.Cmd, Env: r.Env, Cwd: r.Cwd, Tag: r.Tag}
+	w := agentproto.ProcessRequest{Cmd: r.Cmd, Env: r.Env, Cwd: r.Cwd, Tag: r.Tag, Root: r.Root}
 	if r.PTY != nil {
 		w.PTY = &agentproto.TermSize{Rows: r.PTY.Rows, Cols: r.PTY.Cols}
 	}

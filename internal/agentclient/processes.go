@@ -15,6 +15,9 @@ import (
 
 // StartProcess starts a background process.
 func (c *Client) StartProcess(ctx context.Context, req api.ProcessRequest) (api.Process, error) {
+	if req.Root && !c.Has(agentproto.FeatureRoot) {
+		return api.Process{}, c.tooOld("running a process as root", agentproto.FeatureRoot)
+	}
 	var p agentproto.Process
 	err := c.doJSON(ctx, http.MethodPost, "/processes", nil, wireProcessRequest(req), &p)
 	return apiProcess(p), err

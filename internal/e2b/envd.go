@@ -47,6 +47,7 @@ func (h *Handler) envdRoutes() {
 type call struct {
 	sandbox string
 	user    string
+	root    bool // the user is root (rpcCall and fileCall set it)
 }
 
 type callKey struct{}
@@ -113,25 +114,35 @@ func basicUser(header string) (string, error) {
 	return user, nil
 }
 
-// asUser checks that the sandbox can act as the call's user. A hutch
-// sandbox runs everything as one account: its unprivileged user, or root
-// when it was created as root. E2B's "user" (its default) is that account;
-// "root" is only a root sandbox's.
-func (h *Handler) asUser(ctx context.Context, c call) error {
-	switch c.user {
+// userRoot says whether E2B's user asks for root. A hutch sandbox has one
+// account besides root: E2B's "user" (its default) is that account,
+// "root" is root (a command runs as root on asking, in any sandbox whose
+// driver can give it); other names are refused.
+func userRoot(user string) (bool, error) {
+	switch user {
 	case "", "user":
-		return nil
+		return false, nil
 	case "root":
-		sb, err := h.cfg.Sandboxes.Get(ctx, c.sandbox)
-		if err != nil {
-			return err
-		}
-		if !sb.Root {
-			return errdefs.Forbidden("not_root", "sandbox %s runs as its user, not root: create it with root (hutch API, root: true) to act as root", c.sandbox)
-		}
+		return true, nil
+	}
+	return false, errdefs.Invalid("unknown_user", "user %q: a hutch sandbox has its user (\"user\") and root", user)
+}
+
+// filesAs checks that the call may touch files as its user: hutch's files
+// API acts as the sandbox's own account, so root is that account only in a
+// sandbox created as root.
+func (h *Handler) filesAs(ctx context.Context, c call) error {
+	if !c.root {
 		return nil
 	}
-	return errdefs.Invalid("unknown_user", "user %q: a hutch sandbox has one account, \"user\" (or \"root\" in a root sandbox)", c.user)
+	sb, err := h.cfg.Sandboxes.Get(ctx, c.sandbox)
+	if err != nil {
+		return err
+	}
+	if !sb.Root {
+		return errdefs.Forbidden("files_not_root", "sandbox %s handles files as its user, not root: create it as root (hutch API, root: true) to write as root, or use a command run as root", c.sandbox)
+	}
+	return nil
 }
 
 // health answers envd's GET /health: 204 while the sandbox runs, 502 when
@@ -149,11 +160,13 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// rpcCall returns the call a Connect request is for, checked as asUser.
+// rpcCall returns the call a Connect request is for, its user checked.
 func (h *Handler) rpcCall(ctx context.Context) (call, error) {
 	c := callFrom(ctx)
-	if err := h.asUser(ctx, c); err != nil {
+	root, err := userRoot(c.user)
+	if err != nil {
 		return c, h.rpcError(err)
 	}
+	c.root = root
 	return c, nil
 }

@@ -21,13 +21,17 @@ type writeInfo struct {
 }
 
 // fileCall is the call of a /files request, its user from the username
-// query parameter (as envd takes it there) and checked as asUser.
+// query parameter (as envd takes it there) and checked by filesAs.
 func (h *Handler) fileCall(w http.ResponseWriter, r *http.Request) (call, bool) {
 	c := callFrom(r.Context())
 	if u := r.URL.Query().Get("username"); u != "" {
 		c.user = u
 	}
-	if err := h.asUser(r.Context(), c); err != nil {
+	var err error
+	if c.root, err = userRoot(c.user); err == nil {
+		err = h.filesAs(r.Context(), c)
+	}
+	if err != nil {
 		h.writeError(w, r, err)
 		return c, false
 	}

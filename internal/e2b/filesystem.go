@@ -18,11 +18,23 @@ import (
 // filesystemService is envd's filesystem.Filesystem on hutch's files API.
 type filesystemService struct{ h *Handler }
 
+// call is the call of a filesystem request, its user checked by filesAs.
+func (s filesystemService) call(ctx context.Context) (call, error) {
+	c, err := s.h.rpcCall(ctx)
+	if err != nil {
+		return c, err
+	}
+	if err := s.h.filesAs(ctx, c); err != nil {
+		return c, s.h.rpcError(err)
+	}
+	return c, nil
+}
+
 // maxListDepth bounds ListDir's depth: every level is a call per directory.
 const maxListDepth = 16
 
 func (s filesystemService) Stat(ctx context.Context, req *connect.Request[pb.StatRequest]) (*connect.Response[pb.StatResponse], error) {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +48,7 @@ func (s filesystemService) Stat(ctx context.Context, req *connect.Request[pb.Sta
 // MakeDir makes a directory and those above it; one that exists is
 // AlreadyExists, which the SDK reads as "false".
 func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb.MakeDirRequest]) (*connect.Response[pb.MakeDirResponse], error) {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +70,7 @@ func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb.
 }
 
 func (s filesystemService) Move(ctx context.Context, req *connect.Request[pb.MoveRequest]) (*connect.Response[pb.MoveResponse], error) {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +82,7 @@ func (s filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mov
 }
 
 func (s filesystemService) Remove(ctx context.Context, req *connect.Request[pb.RemoveRequest]) (*connect.Response[pb.RemoveResponse], error) {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +95,7 @@ func (s filesystemService) Remove(ctx context.Context, req *connect.Request[pb.R
 // ListDir lists a directory to the depth asked (1: its entries), the
 // entries of each level before the next.
 func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[pb.ListDirRequest]) (*connect.Response[pb.ListDirResponse], error) {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +130,7 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[pb.
 // WatchDir streams the changes under a directory: a start event, then
 // one event per change, with keepalives while it is quiet.
 func (s filesystemService) WatchDir(ctx context.Context, req *connect.Request[pb.WatchDirRequest], stream *connect.ServerStream[pb.WatchDirResponse]) error {
-	c, err := s.h.rpcCall(ctx)
+	c, err := s.call(ctx)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s processService) Start(ctx context.Context, req *connect.Request[pb.Start
 	if cfg == nil || cfg.GetCmd() == "" {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd is required"))
 	}
-	preq := api.ProcessRequest{Cmd: append([]string{cfg.GetCmd()}, cfg.GetArgs()...), Env: cfg.GetEnvs(), Cwd: cfg.GetCwd(), Tag: req.Msg.GetTag()}
+	preq := api.ProcessRequest{Cmd: append([]string{cfg.GetCmd()}, cfg.GetArgs()...), Env: cfg.GetEnvs(), Cwd: cfg.GetCwd(), Tag: req.Msg.GetTag(), Root: c.root}
 	if pty := req.Msg.GetPty(); pty != nil {
 		preq.PTY = &api.TermSize{Rows: uint16(pty.GetSize().GetRows()), Cols: uint16(pty.GetSize().GetCols())}
 	}

@@ -17,6 +17,9 @@ type ExecRequest struct {
 	Cwd       string            `json:"cwd,omitempty"`
 	Stdin     string            `json:"stdin,omitempty"`
 	TimeoutMS int               `json:"timeout_ms,omitempty"`
+	// Root runs the command as root (uid and gid 0 of the sandbox's user
+	// namespace) instead of the sandbox's user (FeatureRoot).
+	Root bool `json:"root,omitempty"`
 }
 
 // ExitStatus is how a command ended: the last event of an exec stream. A
@@ -53,6 +56,8 @@ type ProcessRequest struct {
 	Cwd string            `json:"cwd,omitempty"`
 	Tag string            `json:"tag,omitempty"`
 	PTY *TermSize         `json:"pty,omitempty"`
+	// Root, as ExecRequest's (FeatureRoot).
+	Root bool `json:"root,omitempty"`
 }
 
 // TermSize is a terminal's size in characters.

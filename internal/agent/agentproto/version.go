@@ -45,10 +45,14 @@ const (
 	// FeatureHistory: the agent checkpoints and restores directories
 	// (/history/…, see history.go).
 	FeatureHistory = "history"
+	// FeatureRoot: a command or background process may ask to run as
+	// root (root in ExecRequest and ProcessRequest) rather than as the
+	// sandbox's user.
+	FeatureRoot = "exec.root"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

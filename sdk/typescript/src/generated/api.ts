@@ -1689,6 +1689,8 @@ export interface components {
             cwd?: string;
             stdin?: string;
             timeout_ms?: number;
+            /** @description Run the command as root (uid and gid 0 inside the sandbox, confined like the rest of it) instead of the sandbox's user. 403 root_unavailable where the driver cannot (the process driver). */
+            root?: boolean;
             /**
              * @description How a run-to-completion exec carries stdout and stderr. utf8 (the default) sends each stream as its text when it is valid UTF-8 and as base64 when it is not; base64 sends both as base64 always. Any other value is 400 invalid_output_encoding. The stream form carries output as base64 whatever this says.
              * @enum {string}
@@ -1729,6 +1731,8 @@ export interface components {
             cwd?: string;
             tag?: string;
             pty?: components["schemas"]["TermSize"];
+            /** @description Run the process as root inside the sandbox, as an exec's root. */
+            root?: boolean;
         };
         TermSize: {
             rows: number;
