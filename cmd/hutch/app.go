@@ -239,22 +239,13 @@ func newAppRemoveCmd(e *env) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			removed := []string{}
-			err = eachID(e, "app rm", args, func(ref string) error {
+			return removeEach(e, "app rm", args, func(ref string) error {
 				id, err := appID(ctx, c, ref)
-				if err == nil {
-					err = c.DeleteApp(ctx, id)
-				}
 				if err != nil {
 					return err
 				}
-				removed = append(removed, ref)
-				if !e.json {
-					fmt.Fprintln(e.stdout, ref)
-				}
-				return nil
+				return c.DeleteApp(ctx, id)
 			})
-			return printDone(e, removed, err)
 		},
 	}
 }

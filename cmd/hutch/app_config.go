@@ -156,18 +156,9 @@ func newAppConfigRemoveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed := []string{}
-			err = eachID(e, "app config rm", args[1:], func(key string) error {
-				if err := c.DeleteConfig(cmd.Context(), id, key); err != nil {
-					return err
-				}
-				removed = append(removed, key)
-				if !e.json {
-					fmt.Fprintln(e.stdout, key)
-				}
-				return nil
+			return removeEach(e, "app config rm", args[1:], func(key string) error {
+				return c.DeleteConfig(cmd.Context(), id, key)
 			})
-			return printDone(e, removed, err)
 		},
 	}
 }

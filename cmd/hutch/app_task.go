@@ -56,11 +56,7 @@ func newAppTaskCmd(e *env) *cobra.Command {
 				return err
 			}
 			if noFollow {
-				if e.json {
-					return printJSON(e.stdout, t)
-				}
-				_, err := fmt.Fprintln(e.stdout, t.ID)
-				return err
+				return printResult(e, t, t.ID)
 			}
 			stdout := e.stdout
 			if e.json {

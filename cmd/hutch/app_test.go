@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,17 +18,13 @@ const testAppID = "01m81b6tzw5q2hcj7by01dvd6v"
 // appServer is a fake of the apps routes the CLI calls: one app, blog,
 // whose tasks end with taskStatus.
 type appServer struct {
-	t          *testing.T
-	url        string
+	recorder
 	taskStatus string
-
-	mu   sync.Mutex
-	reqs []string // "METHOD /path?query body"
 }
 
 func newAppServer(t *testing.T) *appServer {
 	t.Helper()
-	s := &appServer{t: t, taskStatus: api.TaskSucceeded}
+	s := &appServer{taskStatus: api.TaskSucceeded}
 	mux := http.NewServeMux()
 	app := api.App{ID: testAppID, Name: "blog", State: api.AppReady, URL: "http://blog.apps.test/"}
 	mux.HandleFunc("GET /v1/apps", func(w http.ResponseWriter, r *http.Request) {
@@ -84,23 +76,7 @@ func newAppServer(t *testing.T) *appServer {
 	s.handleApp(mux, "POST /v1/apps/{id}/undo", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusOK, api.UndoResult{Restored: api.Checkpoint{ID: "c1"}, PreUndo: api.Checkpoint{ID: "c2"}})
 	})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		line := r.Method + " " + r.URL.EscapedPath()
-		if r.URL.RawQuery != "" {
-			line += "?" + r.URL.RawQuery
-		}
-		if len(b) > 0 {
-			line += " " + string(b)
-		}
-		s.mu.Lock()
-		s.reqs = append(s.reqs, line)
-		s.mu.Unlock()
-		r.Body = io.NopCloser(strings.NewReader(string(b)))
-		mux.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	s.url = srv.URL
+	s.serve(t, mux)
 	return s
 }
 
@@ -113,22 +89,6 @@ func (s *appServer) handleApp(mux *http.ServeMux, pattern string, h http.Handler
 		}
 		h(w, r)
 	})
-}
-
-// run runs hutch args against the server with stdin and returns stdout,
-// stderr, the exit status and the requests the server saw.
-func (s *appServer) run(stdin string, args ...string) (string, string, int, []string) {
-	s.mu.Lock()
-	s.reqs = nil
-	s.mu.Unlock()
-	e, errb := testEnv(map[string]string{"HUTCH_URL": s.url, "HUTCH_API_KEY": "hk_x_y"})
-	if stdin != "" {
-		e.stdin, e.stdinTTY = strings.NewReader(stdin), false
-	}
-	code := run(context.Background(), e, args)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return e.stdout.(interface{ String() string }).String(), errb.String(), code, s.reqs
 }
 
 func writeTestJSON(w http.ResponseWriter, status int, v any) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -91,11 +90,7 @@ func newSandboxCreateCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return printJSON(e.stdout, sb)
-			}
-			_, err = fmt.Fprintln(e.stdout, sb.ID)
-			return err
+			return printResult(e, sb, sb.ID)
 		},
 	}
 	cf.register(cmd.Flags())

@@ -21,12 +21,9 @@ const (
 )
 
 // fakeServer answers the sandbox routes the CLI calls with canned
-// answers and records every request as "METHOD /path?query body".
+// answers.
 type fakeServer struct {
-	url string
-
-	mu   sync.Mutex
-	reqs []string
+	recorder
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -87,6 +84,22 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("POST /v1/sandboxes/{id}/fork", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusCreated, api.ForkResult{Sandboxes: []api.Sandbox{{ID: "f1"}, {ID: "f2"}}})
 	})
+	s.serve(t, mux)
+	return s
+}
+
+// recorder is a test server that records every request as
+// "METHOD /path?query body" (the body when it is JSON) and runs hutch
+// against itself.
+type recorder struct {
+	url string
+
+	mu   sync.Mutex
+	reqs []string
+}
+
+// serve starts the server with h, to stop when t ends.
+func (s *recorder) serve(t *testing.T, h http.Handler) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		line := r.Method + " " + r.URL.EscapedPath()
@@ -100,16 +113,15 @@ func newFakeServer(t *testing.T) *fakeServer {
 		s.reqs = append(s.reqs, line)
 		s.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
-		mux.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
-	return s
 }
 
 // run runs hutch args against the server with stdin and returns stdout,
 // stderr, the exit status and the requests the server saw.
-func (s *fakeServer) run(stdin string, args ...string) (string, string, int, []string) {
+func (s *recorder) run(stdin string, args ...string) (string, string, int, []string) {
 	s.mu.Lock()
 	s.reqs = nil
 	s.mu.Unlock()

@@ -97,18 +97,9 @@ func newFsRemoveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed := []string{}
-			err = eachID(e, "fs rm", args[1:], func(p string) error {
-				if err := c.RemoveFile(cmd.Context(), args[0], p, recursive); err != nil {
-					return err
-				}
-				removed = append(removed, p)
-				if !e.json {
-					fmt.Fprintln(e.stdout, p)
-				}
-				return nil
+			return removeEach(e, "fs rm", args[1:], func(p string) error {
+				return c.RemoveFile(cmd.Context(), args[0], p, recursive)
 			})
-			return printDone(e, removed, err)
 		},
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and what they hold")
@@ -131,11 +122,7 @@ func newFsMoveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return printJSON(e.stdout, fi)
-			}
-			_, err = fmt.Fprintln(e.stdout, fi.Path)
-			return err
+			return printResult(e, fi, fi.Path)
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "replace what TO names")

@@ -85,18 +85,9 @@ func newKeyRemoveCmd(e *env) *cobra.Command {
 			if cascade {
 				rm = c.DeleteKeyCascade
 			}
-			for _, id := range args {
-				if err := rm(cmd.Context(), id); err != nil {
-					return err
-				}
-				if !e.json {
-					fmt.Fprintln(e.stdout, id)
-				}
-			}
-			if e.json {
-				return printJSON(e.stdout, args)
-			}
-			return nil
+			return removeUntilError(e, args, func(id string) error {
+				return rm(cmd.Context(), id)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&cascade, "cascade", false, "also revoke every key each key created, transitively (for a leaked key)")

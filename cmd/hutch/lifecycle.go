@@ -82,18 +82,9 @@ func newRemoveCmd(e *env) *cobra.Command {
 					return err
 				}
 			}
-			removed := []string{}
-			err = eachID(e, "sandbox rm", args, func(id string) error {
-				if err := c.DeleteSandbox(ctx, id); err != nil {
-					return err
-				}
-				removed = append(removed, id)
-				if !e.json {
-					fmt.Fprintln(e.stdout, id)
-				}
-				return nil
+			return removeEach(e, "sandbox rm", args, func(id string) error {
+				return c.DeleteSandbox(ctx, id)
 			})
-			return printDone(e, removed, err)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "destroy every sandbox of the key's tenant")

@@ -27,6 +27,16 @@ func printJSONLine(w io.Writer, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
+// printResult prints v, what a command made or changed, as JSON under
+// --json, else line: what names it (an id, a path, a URL).
+func printResult(e *env, v any, line any) error {
+	if e.json {
+		return printJSON(e.stdout, v)
+	}
+	_, err := fmt.Fprintln(e.stdout, line)
+	return err
+}
+
 // printDone ends a command that did something to each of many things
 // and returns err: under --json it prints done, a JSON array of what it
 // did; otherwise it has printed each as it went.

@@ -116,11 +116,7 @@ func newPortPublicCmd(e *env, name string, public bool, short string) *cobra.Com
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return printJSON(e.stdout, p)
-			}
-			_, err = fmt.Fprintln(e.stdout, p.URL)
-			return err
+			return printResult(e, p, p.URL)
 		},
 	}
 }

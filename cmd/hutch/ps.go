@@ -174,11 +174,7 @@ func newStartCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return printJSON(e.stdout, p)
-			}
-			_, err = fmt.Fprintln(e.stdout, p.PID)
-			return err
+			return printResult(e, p, p.PID)
 		},
 	}
 	cmd.Flags().SetInterspersed(false)

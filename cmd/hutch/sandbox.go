@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -151,31 +149,4 @@ func newInspectCmd(e *env) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// eachID applies fn to every id, reporting each failure on stderr (under
-// --json, only in the error returned) and failing when any did.
-func eachID(e *env, what string, ids []string, fn func(id string) error) error {
-	var (
-		failed []string
-		errs   []error
-	)
-	for _, id := range ids {
-		err := fn(id)
-		if err == nil {
-			continue
-		}
-		if !e.json {
-			fmt.Fprintf(e.stderr, "hutch: %s: %s\n", id, err)
-		}
-		failed = append(failed, id)
-		errs = append(errs, fmt.Errorf("%s: %w", id, err))
-	}
-	switch {
-	case len(failed) == 0:
-		return nil
-	case e.json:
-		return errors.Join(errs...)
-	}
-	return fmt.Errorf("%s failed for %s", what, strings.Join(failed, ", "))
 }

@@ -122,18 +122,9 @@ func newSnapshotRemoveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed := []string{}
-			err = eachID(e, "snapshot rm", args, func(id string) error {
-				if err := c.DeleteSnapshot(cmd.Context(), id); err != nil {
-					return err
-				}
-				removed = append(removed, id)
-				if !e.json {
-					fmt.Fprintln(e.stdout, id)
-				}
-				return nil
+			return removeEach(e, "snapshot rm", args, func(id string) error {
+				return c.DeleteSnapshot(cmd.Context(), id)
 			})
-			return printDone(e, removed, err)
 		},
 	}
 }
@@ -154,11 +145,7 @@ func newSnapshotRestoreCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return printJSON(e.stdout, sb)
-			}
-			_, err = fmt.Fprintln(e.stdout, sb.ID)
-			return err
+			return printResult(e, sb, sb.ID)
 		},
 	}
 }

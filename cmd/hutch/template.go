@@ -134,18 +134,9 @@ func newTemplateRemoveCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, name := range args {
-				if err := c.DeleteTemplate(cmd.Context(), name); err != nil {
-					return err
-				}
-				if !e.json {
-					fmt.Fprintln(e.stdout, name)
-				}
-			}
-			if e.json {
-				return printJSON(e.stdout, args)
-			}
-			return nil
+			return removeUntilError(e, args, func(name string) error {
+				return c.DeleteTemplate(cmd.Context(), name)
+			})
 		},
 	}
 }

@@ -28,6 +28,11 @@ def test_exec_stdin_and_missing_program(sandbox: hutch.Sandbox) -> None:
     assert res.exit_code == 127 and res.error
 
 
+def test_exec_as_root(sandbox: hutch.Sandbox) -> None:
+    assert sandbox.exec(["id", "-u"], root=True).stdout == b"0\n"
+    assert sandbox.exec(["id", "-u"]).stdout != b"0\n"
+
+
 def test_exec_timeout(sandbox: hutch.Sandbox) -> None:
     res = sandbox.exec(["sleep", "10"], timeout_ms=300)
     assert res.timed_out

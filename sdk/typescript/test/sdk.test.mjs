@@ -150,6 +150,11 @@ describe("exec", () => {
     assert.deepEqual(b.stdoutBytes, enc.encode("plain"));
   });
 
+  test("root: the command runs as root inside the sandbox", async () => {
+    assert.equal((await sb.exec({ cmd: ["id", "-u"], root: true })).stdout, "0\n");
+    assert.notEqual((await sb.exec(["id", "-u"])).stdout, "0\n");
+  });
+
   test("a missing program is an exit code, not an error", async () => {
     const r = await sb.exec(["/no/such/program"]);
     assert.equal(r.exit_code, 127);

@@ -108,6 +108,7 @@ def _request(
     stdin: str | bytes | None,
     timeout_ms: int | None,
     output_encoding: str | None = None,
+    root: bool = False,
 ) -> dict[str, object]:
     if isinstance(cmd, str):
         raise TypeError("cmd is a list of arguments, such as ['sh', '-c', 'echo hi']")
@@ -121,6 +122,7 @@ def _request(
             "stdin": stdin or None,
             "timeout_ms": timeout_ms or None,
             "output_encoding": output_encoding or None,
+            "root": root or None,
         }
     )
 
@@ -135,13 +137,15 @@ def run(
     stdin: str | bytes | None = None,
     timeout_ms: int | None = None,
     output_encoding: str | None = None,
+    root: bool = False,
 ) -> ExecResult:
     """Runs ``cmd`` in a sandbox to completion (``POST …/exec``).
 
     ``output_encoding="base64"`` asks the server for base64 always; either
-    way the result holds the bytes. The call waits as long as the command runs.
+    way the result holds the bytes. ``root=True`` runs it as root inside the
+    sandbox. The call waits as long as the command runs.
     """
-    body = _request(cmd, env, cwd, stdin, timeout_ms, output_encoding)
+    body = _request(cmd, env, cwd, stdin, timeout_ms, output_encoding, root)
     d = t.call("POST", f"/v1/sandboxes/{quote(sandbox_id)}/exec", json_body=body, read_timeout=None)
     return ExecResult.from_json(d)
 
@@ -218,10 +222,11 @@ def stream(
     cwd: str | None = None,
     stdin: str | bytes | None = None,
     timeout_ms: int | None = None,
+    root: bool = False,
 ) -> ExecStream:
     """Runs ``cmd`` in a sandbox and streams its output as it comes
-    (``POST …/exec/stream``, NDJSON)."""
-    body = _request(cmd, env, cwd, stdin, timeout_ms)
+    (``POST …/exec/stream``, NDJSON); ``root=True`` runs it as root."""
+    body = _request(cmd, env, cwd, stdin, timeout_ms, root=root)
     resp = t.open(
         "POST",
         f"/v1/sandboxes/{quote(sandbox_id)}/exec/stream",

@@ -113,10 +113,12 @@ class Processes:
         cwd: str | None = None,
         tag: str | None = None,
         pty: tuple[int, int] | None = None,
+        root: bool = False,
     ) -> Process:
         """Starts ``cmd`` in the background. It runs until it exits or is
         signalled, whoever is connected. ``pty=(rows, cols)`` runs it on a
-        terminal of that size (its output is then one stream, stdout)."""
+        terminal of that size (its output is then one stream, stdout);
+        ``root=True`` runs it as root inside the sandbox."""
         if isinstance(cmd, str):
             raise TypeError("cmd is a list of arguments, such as ['sh', '-c', 'sleep 1']")
         body = clean(
@@ -126,6 +128,7 @@ class Processes:
                 "cwd": cwd or None,
                 "tag": tag or None,
                 "pty": {"rows": pty[0], "cols": pty[1]} if pty else None,
+                "root": root or None,
             }
         )
         return _model.decode(Process, self._t.call("POST", self._path, json_body=body))

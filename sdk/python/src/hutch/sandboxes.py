@@ -336,9 +336,12 @@ class Sandbox:
         stdin: str | bytes | None = None,
         timeout_ms: int | None = None,
         output_encoding: str | None = None,
+        root: bool = False,
     ) -> _exec.ExecResult:
         """Runs ``cmd`` to completion; see :func:`hutch.exec.run`."""
-        return _exec.run(self._t, self.id, cmd, env=env, cwd=cwd, stdin=stdin, timeout_ms=timeout_ms, output_encoding=output_encoding)
+        return _exec.run(
+            self._t, self.id, cmd, env=env, cwd=cwd, stdin=stdin, timeout_ms=timeout_ms, output_encoding=output_encoding, root=root
+        )
 
     def exec_stream(
         self,
@@ -348,9 +351,10 @@ class Sandbox:
         cwd: str | None = None,
         stdin: str | bytes | None = None,
         timeout_ms: int | None = None,
+        root: bool = False,
     ) -> _exec.ExecStream:
         """Runs ``cmd`` and streams its output; see :func:`hutch.exec.stream`."""
-        return _exec.stream(self._t, self.id, cmd, env=env, cwd=cwd, stdin=stdin, timeout_ms=timeout_ms)
+        return _exec.stream(self._t, self.id, cmd, env=env, cwd=cwd, stdin=stdin, timeout_ms=timeout_ms, root=root)
 
     def kill(self) -> None:
         """Destroys the sandbox; one already gone is not an error."""
