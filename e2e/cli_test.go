@@ -52,6 +52,12 @@ func TestCLI(t *testing.T) {
 	if out, _, code := s.cli("piped input", "exec", id, "--", "cat"); code != 0 || out != "piped input" {
 		t.Fatalf("stdin: %q %d", out, code)
 	}
+	if out, _, code := s.cli("", "exec", "--root", id, "--", "id", "-u"); code != 0 || out != "0\n" {
+		t.Errorf("exec --root: %q (exit %d), want uid 0", out, code)
+	}
+	if out, _, code := s.cli("", "exec", "-i", "--root", id, "--", "id", "-u"); code != 0 || out != "0\n" {
+		t.Errorf("exec -i --root: %q (exit %d), want uid 0", out, code)
+	}
 
 	// cp both ways, a file through stdin/stdout and a directory as tar.
 	if _, errOut, code := s.cli("hello via cp\n", "cp", "-", id+":hello.txt"); code != 0 {

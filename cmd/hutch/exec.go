@@ -21,6 +21,7 @@ type execFlags struct {
 	env     kvFlag
 	cwd     string
 	timeout durationFlag
+	root    bool
 }
 
 // register adds the working directory and timeout flags to fs, named as
@@ -62,8 +63,8 @@ func newExecCmd(e *env) *cobra.Command {
 			if len(pos) < 2 {
 				return usagef("exec needs a sandbox id and a command")
 			}
-			if tty && (e.json || len(ef.env.m) > 0 || ef.timeout != 0) {
-				return usagef("exec -t takes neither --json, --env nor --timeout")
+			if tty && (e.json || len(ef.env.m) > 0 || ef.timeout != 0 || ef.root) {
+				return usagef("exec -t takes neither --json, --env, --timeout nor --root")
 			}
 			if interactive && e.json {
 				return usagef("exec -i does not take --json")
@@ -87,12 +88,13 @@ func newExecCmd(e *env) *cobra.Command {
 	cmd.Flags().Var(&ef.env, "env", "environment variable of the command (repeatable)")
 	cmd.Flags().BoolVarP(&interactive, "interactive", "i", false, "stream stdin to the command as it comes")
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "run the command on a terminal")
+	cmd.Flags().BoolVar(&ef.root, "root", false, "run the command as root inside the sandbox")
 	return cmd
 }
 
 // execRequest is the request for cmd, with stdin unless it is a terminal.
 func execRequest(e *env, cmd []string, ef execFlags) (api.ExecRequest, error) {
-	req := api.ExecRequest{Cmd: cmd, Env: ef.env.m, Cwd: ef.cwd, TimeoutMS: int(time.Duration(ef.timeout) / time.Millisecond)}
+	req := api.ExecRequest{Cmd: cmd, Env: ef.env.m, Cwd: ef.cwd, TimeoutMS: int(time.Duration(ef.timeout) / time.Millisecond), Root: ef.root}
 	if e.stdinTTY || e.stdin == nil {
 		return req, nil
 	}

@@ -17,7 +17,7 @@ const signalTimeout = 5 * time.Second
 // whose stdin is fed from ours as it comes, and whose output is copied
 // until it exits; hutch exits with its status. --timeout kills it.
 func execInteractive(ctx context.Context, e *env, c *client.Client, id string, cmd []string, ef execFlags) error {
-	p, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: cmd, Env: ef.env.m, Cwd: ef.cwd})
+	p, err := c.StartProcess(ctx, id, api.ProcessRequest{Cmd: cmd, Env: ef.env.m, Cwd: ef.cwd, Root: ef.root})
 	var apiErr *client.Error
 	if errors.As(err, &apiErr) && apiErr.Code == "program_not_found" {
 		report(e, apiErr.Code, apiErr.Message)

@@ -152,6 +152,7 @@ func newStartCmd(e *env) *cobra.Command {
 	var (
 		env      kvFlag
 		cwd, tag string
+		root     bool
 	)
 	cmd := &cobra.Command{
 		Use:               "start [flags] ID [--] CMD…",
@@ -170,7 +171,7 @@ func newStartCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := c.StartProcess(cmd.Context(), pos[0], api.ProcessRequest{Cmd: pos[1:], Env: env.m, Cwd: cwd, Tag: tag})
+			p, err := c.StartProcess(cmd.Context(), pos[0], api.ProcessRequest{Cmd: pos[1:], Env: env.m, Cwd: cwd, Tag: tag, Root: root})
 			if err != nil {
 				return err
 			}
@@ -181,6 +182,7 @@ func newStartCmd(e *env) *cobra.Command {
 	cmd.Flags().Var(&env, "env", "environment variable of the command (repeatable)")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working `directory` of the command")
 	cmd.Flags().StringVar(&tag, "tag", "", "a `label` for the process")
+	cmd.Flags().BoolVar(&root, "root", false, "run the process as root inside the sandbox")
 	return cmd
 }
 
