@@ -329,15 +329,24 @@ func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_, _ = io.Copy(flushWriter{w}, resp.Body)
 	}
-	s.done(host, port, decision, counted.written.Load(), counted.read.Load())
+	// Closed first, so a write the upstream never read ends rather than
+	// holding Written.
+	resp.Body.Close()
+	counted.Close()
+	s.done(host, port, decision, counted.Written(), counted.read.Load())
 }
 
 var errDenied = errors.New("denied by the egress policy")
 
-// countingConn counts what goes through a connection.
+// countingConn counts what goes through a connection. The transport
+// writes the request from a goroutine of its own, which may still be
+// between its write and its count when the answer has been read: a write
+// holds mu until it is counted, so Written waits for one in flight.
 type countingConn struct {
 	net.Conn
-	read, written atomic.Int64
+	read    atomic.Int64
+	mu      sync.Mutex
+	written int64
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
@@ -347,9 +356,18 @@ func (c *countingConn) Read(p []byte) (int, error) {
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n, err := c.Conn.Write(p)
-	c.written.Add(int64(n))
+	c.written += int64(n)
 	return n, err
+}
+
+// Written is what has been written, once a write in flight has returned.
+func (c *countingConn) Written() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.written
 }
 
 // flushWriter flushes after every write, so streamed responses (event
