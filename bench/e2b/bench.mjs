@@ -73,12 +73,15 @@ function stats (xs) {
   return { p50: q(0.5), p95: q(0.95), mean: s.reduce((a, b) => a + b, 0) / s.length }
 }
 
-// Each pair runs in both orders, alternately, so that what one leaves
-// behind (a warm pool refilling after a destroy) falls on both alike.
-async function pair (a, b, i) {
-  if (i % 2 === 0) return [await timed(a), await timed(b)]
-  const second = await timed(b)
-  return [await timed(a), second]
+// Each set of calls runs in a rotating order, so that what one leaves
+// behind (a warm pool refilling after a destroy) falls on each alike.
+async function rotate (fns, i) {
+  const out = new Array(fns.length)
+  for (let k = 0; k < fns.length; k++) {
+    const j = (i + k) % fns.length
+    out[j] = await timed(fns[j])
+  }
+  return out
 }
 
 const rows = {
@@ -94,13 +97,16 @@ try {
   for (let i = 0; i < creates; i++) {
     // The SDK's Sandbox.create, the same request by plain fetch (the
     // translation layer without the SDK's own work), hutch's own create.
-    const [[te, sb], [th, own]] = await pair(() => Sandbox.create(), () => hutch('POST', '/v1/sandboxes', {}), i)
-    const [tr, raw] = await timed(async () => {
-      const res = await fetch(base + '/e2b/v2/sandboxes', {
-        method: 'POST', headers: { 'X-API-KEY': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ templateID: 'base', timeout: 300 }),
-      })
-      return res.json()
-    })
+    const [[te, sb], [th, own], [tr, raw]] = await rotate([
+      () => Sandbox.create(),
+      () => hutch('POST', '/v1/sandboxes', {}),
+      async () => {
+        const res = await fetch(base + '/e2b/v2/sandboxes', {
+          method: 'POST', headers: { 'X-API-KEY': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ templateID: 'base', timeout: 300 }),
+        })
+        return res.json()
+      },
+    ], i)
     rows.create.sdk.push(te)
     rows.create.hutch.push(th)
     rows.create.raw.push(tr)
@@ -139,10 +145,13 @@ try {
     return body
   }
   for (let i = 0; i < runs; i++) {
-    const [[te, r], [th, x]] = await pair(() => sb.commands.run('echo hi'),
-      () => hutch('POST', `/v1/sandboxes/${sb.sandboxId}/exec`, { cmd }), i)
+    const [[te, r], [th, x], [tp], [tc]] = await rotate([
+      () => sb.commands.run('echo hi'),
+      () => hutch('POST', `/v1/sandboxes/${sb.sandboxId}/exec`, { cmd }),
+      viaProcesses,
+      viaConnect,
+    ], i)
     if (r.stdout !== 'hi\n' || x.stdout !== 'hi\n') throw new Error(`outputs ${JSON.stringify(r.stdout)} ${JSON.stringify(x.stdout)}`)
-    const [[tp], [tc]] = await pair(viaProcesses, viaConnect, i)
     rows.run.sdk.push(te)
     rows.run.hutch.push(th)
     rows.run.processes.push(tp)
