@@ -3,6 +3,7 @@
 // and runs this with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY set; it
 // can also run by hand against any hutch (node --test compat.test.mjs).
 import { test, after } from 'node:test'
+import { request } from 'node:http'
 import assert from 'node:assert/strict'
 import {
   Sandbox, CommandExitError, NotFoundError, TimeoutError, FilesystemEventType, FileType,
@@ -278,6 +279,61 @@ test('metrics and network', async () => {
   const info = await sb.getInfo()
   assert.deepEqual(info.network.allowOut, ['registry.npmjs.org'])
   await assert.rejects(sb.updateNetwork({ denyOut: ['10.0.0.0/8'] }), /allowlist/)
+})
+
+// raw sends a request to the hutch server as if to host (a sandbox's own
+// envd host, <port>-<id>.<domain>, which the SDK reaches over HTTPS in
+// production; here the same request goes to the server directly).
+function raw (host, pathAndQuery, { method = 'GET', headers = {}, body } = {}) {
+  const api = new URL(process.env.E2B_API_URL)
+  return new Promise((resolve, reject) => {
+    const req = request({ host: api.hostname, port: api.port, method, path: pathAndQuery, headers: { ...headers, Host: host } }, res => {
+      const chunks = []
+      res.on('data', c => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+test('the sandbox\'s own envd host, and URLs signed with its token', async () => {
+  const sb = await create()
+  await sb.files.write('/workspace/signed.txt', 'signed content')
+  const host = sb.getHost(49983)
+
+  const listed = await raw(host, '/process.Process/List', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Access-Token': sb.envdAccessToken }, body: '{}',
+  })
+  assert.equal(listed.status, 200, listed.body)
+
+  // The SDK signs; hutch checks the signature on the sandbox's host.
+  const down = new URL(await sb.downloadUrl('/workspace/signed.txt'))
+  assert.ok(down.searchParams.get('signature'))
+  const got = await raw(host, down.pathname + down.search)
+  assert.equal(got.status, 200, got.body)
+  assert.equal(got.body, 'signed content')
+
+  const timed = new URL(await sb.downloadUrl('/workspace/signed.txt', { useSignatureExpiration: 60 }))
+  assert.equal((await raw(host, timed.pathname + timed.search)).body, 'signed content')
+
+  const up = new URL(await sb.uploadUrl('/workspace/uploaded.txt'))
+  const form = new FormData()
+  form.append('file', new Blob(['uploaded by URL']), 'uploaded.txt')
+  const enc = new Response(form)
+  const put = await raw(host, up.pathname + up.search, {
+    method: 'POST', headers: { 'Content-Type': enc.headers.get('content-type') }, body: Buffer.from(await enc.arrayBuffer()),
+  })
+  assert.equal(put.status, 200, put.body)
+  assert.equal(await sb.files.read('/workspace/uploaded.txt'), 'uploaded by URL')
+
+  // A signature is for its file, its operation and its sandbox only.
+  const other = await create()
+  const tampered = down.search.replace('signed.txt', 'uploaded.txt')
+  for (const [h, q, method] of [[host, tampered, 'GET'], [other.getHost(49983), down.search, 'GET'], [host, down.search, 'POST']]) {
+    const res = await raw(h, '/files' + q, { method })
+    assert.equal(res.status, 401, `${method} ${h}/files${q}: ${res.status} ${res.body}`)
+  }
 })
 
 test('envd access: a token is good for its own sandbox only', async () => {

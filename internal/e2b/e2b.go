@@ -40,6 +40,11 @@ const EnvdVersion = "0.5.7"
 // Prefix is where the handler is mounted on the API's listener.
 const Prefix = "/e2b"
 
+// EnvdPort is envd's port in E2B: without E2B_SANDBOX_URL the SDK calls a
+// sandbox's envd at https://<EnvdPort>-<id>.<domain>, a hutch preview
+// host, which ServeEnvd answers.
+const EnvdPort = 49983
+
 // Sandboxes is the part of the sandbox service the translation uses.
 type Sandboxes interface {
 	Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error)
@@ -88,6 +93,9 @@ type Authenticator interface {
 type Config struct {
 	Sandboxes Sandboxes
 	Auth      Authenticator
+	// Keys lists the keys of a sandbox's tenant, for signed /files URLs;
+	// nil refuses every signed URL.
+	Keys Keys
 	// Key signs envd access tokens (32 random bytes, kept in the data
 	// directory, so tokens outlive a restart).
 	Key []byte
@@ -114,6 +122,17 @@ func New(cfg Config) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// ServeEnvd serves an envd request that came to a sandbox's own host,
+// <EnvdPort>-<id>.<preview domain>: the host names the sandbox, whatever
+// E2b-Sandbox-Id says, and the paths are envd's own.
+func (h *Handler) ServeEnvd(w http.ResponseWriter, r *http.Request, sandboxID string) {
+	r = r.Clone(r.Context())
+	r.Header.Set("E2b-Sandbox-Id", sandboxID)
+	r.URL.Path = envdPrefix + r.URL.Path
+	r.URL.RawPath = ""
 	h.mux.ServeHTTP(w, r)
 }
 

@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -323,5 +326,50 @@ func TestEndEvent(t *testing.T) {
 	}
 	if e := endEvent(&api.Process{Signal: "killed"}); e.GetExitCode() != -1 || e.GetExited() || e.GetStatus() != "signal: killed" {
 		t.Errorf("killed: %v", e)
+	}
+}
+
+type fakeKeys []string
+
+func (k fakeKeys) KeyIDs(context.Context, string) ([]string, error) { return k, nil }
+
+// TestSignedURL: a URL signed with a key's token for a file and an
+// operation opens that, until its expiration, and nothing else.
+func TestSignedURL(t *testing.T) {
+	h := New(Config{Keys: fakeKeys{"k0", "k1"}, Key: []byte(strings.Repeat("k", 32)), Log: slog.New(slog.DiscardHandler)})
+	sign := func(path, op, user, key, sandbox, exp string) string {
+		raw := path + ":" + op + ":" + user + ":" + h.tokens.sign(key, sandbox)
+		if exp != "" {
+			raw += ":" + exp
+		}
+		sum := sha256.Sum256([]byte(raw))
+		q := url.Values{"path": {path}, "signature": {"v1_" + base64.RawStdEncoding.EncodeToString(sum[:])}}
+		if user != "" {
+			q.Set("username", user)
+		}
+		if exp != "" {
+			q.Set("signature_expiration", exp)
+		}
+		return envdPrefix + "/files?" + q.Encode()
+	}
+	later := strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)
+	earlier := strconv.FormatInt(time.Now().Add(-time.Second).Unix(), 10)
+	for _, c := range []struct {
+		name, method, target string
+		key                  string // "" for refused
+	}{
+		{"read", "GET", sign("/w/a", "read", "", "k1", "sb1", ""), "k1"},
+		{"write with user and expiration", "POST", sign("/w/a", "write", "user", "k0", "sb1", later), "k0"},
+		{"expired", "GET", sign("/w/a", "read", "", "k1", "sb1", earlier), ""},
+		{"another operation", "POST", sign("/w/a", "read", "", "k1", "sb1", ""), ""},
+		{"another sandbox", "GET", sign("/w/a", "read", "", "k1", "sb2", ""), ""},
+		{"a key not the tenant's", "GET", sign("/w/a", "read", "", "k9", "sb1", ""), ""},
+		{"another file", "GET", strings.Replace(sign("/w/a", "read", "", "k1", "sb1", ""), "%2Fw%2Fa", "%2Fw%2Fb", 1), ""},
+	} {
+		r := httptest.NewRequest(c.method, c.target, nil)
+		got, err := h.signedKey(r, "sb1")
+		if got != c.key || (c.key == "") != (err != nil) {
+			t.Errorf("%s: key %q, %v; want %q", c.name, got, err, c.key)
+		}
 	}
 }

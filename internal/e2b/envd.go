@@ -59,8 +59,9 @@ func callFrom(ctx context.Context) call {
 
 // envdCall authenticates an envd call: E2b-Sandbox-Id names the sandbox
 // and X-Access-Token must be its token, which names the key the call then
-// acts as (ended when that key is revoked). A reader key reaches only the
-// calls that change nothing.
+// acts as (ended when that key is revoked); a /files request may instead
+// carry a signature made with the token (signed.go). A reader key reaches
+// only the calls that change nothing.
 func (h *Handler) envdCall(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		untimed(w)
@@ -69,7 +70,13 @@ func (h *Handler) envdCall(next http.Handler) http.Handler {
 			h.writeError(w, r, errdefs.New(errdefs.ErrUnauthorized, "missing_sandbox_id", "an envd call names its sandbox in the E2b-Sandbox-Id header"))
 			return
 		}
-		keyID, err := h.tokens.verify(r.Header.Get("X-Access-Token"), id)
+		var keyID string
+		var err error
+		if tok := r.Header.Get("X-Access-Token"); tok == "" && r.URL.Path == envdPrefix+"/files" && r.URL.Query().Has("signature") {
+			keyID, err = h.signedKey(r, id)
+		} else {
+			keyID, err = h.tokens.verify(tok, id)
+		}
 		if err != nil {
 			h.writeError(w, r, err)
 			return

@@ -1,20 +1,53 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/e2b"
+	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
-// withE2B sends what is under e2b.Prefix to the E2B translation layer and
-// the rest to the API.
-func withE2B(compat, api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// withE2B puts the E2B translation layer in front of the server's handler
+// next (previews, apps and the API): a preview host of port e2b.EnvdPort is
+// that sandbox's envd, as the SDK addresses it without E2B_SANDBOX_URL; a
+// path under e2b.Prefix on the API's host is the E2B APIs.
+func withE2B(compat *e2b.Handler, domain string, previews func(http.Handler) http.Handler, api http.Handler) http.Handler {
+	next := previews(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == e2b.Prefix || strings.HasPrefix(r.URL.Path, e2b.Prefix+"/") {
 			compat.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t, err := router.ParseHost(r.Host, domain); err == nil && t.Port == e2b.EnvdPort {
+			compat.ServeEnvd(w, r, t.SandboxID)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
+}
+
+// tenantKeys lists the keys of a sandbox's tenant from the store, for
+// the E2B layer's signed URLs.
+type tenantKeys struct{ st store.Store }
+
+func (k tenantKeys) KeyIDs(ctx context.Context, sandboxID string) ([]string, error) {
+	sb, err := k.st.GetSandbox(tenancy.System(ctx), sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := k.st.ListKeys(tenancy.With(ctx, tenancy.Principal{TenantID: sb.TenantID}))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(keys))
+	for i, key := range keys {
+		ids[i] = key.ID
+	}
+	return ids, nil
 }

@@ -236,9 +236,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	if err != nil {
 		return nil, fmt.Errorf("e2b key: %w", err)
 	}
-	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Key: e2bKey, Domain: cfg.PreviewDomain,
+	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Keys: tenantKeys{st}, Key: e2bKey, Domain: cfg.PreviewDomain,
 		MaxBodyBytes: cfg.MaxBodyBytes, Log: log})
-	s.serve(ln, previews.Wrap(withE2B(compat, handler)))
+	s.serve(ln, withE2B(compat, cfg.PreviewDomain, previews.Wrap, handler))
 	s.serveMetrics(metricsLn, metrics)
 
 	caps := drivers.Default().Capabilities()
