@@ -19,7 +19,9 @@ const (
 // itself), never absolute. A rename within the watch has OldPath; a move
 // into the watch is a create and a move out of it a remove. Writes to a
 // path are coalesced while an earlier create or write of it waits to be
-// sent, so a new file written at once arrives as a single create.
+// sent, so a new file written at once arrives as a single create. A file
+// the files API writes (through a temporary name renamed into place) is
+// one create of its name, new or replaced; the temporary name never shows.
 //
 // An overflow event means events were lost (the kernel's or the agent's
 // queue filled): rescan to catch up. When it has a Path, that directory

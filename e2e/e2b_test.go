@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	fspb "github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem"
+	"github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem/filesystemconnect"
 )
 
 // TestE2BCompat runs the unmodified E2B SDK (e2e/e2b, e2b@2.51.0) against
@@ -216,5 +220,98 @@ func TestE2BAccess(t *testing.T) {
 	}
 	if code, _ := e2bCall(t, s, "GET", "/e2b/v2/sandboxes", nil, ""); code != http.StatusUnauthorized {
 		t.Errorf("list without a key: %d, want 401", code)
+	}
+}
+
+// TestE2BPolledWatchers: envd's polled watchers (the Python SDK's
+// synchronous watch_dir) through the Connect client protoc generates,
+// binary protobuf: events between polls, the watcher the caller's own,
+// gone once removed.
+func TestE2BPolledWatchers(t *testing.T) {
+	s := startServer(t, "")
+	ctx := context.Background()
+	code, body := e2bCall(t, s, "POST", "/e2b/v2/sandboxes", map[string]string{"X-API-KEY": s.key}, `{"templateID":"base"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var sb struct {
+		SandboxID       string `json:"sandboxID"`
+		EnvdAccessToken string `json:"envdAccessToken"`
+	}
+	if err := json.Unmarshal([]byte(body), &sb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.client().DeleteSandbox(context.Background(), sb.SandboxID) })
+	fs := filesystemconnect.NewFilesystemClient(http.DefaultClient, s.url+"/e2b/envd")
+	req := func(sandbox, token string) http.Header {
+		return http.Header{"E2b-Sandbox-Id": {sandbox}, "X-Access-Token": {token}}
+	}
+	withHdr := func(r interface{ Header() http.Header }, h http.Header) {
+		for k, v := range h {
+			r.Header()[k] = v
+		}
+	}
+	mk := connect.NewRequest(&fspb.MakeDirRequest{Path: "/workspace/polled"})
+	withHdr(mk, req(sb.SandboxID, sb.EnvdAccessToken))
+	if _, err := fs.MakeDir(ctx, mk); err != nil {
+		t.Fatal(err)
+	}
+	cw := connect.NewRequest(&fspb.CreateWatcherRequest{Path: "/workspace/polled"})
+	withHdr(cw, req(sb.SandboxID, sb.EnvdAccessToken))
+	w, err := fs.CreateWatcher(ctx, cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := w.Msg.GetWatcherId()
+	if code, body := e2bCall(t, s, "POST", "/e2b/envd/files?path=/workspace/polled/new.txt", map[string]string{
+		"E2b-Sandbox-Id": sb.SandboxID, "X-Access-Token": sb.EnvdAccessToken, "Content-Type": "application/octet-stream"}, "hello"); code != 200 {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	var names []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		get := connect.NewRequest(&fspb.GetWatcherEventsRequest{WatcherId: id})
+		withHdr(get, req(sb.SandboxID, sb.EnvdAccessToken))
+		res, err := fs.GetWatcherEvents(ctx, get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range res.Msg.GetEvents() {
+			names = append(names, ev.GetType().String()+" "+ev.GetName())
+		}
+		if len(names) > 0 {
+			break
+		}
+	}
+	if len(names) == 0 || names[0] != "EVENT_TYPE_CREATE new.txt" {
+		t.Fatalf("events %v, want the create of new.txt first", names)
+	}
+
+	// Another sandbox's token does not reach it, and once removed it is gone.
+	code, body = e2bCall(t, s, "POST", "/e2b/v2/sandboxes", map[string]string{"X-API-KEY": s.key}, `{"templateID":"base"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var other struct {
+		SandboxID       string `json:"sandboxID"`
+		EnvdAccessToken string `json:"envdAccessToken"`
+	}
+	if err := json.Unmarshal([]byte(body), &other); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.client().DeleteSandbox(context.Background(), other.SandboxID) })
+	get := connect.NewRequest(&fspb.GetWatcherEventsRequest{WatcherId: id})
+	withHdr(get, req(other.SandboxID, other.EnvdAccessToken))
+	if _, err := fs.GetWatcherEvents(ctx, get); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("another sandbox's poll of the watcher: %v, want not_found", err)
+	}
+	rm := connect.NewRequest(&fspb.RemoveWatcherRequest{WatcherId: id})
+	withHdr(rm, req(sb.SandboxID, sb.EnvdAccessToken))
+	if _, err := fs.RemoveWatcher(ctx, rm); err != nil {
+		t.Fatal(err)
+	}
+	get = connect.NewRequest(&fspb.GetWatcherEventsRequest{WatcherId: id})
+	withHdr(get, req(sb.SandboxID, sb.EnvdAccessToken))
+	if _, err := fs.GetWatcherEvents(ctx, get); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("a poll after removal: %v, want not_found", err)
 	}
 }

@@ -195,9 +195,29 @@ func tempName(name string) string {
 	if len(name) > 200 {
 		name = name[:200]
 	}
-	var b [6]byte
+	var b [tempRandom]byte
 	rand.Read(b[:])
-	return "." + name + ".hutch-" + hex.EncodeToString(b[:])
+	return "." + name + tempMark + hex.EncodeToString(b[:])
+}
+
+const (
+	tempMark   = ".hutch-"
+	tempRandom = 6 // bytes, 12 hex digits
+)
+
+// isTempName reports whether name is one tempName makes: a file the
+// agent is writing, not yet in place.
+func isTempName(name string) bool {
+	i := strings.LastIndex(name, tempMark)
+	if !strings.HasPrefix(name, ".") || i < 1 {
+		return false
+	}
+	hexPart := name[i+len(tempMark):]
+	if len(hexPart) != 2*tempRandom {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil && strings.ToLower(hexPart) == hexPart
 }
 
 // handleRemove answers DELETE /files?path=&recursive=.

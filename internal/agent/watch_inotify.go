@@ -76,6 +76,7 @@ type heldMove struct {
 	cookie uint32
 	path   string
 	isDir  bool
+	temp   bool // from a tempName: the files API putting a file in place
 }
 
 // openWatcher opens the directory p inside root and watches it (and with
@@ -255,6 +256,14 @@ func (w *watcher) handle(wd int, mask, cookie uint32, name string) bool {
 		return false
 	}
 	p := watchJoin(dir, name)
+	if isTempName(name) {
+		// A file the files API is writing: its rename into place is
+		// what the watch reports, as the create of its name.
+		if mask&unix.IN_MOVED_FROM != 0 {
+			w.held = &heldMove{cookie: cookie, path: p, isDir: isDir, temp: true}
+		}
+		return false
+	}
 	switch {
 	case mask&unix.IN_CREATE != 0:
 		w.push(agentproto.WatchCreate, p, "", isDir)
@@ -270,6 +279,10 @@ func (w *watcher) handle(wd int, mask, cookie uint32, name string) bool {
 	case mask&unix.IN_MOVED_TO != 0:
 		if h := w.held; h != nil && h.cookie == cookie {
 			w.held = nil
+			if h.temp {
+				w.push(agentproto.WatchCreate, p, "", isDir)
+				return false
+			}
 			w.push(agentproto.WatchRename, p, h.path, isDir)
 			if isDir {
 				w.moveTree(h.path, p)
@@ -292,6 +305,9 @@ func (w *watcher) flushHeld() {
 		return
 	}
 	w.held = nil
+	if h.temp {
+		return // a write that never landed here: nothing was seen
+	}
 	w.push(agentproto.WatchRemove, h.path, "", h.isDir)
 	if h.isDir {
 		w.dropTree(h.path)

@@ -179,6 +179,25 @@ func TestWatchEvents(t *testing.T) {
 	s.checkEvents(t, "moved in", func() { must(t, os.Rename(outside, at("back"))) }, dirEv(api.WatchCreate, "back"))
 }
 
+// TestWatchHidesWriteTemps: a file the files API writes goes through a
+// temporary name renamed into place; a watch sees one create of the file,
+// whether it is new or replaced, and never the temporary name.
+func TestWatchHidesWriteTemps(t *testing.T) {
+	f := newFixture(t)
+	s := f.watch(t, ".", false)
+	write := func(name, body string) func() {
+		return func() {
+			if _, err := f.c.WriteFile(context.Background(), name, "", false, strings.NewReader(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.checkEvents(t, "a new file", write("new.txt", "one"), ev(api.WatchCreate, "new.txt"))
+	s.checkEvents(t, "a file replaced", write("new.txt", "two"), ev(api.WatchCreate, "new.txt"))
+	s.checkEvents(t, "a temporary name of the user's own is not hidden", func() { touch(t, filepath.Join(f.work, ".x.hutch-notmine")) },
+		ev(api.WatchCreate, ".x.hutch-notmine"))
+}
+
 func TestWatchRecursive(t *testing.T) {
 	f := newFixture(t)
 	at := func(p string) string { return filepath.Join(f.work, p) }

@@ -108,17 +108,30 @@ type Config struct {
 
 // Handler serves the E2B APIs under Prefix.
 type Handler struct {
-	cfg    Config
-	tokens tokens
-	mux    *http.ServeMux
+	cfg      Config
+	tokens   tokens
+	mux      *http.ServeMux
+	watchers watchers
+	// base is the context of what outlives a request (the polled
+	// watchers); Close cancels it.
+	base context.Context
+	stop context.CancelFunc
 }
 
 // New returns the handler, its routes mounted under Prefix.
 func New(cfg Config) *Handler {
 	h := &Handler{cfg: cfg, tokens: tokens{key: cfg.Key}, mux: http.NewServeMux()}
+	h.base, h.stop = context.WithCancel(context.Background())
 	h.controlRoutes()
 	h.envdRoutes()
 	return h
+}
+
+// Close ends what outlives a request (the polled watchers) and waits for
+// it.
+func (h *Handler) Close() {
+	h.stop()
+	h.watchers.close()
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

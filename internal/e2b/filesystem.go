@@ -184,22 +184,6 @@ func watchEvents(ev api.WatchEvent) []*pb.FilesystemEvent {
 	return nil // overflow: envd has no event for lost events
 }
 
-func (filesystemService) CreateWatcher(context.Context, *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
-	return nil, errPolledWatchers
-}
-
-func (filesystemService) GetWatcherEvents(context.Context, *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
-	return nil, errPolledWatchers
-}
-
-func (filesystemService) RemoveWatcher(context.Context, *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
-	return nil, errPolledWatchers
-}
-
-// errPolledWatchers answers the polled watchers (the Python SDK's
-// synchronous watch_dir): hutch translates the streamed WatchDir only.
-var errPolledWatchers = connect.NewError(connect.CodeUnimplemented, errors.New("polled watchers are not translated yet; use the streamed WatchDir (the JavaScript SDK's watchDir, Python's AsyncSandbox)"))
-
 // entryOf is envd's EntryInfo of a hutch file. hutch's files API names no
 // owner or group, so those are empty.
 func entryOf(fi api.FileInfo) *pb.EntryInfo {

@@ -238,6 +238,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	}
 	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Keys: tenantKeys{st}, Key: e2bKey, Domain: cfg.PreviewDomain,
 		MaxBodyBytes: cfg.MaxBodyBytes, Log: log})
+	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
 	s.serve(ln, withE2B(compat, cfg.PreviewDomain, previews.Wrap, handler))
 	s.serveMetrics(metricsLn, metrics)
 
