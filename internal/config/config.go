@@ -197,6 +197,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	c := Default()
 	fs := flag.NewFlagSet("hutch serve", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
+	fs.Usage = func() { usage(fs) }
 	str := func(p *string, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			*p = v
@@ -488,4 +489,20 @@ func (c Config) Settings() api.Settings {
 		MemoryCriticalPct: c.MemoryCriticalPct,
 		MinIdleS:          s(c.MinIdle),
 	}
+}
+
+// usage prints hutch serve's help as the rest of the CLI's reads: GNU
+// flags (one dash works too), each with its type, its environment
+// variable and its default.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, "Runs the hutch server: the API, previews, apps and the E2B layer, and the\nsandboxes' drivers. Every flag can also come from the environment variable\nnamed with it; a flag wins over its variable.\n\nUsage:\n  hutch serve [flags]\n\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s %s\n      %s", f.Name, typ, text)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
