@@ -27,7 +27,7 @@ func TestE2BCompat(t *testing.T) {
 		t.Skip("node is not installed")
 	}
 	if _, err := os.Stat("e2b/node_modules/e2b"); err != nil {
-		t.Fatalf("the E2B SDK is not installed: run npm ci in e2e/e2b (%v)", err)
+		t.Skip("the E2B SDK is not installed: run npm ci in e2e/e2b (CI does)")
 	}
 	s := startServer(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
