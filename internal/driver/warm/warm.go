@@ -5,6 +5,12 @@
 // A pool refills once creates have paused for RefillDelay: starting an
 // agent costs several milliseconds of CPU, and spent during a burst of
 // creates it would slow the very creates the pool is there to speed up.
+//
+// A warm item is replaced once it is MaxAge old. A namespace-driver
+// sandbox waits in a copy of the host's mount table taken when it was
+// started, which holds every filesystem mounted then: the operator's
+// unmount of a disk leaves the device busy for as long as the copy
+// lives. Replacing warm items bounds that to MaxAge.
 package warm
 
 import (
@@ -23,12 +29,22 @@ import (
 // RefillDelay is how long creates must pause before a pool refills.
 const RefillDelay = 50 * time.Millisecond
 
+// MaxAge is how long an item waits before it is replaced.
+const MaxAge = time.Minute
+
+// item is a warm item and when it was made.
+type item[T any] struct {
+	v    T
+	born time.Time
+}
+
 // Pool holds up to size warm items of type T. Each lives in its own
 // directory under Dir until a create takes it.
 type Pool[T any] struct {
 	dir     string
 	mode    os.FileMode // of the pool's directories above the items
-	ready   chan T
+	maxAge  time.Duration
+	ready   chan item[T]
 	make    func(dir string) (T, error)
 	discard func(T)
 	log     *slog.Logger
@@ -51,7 +67,8 @@ func New[T any](base string, mode os.FileMode, size int, build func(dir string) 
 	return &Pool[T]{
 		dir:     filepath.Join(base, ids.New()),
 		mode:    mode,
-		ready:   make(chan T, size),
+		maxAge:  MaxAge,
+		ready:   make(chan item[T], size),
 		make:    build,
 		discard: discard,
 		log:     log,
@@ -84,15 +101,18 @@ func (p *Pool[T]) Take() (T, bool) {
 	p.timer.Reset(RefillDelay)
 	select {
 	case it := <-p.ready:
-		return it, true
+		return it.v, true
 	default:
 		return zero, false
 	}
 }
 
-// fill keeps the pool full until Close.
+// fill keeps the pool full, and its items younger than maxAge, until
+// Close.
 func (p *Pool[T]) fill() {
 	defer close(p.done)
+	age := time.NewTicker(p.maxAge / 2)
+	defer age.Stop()
 	for {
 		for len(p.ready) < cap(p.ready) {
 			if p.ctx.Err() != nil {
@@ -108,12 +128,32 @@ func (p *Pool[T]) fill() {
 				p.log.Warn("warm pool", "err", err)
 				break
 			}
-			p.ready <- it
+			p.ready <- item[T]{v: it, born: time.Now()}
 		}
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-p.kick:
+		case <-age.C:
+			p.retire()
+		}
+	}
+}
+
+// retire discards the items older than maxAge; the loop that calls it
+// then makes new ones. Only that loop puts items in, so one taken out and
+// kept goes back without waiting.
+func (p *Pool[T]) retire() {
+	for range len(p.ready) {
+		select {
+		case it := <-p.ready:
+			if time.Since(it.born) < p.maxAge {
+				p.ready <- it
+				continue
+			}
+			p.discard(it.v)
+		default:
+			return // creates took the rest
 		}
 	}
 }
@@ -129,7 +169,7 @@ func (p *Pool[T]) Close() {
 	for {
 		select {
 		case it := <-p.ready:
-			p.discard(it)
+			p.discard(it.v)
 		default:
 			os.Remove(p.dir)
 			return
