@@ -81,8 +81,12 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 // what the sandbox is are refused where they are read.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
-	if err != nil {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
 		return errdefs.New(errdefs.ErrTooLarge, "body_too_large", "request body is over %d bytes", h.cfg.MaxBodyBytes)
+	case err != nil:
+		return errdefs.Invalid("invalid_body", "reading the request body: %v", err)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil

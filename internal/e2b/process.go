@@ -55,10 +55,13 @@ func (s processService) Start(ctx context.Context, req *connect.Request[pb.Start
 	return s.follow(ctx, c.sandbox, p, 0, keepaliveEvery(req.Header()), send)
 }
 
-// closeStdin closes a process's input; one that has already ended has no
-// input to close, which is no error.
+// closeStdin closes a process's input, even once the call has ended (in
+// at most ten seconds); one that has already ended has no input to close,
+// which is no error.
 func (s processService) closeStdin(ctx context.Context, sandbox string, pid int) error {
-	_, err := s.h.cfg.Sandboxes.WriteStdin(context.WithoutCancel(ctx), sandbox, pid, bytes.NewReader(nil), true)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := s.h.cfg.Sandboxes.WriteStdin(ctx, sandbox, pid, bytes.NewReader(nil), true)
 	if err != nil && !errors.Is(err, errdefs.ErrConflict) && !errors.Is(err, errdefs.ErrNotFound) {
 		return err
 	}
