@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -313,5 +314,47 @@ func TestE2BPolledWatchers(t *testing.T) {
 	withHdr(get, req(sb.SandboxID, sb.EnvdAccessToken))
 	if _, err := fs.GetWatcherEvents(ctx, get); connect.CodeOf(err) != connect.CodeNotFound {
 		t.Errorf("a poll after removal: %v, want not_found", err)
+	}
+}
+
+// TestE2BBrowserCORS: a page of another origin in headless Chromium
+// creates a sandbox through the control API, calls its envd and kills it,
+// through the browser's own CORS checks, as the E2B SDK does in a browser.
+func TestE2BBrowserCORS(t *testing.T) {
+	node, chromium := needBrowser(t)
+	s := startServer(t, "")
+	for range 2 { // a next page to read x-next-token from
+		if _, err := s.client().CreateSandbox(context.Background(), api.CreateSandboxRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "<!doctype html><title>another origin</title>")
+	}))
+	defer page.Close()
+	cmd := exec.CommandContext(ctx, node, "e2b-cors.mjs", s.url, s.key, page.URL)
+	cmd.Dir = "browser"
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node e2b-cors.mjs: %v\n%s%s", err, out, stderr.String())
+	}
+	var got struct {
+		Origin    string `json:"origin"`
+		Create    int    `json:"create"`
+		List      int    `json:"list"`
+		ListBody  string `json:"listBody"`
+		NextToken string `json:"nextToken"`
+		Kill      int    `json:"kill"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if got.Origin != page.URL || got.Create != http.StatusCreated || got.List != http.StatusOK || got.Kill != http.StatusNoContent || got.NextToken == "" {
+		t.Errorf("from the page: %+v", got)
 	}
 }

@@ -111,6 +111,7 @@ type Handler struct {
 	cfg      Config
 	tokens   tokens
 	mux      *http.ServeMux
+	serve    http.Handler // mux behind CORS
 	watchers watchers
 	// base is the context of what outlives a request (the polled
 	// watchers); Close cancels it.
@@ -124,6 +125,7 @@ func New(cfg Config) *Handler {
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.controlRoutes()
 	h.envdRoutes()
+	h.serve = withCORS(h.mux)
 	return h
 }
 
@@ -135,7 +137,7 @@ func (h *Handler) Close() {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	h.serve.ServeHTTP(w, r)
 }
 
 // ServeEnvd serves an envd request that came to a sandbox's own host,
@@ -146,7 +148,7 @@ func (h *Handler) ServeEnvd(w http.ResponseWriter, r *http.Request, sandboxID st
 	r.Header.Set("E2b-Sandbox-Id", sandboxID)
 	r.URL.Path = envdPrefix + r.URL.Path
 	r.URL.RawPath = ""
-	h.mux.ServeHTTP(w, r)
+	h.serve.ServeHTTP(w, r)
 }
 
 // untimed lifts the server's read and write deadlines for a stream or a

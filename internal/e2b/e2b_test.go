@@ -373,3 +373,37 @@ func TestSignedURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCORS: a page of any origin may call the E2B APIs with the headers
+// the SDK sends, and read the ones it reads; no cookies are allowed.
+func TestCORS(t *testing.T) {
+	srv, _ := newTestServer(t, &fakeSandboxes{})
+	for _, path := range []string{Prefix + "/v2/sandboxes", envdPrefix + "/process.Process/Start"} {
+		req, _ := http.NewRequest(http.MethodOptions, srv.URL+path, nil)
+		req.Header.Set("Origin", "https://app.example")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		// As browsers send it: lowercase, sorted.
+		req.Header.Set("Access-Control-Request-Headers", "connect-protocol-version,connect-timeout-ms,content-type,e2b-sandbox-id,keepalive-ping-interval,x-access-token,x-api-key")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode >= 300 || res.Header.Get("Access-Control-Allow-Origin") != "*" || res.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("preflight of %s: %d, headers %v", path, res.StatusCode, res.Header)
+		}
+		if allowed := strings.ToLower(res.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(allowed, "x-access-token") || !strings.Contains(allowed, "connect-timeout-ms") {
+			t.Errorf("preflight of %s allows headers %q (%d %v)", path, allowed, res.StatusCode, res.Header)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+Prefix+"/health", nil)
+	req.Header.Set("Origin", "https://app.example")
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(strings.ToLower(res.Header.Get("Access-Control-Expose-Headers")), "x-next-token") {
+		t.Errorf("a GET from a page: headers %v", res.Header)
+	}
+}
