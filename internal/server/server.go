@@ -244,6 +244,9 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 
 	caps := drivers.Default().Capabilities()
 	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drivers.Default().Name(), caps.Isolation, why)
+	base := "http://" + s.addr.String()
+	fmt.Fprintf(os.Stderr, "hutch: for the E2B SDK: E2B_API_URL=%s%s E2B_SANDBOX_URL=%s%s/envd E2B_API_KEY=<a hutch key> (docs/E2B.md)\n",
+		base, e2b.Prefix, base, e2b.Prefix)
 	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "node", node, "driver", drivers.Default().Name(),
 		"driver.reason", why, "isolation", caps.Isolation, "drivers", drivers.Names(), "data", cfg.DataDir)
 	for _, d := range caps.Degraded {
