@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -62,6 +63,9 @@ type Config struct {
 type API struct {
 	cfg Config
 	mux *http.ServeMux
+	// inflight counts the requests being served, WebSocket ones too,
+	// which http.Server.Shutdown does not wait for (Wait).
+	inflight sync.WaitGroup
 }
 
 // New builds the handler. Whatever matches no route is answered in the
@@ -127,5 +131,13 @@ func onlyQuery(rt route, fail func(http.ResponseWriter, *http.Request, error)) h
 }
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	a.logRequests(a.recoverPanics(a.mux)).ServeHTTP(w, r)
 }
+
+// Wait waits until every request being served has ended, the WebSocket
+// ones (terminals, streams) included: http.Server.Shutdown does not wait
+// for a connection a handler took over. Call it once the server takes no
+// more requests, and before closing what the handlers use.
+func (a *API) Wait() { a.inflight.Wait() }

@@ -115,9 +115,19 @@ func (a *API) bridge(w http.ResponseWriter, r *http.Request, p api.Process, curs
 	if wsjson.Write(ctx, conn, api.TerminalMessage{Type: api.TerminalStarted, Process: &p}) != nil {
 		return
 	}
+	// The input's goroutine ends before the handler returns: the
+	// connection closes under its read, and its input stream is ended
+	// (within stdinCloseWait), so nothing of the request outlives it.
+	inputDone := make(chan struct{})
 	go func() {
+		defer close(inputDone)
 		defer cancel()
 		a.terminalInput(ctx, conn, id, p.PID)
+	}()
+	defer func() {
+		cancel()
+		conn.CloseNow()
+		<-inputDone
 	}()
 	pm := startPump(ctx, st)
 	for {

@@ -239,6 +239,22 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Keys: tenantKeys{st}, Key: e2bKey, Domain: cfg.PreviewDomain,
 		MaxBodyBytes: cfg.MaxBodyBytes, Log: log})
 	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
+	// Closed right after the listener's server: the API's WebSocket
+	// handlers, which its Shutdown does not wait for, end before what
+	// they use closes.
+	s.onClose("api streams", func(ctx context.Context) error {
+		done := make(chan struct{})
+		go func() {
+			handler.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("API streams still running: %w", ctx.Err())
+		}
+	})
 	s.serve(ln, withE2B(compat, cfg.PreviewDomain, previews.Wrap, handler))
 	s.serveMetrics(metricsLn, metrics)
 
