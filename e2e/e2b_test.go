@@ -101,7 +101,16 @@ func TestE2BAccess(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &r); err != nil || r.SandboxID == "" || r.EnvdAccessToken == "" {
 			t.Fatalf("create answered %s (%v)", body, err)
 		}
-		t.Cleanup(func() { _ = admin.DeleteSandbox(context.Background(), r.SandboxID) })
+		// Destroyed with the key that made it: the admin's key does not
+		// see another tenant's sandboxes (and the harness destroys only
+		// the admin's), and the admin's, for a key revoked since.
+		t.Cleanup(func() {
+			if err := client.New(s.url, key).DeleteSandbox(context.Background(), r.SandboxID); err != nil {
+				if err := admin.DeleteSandbox(context.Background(), r.SandboxID); err != nil {
+					t.Errorf("destroy %s: %v", r.SandboxID, err)
+				}
+			}
+		})
 		return r
 	}
 	list := "/e2b/envd/process.Process/List"
