@@ -13,6 +13,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	pb "github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // filesystemService is envd's filesystem.Filesystem on hutch's files API.
@@ -141,9 +142,9 @@ func (s filesystemService) WatchDir(ctx context.Context, req *connect.Request[pb
 	if err != nil {
 		return s.h.rpcError(err)
 	}
-	events, failed, stop := pump(w.Next, w.Close)
-	defer stop()
+	pm := sandbox.StartPump(ctx, w, 0)
 	if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Start{Start: &pb.WatchDirResponse_StartEvent{}}}); err != nil {
+		pm.Stop()
 		return err
 	}
 	return relay[api.WatchEvent]{
@@ -161,7 +162,7 @@ func (s filesystemService) WatchDir(ctx context.Context, req *connect.Request[pb
 		},
 		failed: s.h.rpcError,
 		ended:  ctx.Err,
-	}.run(ctx, events, failed)
+	}.run(ctx, pm)
 }
 
 // watchEvents translates one change: E2B names the path relative to the

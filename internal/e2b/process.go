@@ -13,6 +13,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	pb "github.com/hutchdev/hutch/internal/e2b/envdpb/process"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	hsandbox "github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // processService is envd's process.Process on hutch's processes: a
@@ -91,8 +92,6 @@ func (s processService) follow(ctx context.Context, sandbox string, p api.Proces
 	if err != nil {
 		return s.h.rpcError(err)
 	}
-	events, failed, stop := pump(out.Next, out.Close)
-	defer stop()
 	return relay[api.OutputEvent]{
 		every: every,
 		send: func(ev api.OutputEvent) error {
@@ -112,7 +111,7 @@ func (s processService) follow(ctx context.Context, sandbox string, p api.Proces
 		},
 		failed: s.h.rpcError,
 		ended:  func() error { return s.ended(ctx, sandbox, p.PID) },
-	}.run(ctx, events, failed)
+	}.run(ctx, hsandbox.StartPump(ctx, out, 0))
 }
 
 // ended is what a stream whose context ended returns: past its deadline

@@ -11,6 +11,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	pb "github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem"
 	"github.com/hutchdev/hutch/internal/ids"
+	hsandbox "github.com/hutchdev/hutch/internal/sandbox"
 	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
@@ -43,20 +44,13 @@ type watcher struct {
 	mu       sync.Mutex
 	events   []*pb.FilesystemEvent
 	lost     bool // the buffer overflowed since the last poll
-	err      error
 	lastPoll time.Time
-}
-
-// watchStream is a hutch watch stream.
-type watchStream interface {
-	Next() (api.WatchEvent, error)
-	Close() error
 }
 
 // add starts a watcher of st, which runs until ctx ends, for keyID,
 // unless the key holds too many; it returns the watcher's id. cancel ends
 // ctx.
-func (ws *watchers) add(ctx context.Context, cancel context.CancelFunc, keyID, sandbox string, st watchStream) (string, error) {
+func (ws *watchers) add(ctx context.Context, cancel context.CancelFunc, keyID, sandbox string, st hsandbox.Stream[api.WatchEvent]) (string, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	held := 0
@@ -83,25 +77,23 @@ func (ws *watchers) add(ctx context.Context, cancel context.CancelFunc, keyID, s
 
 // run reads st into the buffer until ctx ends or the stream does, and
 // ends the watcher when nobody polls it.
-func (w *watcher) run(ctx context.Context, st watchStream) {
-	events, failed, stop := pump(st.Next, st.Close)
-	defer stop()
+func (w *watcher) run(ctx context.Context, st hsandbox.Stream[api.WatchEvent]) {
+	p := hsandbox.StartPump(ctx, st, 0)
+	defer p.Stop()
 	idle := time.NewTicker(watcherIdle / 4)
 	defer idle.Stop()
 	for {
 		select {
-		case ev := <-events:
+		case ev, ok := <-p.Events():
+			if !ok {
+				return
+			}
 			w.mu.Lock()
 			w.events = append(w.events, watchEvents(ev)...)
 			if over := len(w.events) - watcherBuffer; over > 0 {
 				w.events, w.lost = w.events[over:], true
 			}
 			w.mu.Unlock()
-		case err := <-failed:
-			w.mu.Lock()
-			w.err = err
-			w.mu.Unlock()
-			return
 		case <-idle.C:
 			w.mu.Lock()
 			stale := time.Since(w.lastPoll) > watcherIdle
@@ -193,8 +185,9 @@ func (s filesystemService) CreateWatcher(ctx context.Context, req *connect.Reque
 }
 
 // GetWatcherEvents returns the events since the last poll. A watcher that
-// lost events (its buffer overflowed) or whose stream ended says so as an
-// error once its events are taken, so the client rescans.
+// lost events (its buffer overflowed) says so as an error once its events
+// are taken, so the client rescans; one whose stream ended is gone (not
+// found).
 func (s filesystemService) GetWatcherEvents(ctx context.Context, req *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
 	c, err := s.call(ctx)
 	if err != nil {

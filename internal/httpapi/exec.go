@@ -6,6 +6,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/logattr"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 func (a *API) exec(w http.ResponseWriter, r *http.Request) {
@@ -55,19 +56,19 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
-	p := startPump(ctx, st)
+	p := sandbox.StartPump(ctx, st, pumpAhead)
 	var buf, merged []byte // the lines to send, merged output; reused
 	for {
-		ev, ok := <-p.events
+		ev, ok := <-p.Events()
 		if !ok {
-			if p.err != nil {
-				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.err)
+			if p.Err() != nil {
+				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.Err())
 			}
 			return
 		}
 		exit, isMerged := false, false
 		for {
-			next, ok := p.ready()
+			next, ok := p.Ready()
 			if ok && isOutput(ev.Type) && next.Type == ev.Type && len(ev.Data)+len(next.Data) <= maxJSONData {
 				if !isMerged {
 					if cap(merged) < maxJSONData {

@@ -26,13 +26,13 @@ func (a *API) execFrames(w http.ResponseWriter, r *http.Request, st sandbox.Stre
 	if rc.Flush() != nil {
 		return
 	}
-	p := startPump(r.Context(), st)
+	p := sandbox.StartPump(r.Context(), st, pumpAhead)
 	var hdr []byte
 	for {
-		ev, ok := <-p.events
+		ev, ok := <-p.Events()
 		if !ok {
-			if p.err != nil {
-				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.err)
+			if p.Err() != nil {
+				a.cfg.Log.Warn("exec stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.Err())
 			}
 			return
 		}
@@ -59,7 +59,7 @@ func (a *API) execFrames(w http.ResponseWriter, r *http.Request, st sandbox.Stre
 				rc.Flush()
 				return
 			}
-			if ev, ok = p.ready(); !ok {
+			if ev, ok = p.Ready(); !ok {
 				break
 			}
 		}

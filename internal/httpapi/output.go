@@ -88,7 +88,7 @@ func (a *API) outputSSE(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return
 	}
-	p := startPump(ctx, st)
+	p := sandbox.StartPump(ctx, st, pumpAhead)
 	tick := time.NewTicker(sseHeartbeat)
 	defer tick.Stop()
 	var m merger
@@ -102,10 +102,10 @@ func (a *API) outputSSE(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	for {
 		select {
-		case ev, ok := <-p.events:
+		case ev, ok := <-p.Events():
 			if !ok {
-				if p.err != nil {
-					a.cfg.Log.Warn("process output stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.err)
+				if p.Err() != nil {
+					a.cfg.Log.Warn("process output stream ended", logattr.Sandbox(r.PathValue("id")), "err", p.Err())
 				}
 				return
 			}
@@ -175,11 +175,11 @@ func (a *API) outputWebSocket(ctx context.Context, w http.ResponseWriter, r *htt
 			return nil
 		}
 	}
-	p := startPump(ctx, st)
+	p := sandbox.StartPump(ctx, st, pumpAhead)
 	var m merger
 	for {
 		select {
-		case ev, ok := <-p.events:
+		case ev, ok := <-p.Events():
 			if !ok {
 				conn.Close(websocket.StatusNormalClosure, "")
 				return
@@ -218,10 +218,10 @@ type merger struct {
 // waiting for more: runs of contiguous output of one stream merged into
 // one event of at most limit bytes of data. write must be done with the
 // event's data when it returns.
-func (m *merger) drain(p *pump[api.OutputEvent], ev api.OutputEvent, limit int, write func(api.OutputEvent) error) error {
+func (m *merger) drain(p *sandbox.Pump[api.OutputEvent], ev api.OutputEvent, limit int, write func(api.OutputEvent) error) error {
 	merged := false // ev.Data is m.buf
 	for {
-		next, ok := p.ready()
+		next, ok := p.Ready()
 		if ok && follows(ev, next) && len(ev.Data)+len(next.Data) <= limit {
 			if !merged {
 				if cap(m.buf) < limit {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/sandbox"
 )
 
 // maxTerminalMessage bounds one message a terminal client sends.
@@ -129,10 +130,10 @@ func (a *API) bridge(w http.ResponseWriter, r *http.Request, p api.Process, curs
 		conn.CloseNow()
 		<-inputDone
 	}()
-	pm := startPump(ctx, st)
+	pm := sandbox.StartPump(ctx, st, pumpAhead)
 	for {
 		select {
-		case ev, ok := <-pm.events:
+		case ev, ok := <-pm.Events():
 			if !ok {
 				conn.Close(websocket.StatusNormalClosure, "")
 				return

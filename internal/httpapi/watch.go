@@ -54,15 +54,15 @@ func (a *API) watchFiles(w http.ResponseWriter, r *http.Request) {
 func (a *API) relayWatch(ctx context.Context, sse *sseWriter, st sandbox.Stream[api.WatchEvent], heartbeat time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p := startPump(ctx, st)
+	p := sandbox.StartPump(ctx, st, pumpAhead)
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
 	for {
 		select {
-		case ev, ok := <-p.events:
+		case ev, ok := <-p.Events():
 			if !ok {
-				if p.err != nil {
-					return p.err
+				if p.Err() != nil {
+					return p.Err()
 				}
 				if ctx.Err() != nil {
 					return ctx.Err()
