@@ -379,7 +379,7 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, _ tenancy.Prin
 		h.writeError(w, r, err)
 		return
 	}
-	cpus := max(1, int(sb.Limits.CPU+0.999))
+	cpus := cpuCount(sb)
 	memTotal := m.Memory.LimitBytes
 	out := make([]sandboxMetric, 0, len(m.History)+1)
 	for _, s := range m.History {

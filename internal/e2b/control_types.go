@@ -146,7 +146,7 @@ func (h *Handler) listed(sb api.Sandbox) listedSandbox {
 		ClientID:    clientID(sb),
 		StartedAt:   sb.CreatedAt,
 		EndAt:       end,
-		CPUCount:    max(1, int(math.Ceil(sb.Limits.CPU))),
+		CPUCount:    cpuCount(sb),
 		MemoryMB:    sb.Limits.MemoryMB,
 		DiskSizeMB:  sb.Limits.DiskMB,
 		Metadata:    meta,
@@ -185,6 +185,12 @@ func (h *Handler) ref(sb api.Sandbox, keyID string) sandboxRef {
 		EnvdAccessToken: h.tokens.sign(keyID, sb.ID),
 		Domain:          h.cfg.Domain,
 	}
+}
+
+// cpuCount is E2B's whole number of CPUs of a sandbox: its CPU limit
+// rounded up, at least 1 (none set).
+func cpuCount(sb api.Sandbox) int {
+	return max(1, int(math.Ceil(sb.Limits.CPU)))
 }
 
 // clientID is the node that owns the sandbox: E2B's client (its host).
