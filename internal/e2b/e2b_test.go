@@ -407,3 +407,35 @@ func TestCORS(t *testing.T) {
 		t.Errorf("a GET from a page: headers %v", res.Header)
 	}
 }
+
+// createOnly answers Create at once: what is left of a create is the
+// translation's own work.
+type createOnly struct{ Sandboxes }
+
+func (createOnly) Create(_ context.Context, req api.CreateSandboxRequest) (api.Sandbox, error) {
+	return api.Sandbox{ID: "01m88n51g53n0ynr9r53d4p0z6", State: api.StateRunning, Template: "host", TimeoutS: req.TimeoutS}, nil
+}
+
+// keyAuth lets every control call in as key k1.
+type keyAuth struct{ fakeAuth }
+
+func (keyAuth) Begin(ctx context.Context, _ string) (context.Context, func(), error) {
+	return tenancy.With(ctx, tenancy.Principal{TenantID: "t1", KeyID: "k1", Role: api.RoleMember}), func() {}, nil
+}
+
+// BenchmarkCreateTranslation is the E2B layer's own cost of a create
+// (decode, translate, sign the envd token, encode), with a sandbox service
+// that answers at once; bench/e2b times the whole call.
+func BenchmarkCreateTranslation(b *testing.B) {
+	h := New(Config{Sandboxes: createOnly{}, Auth: keyAuth{}, Key: []byte(strings.Repeat("k", 32)), MaxBodyBytes: 1 << 20,
+		Log: slog.New(slog.DiscardHandler)})
+	body := `{"templateID":"base","timeout":300,"metadata":{"a":"b"},"envVars":{"X":"1"}}`
+	for b.Loop() {
+		r := httptest.NewRequest(http.MethodPost, Prefix+"/v2/sandboxes", strings.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
+			b.Fatalf("create: %d %s", w.Code, w.Body)
+		}
+	}
+}
