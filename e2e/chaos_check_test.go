@@ -17,8 +17,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/hostids"
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/ids"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostids"
 )
 
 // The chaos test's checks after each restart (chaos_test.go).

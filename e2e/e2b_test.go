@@ -16,8 +16,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
-	fspb "github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem"
-	"github.com/hutchdev/hutch/internal/e2b/envdpb/filesystem/filesystemconnect"
+	fspb "github.com/hutchdev/hutch/internal/edge/e2b/envdpb/filesystem"
+	"github.com/hutchdev/hutch/internal/edge/e2b/envdpb/filesystem/filesystemconnect"
 )
 
 // TestE2BCompat runs the unmodified E2B SDK (e2e/e2b, e2b@2.51.0) against

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/hostids"
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/ids"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostids"
 )
 
 // What the host shows of sandboxes: processes by cgroup, and the

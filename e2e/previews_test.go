@@ -33,12 +33,12 @@ var (
 	previewAppErr  error
 )
 
-// previewApp is internal/router/testdata/previewapp, built once: a page,
+// previewApp is internal/edge/router/testdata/previewapp, built once: a page,
 // /headers, an event stream and a WebSocket echo.
 func previewApp(t *testing.T) []byte {
 	t.Helper()
 	previewAppOnce.Do(func() {
-		dir, err := testutil.Build("internal/router/testdata/previewapp")
+		dir, err := testutil.Build("internal/edge/router/testdata/previewapp")
 		if err != nil {
 			previewAppErr = err
 			return

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/hostinfo"
-	"github.com/hutchdev/hutch/internal/sandbox"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
 )
 
 // TestQuotaTenant: the server's default quota binds a new tenant; an admin

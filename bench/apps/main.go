@@ -27,7 +27,7 @@ import (
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/bench/internal/stat"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 func main() {

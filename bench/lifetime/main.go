@@ -27,8 +27,8 @@ import (
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/bench/internal/stat"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/sandbox"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // appPort is where the preview part's web server listens in its sandbox.

@@ -30,7 +30,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // appPort is where the server inside the sandbox listens.

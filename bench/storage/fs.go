@@ -15,7 +15,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // dataSize is what a measured sandbox holds in /workspace: files of random

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hutchdev/hutch/internal/loopdev"
+	"github.com/hutchdev/hutch/internal/runtime/host/loopdev"
 	"os"
 	"os/exec"
 	"path/filepath"

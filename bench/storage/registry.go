@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hutchdev/hutch/internal/osthread"
+	"github.com/hutchdev/hutch/internal/base/osthread"
 	"net"
 	"net/http"
 	"os"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
-	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // templateResult is what creates from each template cost with one warm

@@ -14,21 +14,21 @@ func TestDeps(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	allowed := map[string]bool{
-		"github.com/hutchdev/hutch/cmd/hutch-agent":   true,
-		"github.com/hutchdev/hutch/api":               true,
-		"github.com/hutchdev/hutch/internal/envelope": true,
-		"github.com/hutchdev/hutch/internal/confine":  true,
-		"github.com/hutchdev/hutch/internal/nsinit":   true,
-		"github.com/hutchdev/hutch/internal/cgroups":  true,
-		"github.com/hutchdev/hutch/internal/errdefs":  true,
-		"github.com/hutchdev/hutch/internal/logattr":  true,
-		"github.com/hutchdev/hutch/internal/sparse":   true,
-		"github.com/hutchdev/hutch/internal/dirent":   true,
-		"github.com/hutchdev/hutch/internal/history":  true,
-		"github.com/hutchdev/hutch/internal/osthread": true,
+		"github.com/hutchdev/hutch/cmd/hutch-agent":               true,
+		"github.com/hutchdev/hutch/api":                           true,
+		"github.com/hutchdev/hutch/internal/agent/envelope":       true,
+		"github.com/hutchdev/hutch/internal/agent/confine":        true,
+		"github.com/hutchdev/hutch/internal/agent/nsinit":         true,
+		"github.com/hutchdev/hutch/internal/runtime/host/cgroups": true,
+		"github.com/hutchdev/hutch/internal/base/errdefs":         true,
+		"github.com/hutchdev/hutch/internal/base/logattr":         true,
+		"github.com/hutchdev/hutch/internal/base/sparse":          true,
+		"github.com/hutchdev/hutch/internal/base/dirent":          true,
+		"github.com/hutchdev/hutch/internal/agent/history":        true,
+		"github.com/hutchdev/hutch/internal/base/osthread":        true,
 		// The app supervisor reads the app's manifest.
-		"github.com/hutchdev/hutch/internal/manifest": true,
-		"go.yaml.in/yaml/v3":                          true,
+		"github.com/hutchdev/hutch/internal/agent/manifest": true,
+		"go.yaml.in/yaml/v3": true,
 	}
 	allowedPrefixes := []string{
 		"golang.org/x/sys/",

@@ -7,7 +7,7 @@
 //
 // Under the namespace driver the agent is pid 1 of the sandbox's pid
 // namespace: before it listens it builds the sandbox's root and enters it
-// (internal/nsinit), and it ignores every signal a process of the sandbox
+// (internal/agent/nsinit), and it ignores every signal a process of the sandbox
 // could send it. It then ends only on POST /shutdown or when the host kills
 // it, which ends every process of the sandbox with it.
 package main
@@ -29,10 +29,10 @@ import (
 
 	"github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/confine"
-	"github.com/hutchdev/hutch/internal/envelope"
-	"github.com/hutchdev/hutch/internal/logattr"
-	"github.com/hutchdev/hutch/internal/nsinit"
+	"github.com/hutchdev/hutch/internal/agent/confine"
+	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
+	"github.com/hutchdev/hutch/internal/base/logattr"
 )
 
 // shutdownTimeout bounds killing the tree and draining the requests.

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/agentclient"
-	"github.com/hutchdev/hutch/internal/confine"
-	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/agent/confine"
+	"github.com/hutchdev/hutch/internal/agent/envelope"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 

@@ -6,7 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hutchdev/hutch/internal/envelope"
+	"github.com/hutchdev/hutch/internal/agent/envelope"
 )
 
 // ignoreSignals catches every signal and drops it (SIGCHLD still reaches

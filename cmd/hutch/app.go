@@ -11,7 +11,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/ids"
 )
 
 // newAppCmd is `hutch app`: apps, the layer above sandboxes.

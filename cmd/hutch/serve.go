@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	serveconfig "github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/server"
+	serveconfig "github.com/hutchdev/hutch/internal/server/config"
 )
 
 // logHandler is the server's log: JSON for machines, text for a person
@@ -22,7 +22,7 @@ func logHandler(format string, opts *slog.HandlerOptions) slog.Handler {
 }
 
 // newServeCmd is `hutch serve`. Its flags are the server's configuration
-// (internal/config), parsed there with the environment overrides they
+// (internal/server/config), parsed there with the environment overrides they
 // name, so cobra leaves them alone; -h prints them.
 func newServeCmd() *cobra.Command {
 	return &cobra.Command{

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // replayWindow is how many recent nonces the agent remembers and refuses.

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // retainedEvents is how many events the feed keeps for a control plane

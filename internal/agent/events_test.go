@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/agentclient"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // TestEventFeed: the feed pushes each process's exit once, numbered; a

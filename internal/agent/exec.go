@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/confine"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/agent/confine"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // DefaultPath is a command's PATH when neither the envelope nor the request

@@ -16,9 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/dirent"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/sparse"
+	"github.com/hutchdev/hutch/internal/base/dirent"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/sparse"
 )
 
 // handleRead answers GET /files?path=: the raw content of a regular file.
@@ -161,7 +161,7 @@ func writeAtomic(dirfd int, name string, mode uint32, body io.Reader, limit int6
 			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	// Runs of zeros become holes (internal/sparse): a sparse file of a tar
+	// Runs of zeros become holes (internal/base/sparse): a sparse file of a tar
 	// upload takes on disk about its data, not its size.
 	var c sparse.Copier
 	n, err := c.Copy(context.Background(), f, io.LimitReader(bodyReader{body}, limit+1))

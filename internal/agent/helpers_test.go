@@ -15,8 +15,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent"
-	"github.com/hutchdev/hutch/internal/agentclient"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 const (

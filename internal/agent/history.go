@@ -15,9 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/history"
-	"github.com/hutchdev/hutch/internal/osthread"
+	"github.com/hutchdev/hutch/internal/agent/history"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/osthread"
 )
 
 // The file history of directories in the sandbox (agentproto.FeatureHistory):
@@ -27,7 +27,7 @@ import (
 //	POST /history/restore          {dir, id} or {dir, steps} → {restored, pre_undo, changes}
 //	GET  /history/diff?dir=&from=[&to=] → {changes}; to defaults to the directory as it is
 //
-// Each tracked directory has its own store (internal/history) under
+// Each tracked directory has its own store (internal/agent/history) under
 // Config.HistoryDir, named by a hash of the directory's path, opened on
 // first use and kept open; a store serialises its operations. The tracked
 // directory is resolved inside the sandbox root like every path of the

@@ -4,7 +4,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // sandboxPath is a path the file API was asked about, checked lexically:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 func TestResolvePath(t *testing.T) {

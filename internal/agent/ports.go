@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // GET /ports lists the TCP sockets listening in the sandbox

@@ -29,9 +29,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/confine"
-	"github.com/hutchdev/hutch/internal/envelope"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/agent/confine"
+	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // DefaultMaxRequestBytes bounds a JSON request body (an exec request with

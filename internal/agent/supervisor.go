@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/manifest"
+	"github.com/hutchdev/hutch/internal/agent/manifest"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // The app supervisor runs the processes an app's manifest names and keeps

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // The app supervisor's routes (agentproto.FeatureApp); see

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/manifest"
+	"github.com/hutchdev/hutch/internal/agent/manifest"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // fileKey tells one version of the manifest file from another without

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/internal/dirent"
+	"github.com/hutchdev/hutch/internal/base/dirent"
 )
 
 // handleTarDownload answers GET /files/tar?path=: a tar of the directory.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Tunnels: GET /tunnel/{port} is an upgrade to the "hutch-tunnel" protocol.
@@ -36,7 +36,7 @@ const (
 	tunnelDialTimeout = 5 * time.Second
 )
 
-// Error codes of a refused tunnel, shared with internal/agentclient.
+// Error codes of a refused tunnel, shared with internal/agent/agentclient.
 const (
 	codePortClosed          = "port_closed"
 	codePreviewsUnsupported = "previews_unsupported"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // The bounds of file watches. They are variables so tests can shrink

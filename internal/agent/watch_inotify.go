@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/dirent"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/dirent"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // watchMask is what every watched directory reports. IN_MASK_CREATE makes

@@ -8,10 +8,10 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/hutchdev/hutch/internal/apps"
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/sandbox"
-	"github.com/hutchdev/hutch/internal/secrets"
+	"github.com/hutchdev/hutch/internal/control/apps"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
 )
 

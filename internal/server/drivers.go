@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/storage"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/host/storage"
+	"github.com/hutchdev/hutch/internal/server/config"
 
 	// The drivers this build runs: each registers itself.
-	_ "github.com/hutchdev/hutch/internal/driver/namespace"
-	_ "github.com/hutchdev/hutch/internal/driver/process"
+	_ "github.com/hutchdev/hutch/internal/runtime/driver/namespace"
+	_ "github.com/hutchdev/hutch/internal/runtime/driver/process"
 )
 
 // loadDrivers builds and opens every registered driver and picks the

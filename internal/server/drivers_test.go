@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/driver/process"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/driver/process"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hutchdev/hutch/internal/e2b"
-	"github.com/hutchdev/hutch/internal/router"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/edge/e2b"
+	"github.com/hutchdev/hutch/internal/edge/router"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // withE2B puts the E2B translation layer in front of the server's handler

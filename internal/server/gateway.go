@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/gateway"
-	"github.com/hutchdev/hutch/internal/keyfile"
-	"github.com/hutchdev/hutch/internal/secrets"
+	"github.com/hutchdev/hutch/internal/base/keyfile"
+	"github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/edge/gateway"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
 )
 

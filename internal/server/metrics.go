@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/telemetry"
+	"github.com/hutchdev/hutch/internal/edge/telemetry"
 )
 
 // listenMetrics opens --metrics-listen, right after the API's listener so

@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/sandbox"
-	"github.com/hutchdev/hutch/internal/settings"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/settings"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // newSettings puts in force, over the flags' settings, those a PATCH

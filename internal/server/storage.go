@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/storage"
+	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 )
 
 // probeStorage says what the data directory's filesystem offers sandboxes'

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hutchdev/hutch/internal/config"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
 
 	// The stores this build has: each registers itself.

@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/diskguard"
-	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/storage"
+	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/host/diskguard"
+	"github.com/hutchdev/hutch/internal/runtime/host/storage"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/templates"
 )
 
 // newTemplates opens the template service and its layer store in

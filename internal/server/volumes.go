@@ -4,11 +4,11 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/hutchdev/hutch/internal/config"
-	"github.com/hutchdev/hutch/internal/driver"
-	"github.com/hutchdev/hutch/internal/storage"
+	"github.com/hutchdev/hutch/internal/control/volumes"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/host/storage"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/volumes"
 )
 
 // newVolumes opens the volume service in <data>/volumes when the default

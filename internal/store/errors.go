@@ -1,6 +1,6 @@
 package store
 
-import "github.com/hutchdev/hutch/internal/errdefs"
+import "github.com/hutchdev/hutch/internal/base/errdefs"
 
 // The errors every implementation returns, so that codes never drift between
 // backends.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/ids"
 )
 
 func TestNextEventID(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // PortSetting is how the router exposes one port of a sandbox. A port with

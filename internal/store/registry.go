@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 
-	reg "github.com/hutchdev/hutch/internal/registry"
+	reg "github.com/hutchdev/hutch/internal/base/registry"
 )
 
 // Options is what the server hands every store's factory.
@@ -16,7 +16,7 @@ type Options struct {
 	DSN string
 	// OnFull, when set, is called when a write finds the filesystem of a
 	// store that keeps files full; it reports whether it freed room, and
-	// the write is then tried once more (internal/diskguard's reserve).
+	// the write is then tried once more (internal/runtime/host/diskguard's reserve).
 	OnFull func() bool
 }
 

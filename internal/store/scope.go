@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/tenancy"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 )
 
 // Scope is which tenants' rows a call may touch. Every implementation

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // CheckSecretName validates a secret's name: 1 to api.MaxSecretName

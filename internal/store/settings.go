@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Settings are server-wide, not a tenant's: the values an admin changed
 // through PATCH /v1/settings, by key (api.Settings' JSON names), each as
-// JSON. internal/settings says which keys exist and what they hold; the
+// JSON. internal/control/settings says which keys exist and what they hold; the
 // store keeps any key and any JSON value.
 
 // MaxSettingKey and MaxSettingValue bound one stored setting.

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Snapshot is a captured copy of a sandbox's files, owned by its tenant;

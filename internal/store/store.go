@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Store is hutch's persistent state.
@@ -118,7 +118,7 @@ type Store interface {
 	// Secrets are addressed by name within the principal's tenant, always:
 	// even the system needs a principal for them (code "no_tenant"), and an
 	// admin reaches only its own tenant's. The store keeps only the sealed
-	// value (internal/secrets seals and opens it).
+	// value (internal/control/secrets seals and opens it).
 	//
 	// CreateSecret stores sec in the caller's tenant, setting sec.TenantID
 	// (the system may set it itself), an ID if empty, CreatedAt to now and
@@ -241,7 +241,7 @@ type Key struct {
 }
 
 // Secret is a secret's persisted record: metadata and the value as sealed
-// by internal/secrets. The store never sees a plaintext value.
+// by internal/control/secrets. The store never sees a plaintext value.
 type Secret struct {
 	ID          string
 	TenantID    string

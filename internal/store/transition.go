@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Transition moves a sandbox from one of the states in from to state to,

@@ -15,7 +15,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/hutchdev/hutch/internal/osthread"
+	"github.com/hutchdev/hutch/internal/base/osthread"
 	"io"
 	"io/fs"
 	"math/big"

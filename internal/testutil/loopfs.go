@@ -3,7 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
-	"github.com/hutchdev/hutch/internal/loopdev"
+	"github.com/hutchdev/hutch/internal/runtime/host/loopdev"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hutchdev/hutch/internal/loopdev"
+	"github.com/hutchdev/hutch/internal/runtime/host/loopdev"
 )
 
 // mounted reports whether dir is a mount point in this mount namespace.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/config"
 	"github.com/hutchdev/hutch/internal/server"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // Server is a running hutch server and a client of its admin tenant.

@@ -3,7 +3,7 @@ package agentproto
 import (
 	"time"
 
-	"github.com/hutchdev/hutch/internal/manifest"
+	"github.com/hutchdev/hutch/internal/agent/manifest"
 )
 
 // The app supervisor's wire types (FeatureApp). An app's sandbox has an

@@ -1,8 +1,8 @@
 // Package agentproto is the wire protocol between the control plane and
 // hutch-agent that is not a /v1 type: the mutual HMAC authentication both
 // sides compute (one implementation, imported by the agent and by
-// internal/agentclient), the health answer and the agent's ready line.
-// It links only the standard library and internal/confine, because
+// internal/agent/agentclient), the health answer and the agent's ready line.
+// It links only the standard library and internal/agent/confine, because
 // hutch-agent links it.
 package agentproto
 

@@ -4,7 +4,7 @@ import "time"
 
 // The file history of a directory in the sandbox (FeatureHistory): the
 // agent checkpoints it, lists, compares and restores its checkpoints
-// (internal/history does the work). Every request names the tracked
+// (internal/agent/history does the work). Every request names the tracked
 // directory, Dir, an absolute path inside the sandbox.
 
 // Kinds of checkpoint; a caller may name others (1 to 32 of a-z, 0-9,

@@ -1,6 +1,6 @@
 package agentproto
 
-import "github.com/hutchdev/hutch/internal/confine"
+import "github.com/hutchdev/hutch/internal/agent/confine"
 
 // Health is the answer of GET /health.
 type Health struct {

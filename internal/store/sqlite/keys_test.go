@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // TestKeyRolesMigration: the keys of a database from before roles and

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/hutchdev/hutch/internal/errdefs"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/errdefs"
-	"github.com/hutchdev/hutch/internal/ids"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/ids"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/tenancy"
 )
 
 // Run runs the suite. open must return a new, empty store and close it with

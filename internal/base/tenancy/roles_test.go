@@ -1,0 +1,37 @@
+package tenancy
+
+import (
+	"testing"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+)
+
+func TestHolds(t *testing.T) {
+	for _, tt := range []struct {
+		role, least string
+		want        bool
+	}{
+		{api.RoleAdmin, api.RoleAdmin, true},
+		{api.RoleAdmin, api.RoleMember, true},
+		{api.RoleAdmin, api.RoleReader, true},
+		{api.RoleMember, api.RoleAdmin, false},
+		{api.RoleMember, api.RoleMember, true},
+		{api.RoleMember, api.RoleReader, true},
+		{api.RoleReader, api.RoleMember, false},
+		{api.RoleReader, api.RoleReader, true},
+		{"", api.RoleReader, false},
+		{"root", api.RoleReader, false},
+		{api.RoleAdmin, "root", false},
+	} {
+		if got := Holds(tt.role, tt.least); got != tt.want {
+			t.Errorf("Holds(%q, %q) = %v, want %v", tt.role, tt.least, got, tt.want)
+		}
+	}
+	for role, code := range map[string]string{api.RoleAdmin: "admin_required", api.RoleMember: "member_required"} {
+		class, got, _ := errdefs.Classify(RoleRequired(role))
+		if class != errdefs.ErrForbidden || got != code {
+			t.Errorf("RoleRequired(%s) = %v %q, want forbidden %q", role, class, got, code)
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package sandbox
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
+)
+
+// serverMax are hutch serve's default ceilings of one sandbox's limits:
+// three sandboxes at them promised 48 GiB and 49,152 pids on a host of
+// 23 GiB and pid_max 32,768 (the adversarial review's item 6).
+var serverMax = api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384}
+
+// hostLimits are hutch serve's defaults.
+var hostLimits = HostLimits{ReserveMemoryMB: 1024, ReservePids: 4096, MemoryOvercommit: 1, PidsOvercommit: 1, CPUOvercommit: 8}
+
+// wantRefused fails unless err is class with code and its message names
+// every one of words.
+func wantRefused(t *testing.T, what string, err error, class error, code string, words ...string) {
+	t.Helper()
+	if !errors.Is(err, class) || !errdefs.HasCode(err, code) {
+		t.Fatalf("%s: %v; want %v %s", what, err, class, code)
+	}
+	_, _, msg := errdefs.Classify(err)
+	for _, w := range words {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: message %q does not name %q", what, msg, w)
+		}
+	}
+}
+
+// TestAttackHostMemory is the review's attack on this host's real memory:
+// a tenant creates sandboxes at the largest memory limit the server allows
+// until their limits together pass the host's memory. The create that
+// would pass the host's budget is refused 503 insufficient_capacity; the
+// service used to admit every one.
+func TestAttackHostMemory(t *testing.T) {
+	facts, err := hostinfo.Read()
+	if err != nil {
+		t.Skipf("host facts: %v", err)
+	}
+	capacity := HostCapacity(facts, hostLimits)
+	f := newLiveFixture(t, func(c *Config) { c.MaxLimits, c.Capacity = serverMax, capacity })
+	fits := capacity.MemoryMB / serverMax.MemoryMB
+	if fits > 32 {
+		t.Skipf("this host fits %d sandboxes of %d MiB; too many to create here", fits, serverMax.MemoryMB)
+	}
+	small := serverMax.Pids / 16
+	promised := 0
+	for i := range fits + 1 {
+		_, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &api.Limits{MemoryMB: serverMax.MemoryMB, Pids: small}})
+		if i < fits {
+			if err != nil {
+				t.Fatalf("create %d of %d MiB (%d of %d MiB promised): %v", i+1, serverMax.MemoryMB, promised, capacity.MemoryMB, err)
+			}
+			promised += serverMax.MemoryMB
+			continue
+		}
+		if err == nil {
+			t.Fatalf("create %d admitted: %d MiB promised on a host of %d MiB (budget %d MiB)", i+1, promised+serverMax.MemoryMB, facts.MemoryMB, capacity.MemoryMB)
+		}
+		wantRefused(t, "the create past the host's memory", err, errdefs.ErrUnavailable, "insufficient_capacity", "memory")
+	}
+}
+
+// TestAttackHostPids: the same with pids, against pid_max and threads-max.
+func TestAttackHostPids(t *testing.T) {
+	facts, err := hostinfo.Read()
+	if err != nil {
+		t.Skipf("host facts: %v", err)
+	}
+	capacity := HostCapacity(facts, hostLimits)
+	f := newLiveFixture(t, func(c *Config) { c.MaxLimits, c.Capacity = serverMax, capacity })
+	fits := capacity.Pids / serverMax.Pids
+	if fits > 32 {
+		t.Skipf("this host fits %d sandboxes of %d pids; too many to create here", fits, serverMax.Pids)
+	}
+	for i := range fits + 1 {
+		_, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &api.Limits{MemoryMB: 64, Pids: serverMax.Pids}})
+		if i < fits {
+			if err != nil {
+				t.Fatalf("create %d of %d pids: %v", i+1, serverMax.Pids, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Fatalf("create %d admitted: %d pids promised, pid_max %d, threads-max %d (budget %d)", i+1, (i+1)*serverMax.Pids, facts.PidMax, facts.ThreadsMax, capacity.Pids)
+		}
+		wantRefused(t, "the create past the host's pids", err, errdefs.ErrUnavailable, "insufficient_capacity", "pids")
+	}
+}
+
+// TestHostCapacity: each host bound refuses what would pass it, counts
+// only what holds resources (a stopped sandbox holds none; starting it is
+// admitted like a create), and is freed by a destroy.
+func TestHostCapacity(t *testing.T) {
+	f := newLiveFixture(t, func(c *Config) { c.Capacity = Capacity{MemoryMB: 1024, CPU: 3.5, Pids: 300} })
+	create := func(l api.Limits) (api.Sandbox, error) {
+		return f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &l})
+	}
+	a, err := create(api.Limits{MemoryMB: 512, CPU: 1, Pids: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := create(api.Limits{MemoryMB: 512, CPU: 1, Pids: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(api.Limits{MemoryMB: 16, CPU: 0.5, Pids: 8})
+	wantRefused(t, "memory past the host", err, errdefs.ErrUnavailable, "insufficient_capacity", "memory", "16 MiB", "1024 MiB")
+
+	if _, err := f.svc.Stop(f.ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	c, err := create(api.Limits{MemoryMB: 256, CPU: 2, Pids: 100})
+	if err != nil {
+		t.Fatalf("create once a stopped sandbox gave its memory back: %v", err)
+	}
+	_, err = f.svc.Start(f.ctx, b.ID)
+	wantRefused(t, "start past the host's memory and CPU", err, errdefs.ErrUnavailable, "insufficient_capacity", "memory")
+	if got := f.state(t, b.ID); got != api.StateStopped {
+		t.Fatalf("a refused start left the sandbox %s; want stopped", got)
+	}
+	_, err = create(api.Limits{MemoryMB: 16, CPU: 1, Pids: 8})
+	wantRefused(t, "cpu past the host", err, errdefs.ErrUnavailable, "insufficient_capacity", "cpu")
+	_, err = create(api.Limits{MemoryMB: 16, CPU: 0.25, Pids: 150})
+	wantRefused(t, "pids past the host", err, errdefs.ErrUnavailable, "insufficient_capacity", "pids")
+
+	if err := f.svc.Destroy(f.ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Start(f.ctx, b.ID); err != nil {
+		t.Fatalf("start once a destroy made room: %v", err)
+	}
+	if err := f.svc.Destroy(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTenantQuotaDefaults: the server's default quotas bind a tenant that
+// set none; a refusal is 429 quota_exceeded naming the quota, the usage
+// and the limit. A stopped sandbox counts toward the number of sandboxes
+// but holds no memory; a destroyed or failed one counts for nothing.
+func TestTenantQuotaDefaults(t *testing.T) {
+	f := newLiveFixture(t, func(c *Config) { c.TenantQuotas = api.QuotaLimits{Sandboxes: 2, MemoryMB: 768, CPU: 4, Pids: 1000} })
+	create := func(mem int) (api.Sandbox, error) {
+		return f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &api.Limits{MemoryMB: mem}})
+	}
+	a, err := create(512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(512)
+	wantRefused(t, "memory past the quota", err, errdefs.ErrRateLimited, "quota_exceeded", "memory_mb", "512", "768")
+	b, err := create(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(16)
+	wantRefused(t, "a third sandbox", err, errdefs.ErrRateLimited, "quota_exceeded", "sandboxes", "2")
+
+	// A stopped sandbox keeps its place but not its memory.
+	if _, err := f.svc.Stop(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = create(16)
+	wantRefused(t, "a third sandbox beside a stopped one", err, errdefs.ErrRateLimited, "quota_exceeded", "sandboxes")
+	if err := f.svc.Destroy(f.ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	c, err := create(512)
+	if err != nil {
+		t.Fatalf("create beside a stopped sandbox, within memory: %v", err)
+	}
+	_, err = f.svc.Start(f.ctx, a.ID)
+	wantRefused(t, "start past the memory quota", err, errdefs.ErrRateLimited, "quota_exceeded", "memory_mb")
+	if err := f.svc.Destroy(f.ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Start(f.ctx, a.ID); err != nil {
+		t.Fatalf("start within the quota: %v", err)
+	}
+}
+
+// TestAdmissionRace: concurrent creates of one tenant against a quota of
+// m sandboxes, and against a host with room for m, admit exactly m. Run it
+// with -race.
+func TestAdmissionRace(t *testing.T) {
+	const n, m = 12, 3
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Config)
+		class  error
+		code   string
+	}{
+		{"tenant quota", func(c *Config) { c.TenantQuotas.Sandboxes = m }, errdefs.ErrRateLimited, "quota_exceeded"},
+		{"host memory", func(c *Config) { c.Capacity.MemoryMB = m * 256 }, errdefs.ErrUnavailable, "insufficient_capacity"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newLiveFixture(t, tt.mutate)
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			start := make(chan struct{})
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					_, errs[i] = f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &api.Limits{MemoryMB: 256}})
+				})
+			}
+			close(start)
+			wg.Wait()
+			admitted := 0
+			for _, err := range errs {
+				switch {
+				case err == nil:
+					admitted++
+				case !errors.Is(err, tt.class) || !errdefs.HasCode(err, tt.code):
+					t.Errorf("Create: %v; want %s", err, tt.code)
+				}
+			}
+			if admitted != m {
+				t.Fatalf("%d of %d concurrent creates admitted; want %d", admitted, n, m)
+			}
+			if live := f.drv.Live(); len(live) != m {
+				t.Fatalf("%d agents run; want %d", len(live), m)
+			}
+		})
+	}
+}

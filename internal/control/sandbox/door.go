@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// The door: every call that reaches a running sandbox's agent, from the
+// API, the router or the gateway, begins with open and ends with end.
+// open checks the sandbox is the caller's and running, holds a place in
+// the sandbox's quota of calls in flight, and records the activity that
+// idle reaping reads (LastActivity); end frees the place and writes the
+// audit line. Only this file holds agent clients.
+
+// Stream is a stream of events from a sandbox: a command's output, a
+// process's output, file changes. Next returns io.EOF after the last
+// event; Close ends the stream (and its call) and may be called at any
+// time, more than once.
+type Stream[T any] interface {
+	Next() (T, error)
+	Close() error
+}
+
+// call is one call through the door.
+type call struct {
+	s     *Service
+	ctx   context.Context // the caller's, without its cancellation
+	rec   *store.Sandbox
+	agent *agentclient.Client
+	op    string
+	start time.Time
+	once  sync.Once
+}
+
+// open lets a call to sandbox id through the door, or says why not.
+func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.State == api.StatePaused {
+		if rec, err = s.autoResume(ctx, id, op); err != nil {
+			return nil, err
+		}
+	}
+	if rec.State != api.StateRunning {
+		return nil, notRunning(rec)
+	}
+	if _, err := s.driverOf(rec); err != nil {
+		return nil, err
+	}
+	// The client of a running sandbox is kept from its attach; the handle
+	// (a decode and an unseal of its token) is read only without one.
+	s.mu.Lock()
+	at, ok := s.agents[id]
+	s.mu.Unlock()
+	if !ok {
+		h, err := s.decodeHandle(rec)
+		if err != nil {
+			return nil, err
+		}
+		at = attached{client: newAgentClient(h), handle: h}
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if s.calls[id] >= s.cfg.MaxCallsPerSandbox {
+		s.mu.Unlock()
+		return nil, errdefs.New(errdefs.ErrRateLimited, "too_many_calls", "sandbox %s already has %d calls in flight; end some (streams, terminals, watches) first", id, s.cfg.MaxCallsPerSandbox)
+	}
+	s.calls[id]++
+	s.active[id] = now
+	if cur, ok := s.agents[id]; ok {
+		at = cur
+	} else {
+		s.agents[id] = at
+	}
+	s.mu.Unlock()
+	return &call{s: s, ctx: context.WithoutCancel(ctx), rec: rec, agent: at.client, op: op, start: now}, nil
+}
+
+// attached is a running sandbox's agent: its client and its handle, token
+// unsealed.
+type attached struct {
+	client *agentclient.Client
+	handle driver.Handle
+}
+
+// newAgentClient is a client of the agent of h.
+func newAgentClient(h driver.Handle) *agentclient.Client {
+	return agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+}
+
+// handleOf is a sandbox's handle: the attached one, or decoded from rec.
+func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
+	s.mu.Lock()
+	at, ok := s.agents[rec.ID]
+	s.mu.Unlock()
+	if ok {
+		return at.handle, nil
+	}
+	return s.decodeHandle(rec)
+}
+
+// end closes the call: it frees its place in the quota, logs it and tells
+// the Observer, once. It returns err as the caller should see it
+// (explain).
+func (c *call) end(err error) error {
+	err = c.explain(err)
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		if c.s.calls[c.rec.ID]--; c.s.calls[c.rec.ID] <= 0 {
+			delete(c.s.calls, c.rec.ID)
+		}
+		c.s.active[c.rec.ID] = time.Now()
+		c.s.mu.Unlock()
+		p, _ := tenancy.From(c.ctx)
+		c.s.log.Debug("sandbox call", logattr.Sandbox(c.rec.ID), logattr.Tenant(c.rec.TenantID), logattr.Key(p.KeyID), "op", c.op,
+			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
+		c.s.observeCall(c.op, err)
+		if lostAgent(err) {
+			c.s.checkAgent(c.rec.ID)
+		}
+	})
+	return err
+}
+
+// explain turns an agent that went away under a call into what happened
+// to its sandbox: a stop or destroy that raced the call is a 409, not a
+// broken agent.
+func (c *call) explain(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || !errors.Is(err, errdefs.ErrUnavailable) {
+		return err
+	}
+	rec, gerr := c.s.store.GetSandbox(c.ctx, c.rec.ID)
+	if gerr == nil && rec.State != api.StateRunning {
+		return notRunning(rec)
+	}
+	return err
+}
+
+// notRunning is the error of a call to a sandbox that is not running.
+func notRunning(rec *store.Sandbox) error {
+	return errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", rec.ID, rec.State)
+}
+
+// touch records activity of sandbox id that made no call through the
+// door (a preview's bytes), while it is attached.
+func (s *Service) touch(id string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.agents[id]; ok {
+		s.active[id] = at
+	}
+}
+
+// LastActivity is when a call to the sandbox last began or ended through
+// this server, and false when none did since it started.
+func (s *Service) LastActivity(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.active[id]
+	return t, ok
+}
+
+// unary runs one request-answer call through the door.
+func unary[T any](ctx context.Context, s *Service, id, op string, fn func(context.Context, *agentclient.Client) (T, error)) (T, error) {
+	c, err := s.open(ctx, id, op)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := fn(ctx, c.agent)
+	return v, c.end(err)
+}
+
+// stream is a Stream whose Close ends its call.
+type stream[T any] struct {
+	c     *call
+	next  func() (T, error)
+	close func() error
+}
+
+func (st *stream[T]) Next() (T, error) {
+	v, err := st.next()
+	return v, st.c.explain(err)
+}
+
+func (st *stream[T]) Close() error {
+	err := st.close()
+	st.c.end(nil)
+	return err
+}
+
+// body is a byte stream whose Close ends its call.
+type body struct {
+	io.ReadCloser
+	c *call
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.c.end(nil)
+	return err
+}
+
+// readBody opens a byte stream from the agent through the door.
+func (s *Service) readBody(ctx context.Context, id, op string, fn func(*agentclient.Client) (io.ReadCloser, error)) (io.ReadCloser, error) {
+	c, err := s.open(ctx, id, op)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := fn(c.agent)
+	if err != nil {
+		return nil, c.end(err)
+	}
+	return &body{ReadCloser: rc, c: c}, nil
+}
+
+// attach starts following a running sandbox's agent: the client (kept for
+// calls), its egress proxy and, for a new sandbox, its OOM count.
+func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
+	a := newAgentClient(h)
+	s.mu.Lock()
+	if old, ok := s.agents[rec.ID]; ok {
+		old.client.Close()
+	}
+	s.agents[rec.ID] = attached{client: a, handle: h}
+	s.active[rec.ID] = time.Now() // a new idle window (idle.go)
+	s.output[rec.ID] = 0
+	s.mu.Unlock()
+	s.startEgress(ctx, rec, d, h)
+	if a.Has(agentproto.FeatureEvents) {
+		s.followFeed(rec, a)
+	}
+	return a
+}
+
+// detach forgets a sandbox's agent, stops its egress proxy and closes its
+// preview tunnels; calls in flight end when the driver stops the agent
+// (or, for a pause, as their connection's client is closed).
+func (s *Service) detach(id string) {
+	s.detachEgress(id)
+	s.stopFeed(id)
+	s.mu.Lock()
+	if at, ok := s.agents[id]; ok {
+		at.client.Close()
+		delete(s.agents, id)
+	}
+	delete(s.active, id)
+	delete(s.output, id)
+	s.mu.Unlock()
+	// After the agent is forgotten: a tunnel opening now is refused.
+	s.closeTunnels(id)
+}

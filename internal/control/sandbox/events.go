@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// emit records an event about rec in its tenant's log. It runs on a context
+// that outlives ctx, so a request cancelled after the work was done still
+// records it, and it never fails the operation: an event that cannot be
+// stored is logged. msg must be safe to show the sandbox's owner. The
+// tenant's event streams are woken (AppendEvent).
+func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
+	ctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	e := &store.Event{
+		TenantID:  rec.TenantID,
+		SandboxID: rec.ID,
+		Type:      typ,
+		Message:   truncate(msg, store.MaxEventMessage),
+		Data:      data,
+	}
+	if err := s.events.AppendEvent(ctx, e); err != nil {
+		s.log.Error("record event", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "event.type", typ, "err", err)
+	}
+}
+
+func (s *Service) emitCreated(ctx context.Context, rec *store.Sandbox) {
+	s.emit(ctx, rec, api.EventSandboxCreated, "sandbox created",
+		map[string]any{"template": rec.Template, "driver": rec.Driver})
+}
+
+// emitFailed records why a sandbox failed; reason is the user-safe message
+// also kept in the sandbox's error.
+func (s *Service) emitFailed(ctx context.Context, rec *store.Sandbox, reason string) {
+	s.emit(ctx, rec, api.EventSandboxFailed, "sandbox failed: "+reason, map[string]any{"reason": reason})
+}
+
+func (s *Service) emitExpired(ctx context.Context, rec *store.Sandbox) {
+	s.emit(ctx, rec, api.EventSandboxExpired, fmt.Sprintf("sandbox expired after its timeout of %d s", rec.TimeoutS),
+		map[string]any{"timeout_s": rec.TimeoutS})
+}
+
+// truncate cuts s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// Backoff of a broken event feed's reconnects.
+const (
+	feedRetryMin = 100 * time.Millisecond
+	feedRetryMax = 10 * time.Second
+)
+
+// followFeed follows the event feed of a sandbox's agent from attach to
+// detach and records a process.exited event for each exit it pushes: one
+// stream per sandbox in place of one waiting request per process
+// (agentproto.FeatureEvents). The feed starts from the agent's retained
+// events, so exits while no control plane listened (a restart) are
+// recorded too, once: those already in the store are skipped.
+func (s *Service) followFeed(rec *store.Sandbox, a *agentclient.Client) {
+	w := &s.procs
+	w.start()
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.mu.Lock()
+	if stop, ok := w.feeds[rec.ID]; ok {
+		stop()
+	}
+	w.feeds[rec.ID] = cancel
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		defer cancel()
+		var after uint64
+		wait := feedRetryMin
+		for first := true; ctx.Err() == nil; first = false {
+			if f, err := a.Events(ctx, after); err == nil {
+				n := after
+				after = s.readFeed(ctx, rec, f, after, first)
+				f.Close()
+				if after > n {
+					wait = feedRetryMin
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				wait = min(2*wait, feedRetryMax)
+			}
+		}
+	})
+}
+
+// readFeed records the exits f pushes until it breaks, and returns the
+// number of the last event read. The events replayed when the feed opens
+// are checked against the store when replay is set (the first opening).
+func (s *Service) readFeed(ctx context.Context, rec *store.Sandbox, f *agentclient.Feed, after uint64, replay bool) uint64 {
+	var recorded map[procKey]bool
+	var replayedTo uint64
+	for {
+		ev, err := f.Next()
+		if err != nil {
+			return after
+		}
+		switch ev.Type {
+		case agentproto.EventHello:
+			if ev.Seq < after {
+				// Not the agent this feed followed: start again.
+				after = 0
+			}
+			if replay {
+				replayedTo = ev.Seq
+				if recorded, err = s.recordedExits(ctx, rec); err != nil {
+					s.log.Warn("read process events for the event feed", logattr.Sandbox(rec.ID), "err", err)
+				}
+			}
+		case agentproto.EventProcessExited:
+			p := ev.Process
+			if ev.Seq > replayedTo || !recorded[procKey{rec.ID, p.PID, p.StartedAt.UTC()}] {
+				s.emitExited(ctx, rec, p)
+			}
+		}
+		after = max(after, ev.Seq)
+	}
+}
+
+// stopFeed stops following a sandbox's event feed.
+func (s *Service) stopFeed(id string) {
+	w := &s.procs
+	w.start()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if stop, ok := w.feeds[id]; ok {
+		stop()
+		delete(w.feeds, id)
+	}
+}

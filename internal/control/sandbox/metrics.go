@@ -1,0 +1,295 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// What a running or paused sandbox uses (GET /v1/sandboxes/{id}/metrics):
+// read from its driver when asked, and sampled by the lifecycle loop once
+// every metricsEvery into a short history per sandbox this server owns.
+
+const (
+	// metricsEvery is the period of the samples.
+	metricsEvery = 5 * time.Second
+	// metricsKeep is how many periods a history covers: 5 minutes.
+	metricsKeep = 60
+	// statsTimeout bounds one reading of a sandbox's use from its driver.
+	statsTimeout = 2 * time.Second
+	// percentSpan is the least time a CPU percent is taken over, where
+	// the history allows: a shorter span measures little but noise.
+	percentSpan = time.Second
+)
+
+// meterFigures are the figures a driver.Meter reads: all unsupported when
+// the driver is none.
+var meterFigures = []string{"cpu", "memory", "pids", "network"}
+
+// metricRings are the histories of the sandboxes this server runs.
+type metricRings struct {
+	mu   sync.Mutex
+	slot time.Time              // the period sampled last
+	m    map[string]*metricRing // sandbox id → its history
+}
+
+// metricRing is one sandbox's history: its samples, oldest first, at most
+// metricsKeep+1 (each sample's CPU percent is over the span since the one
+// before); the last reading Metrics kept, which a client that asks every
+// second gets its CPU percent against; and its disk use as last measured.
+type metricRing struct {
+	points []point
+	read   point
+	disk   *api.DiskUsage
+	diskAt time.Time
+}
+
+// percentBase is the point a CPU percent now is taken against: the newest
+// of the samples and the last reading at least percentSpan old, or else
+// the oldest; false when there is none.
+func (mr *metricRing) percentBase(now time.Time) (point, bool) {
+	var base, oldest point
+	consider := func(p point) {
+		if p.at.IsZero() {
+			return
+		}
+		if oldest.at.IsZero() || p.at.Before(oldest.at) {
+			oldest = p
+		}
+		if now.Sub(p.at) >= percentSpan && (base.at.IsZero() || p.at.After(base.at)) {
+			base = p
+		}
+	}
+	for _, p := range mr.points {
+		consider(p)
+	}
+	consider(mr.read)
+	if base.at.IsZero() {
+		base = oldest
+	}
+	return base, !base.at.IsZero()
+}
+
+// point is what a sandbox had used by at.
+type point struct {
+	at     time.Time
+	cpuNS  uint64
+	memory int64
+	pids   int
+	rx, tx uint64
+}
+
+func pointOf(at time.Time, st driver.Stats) point {
+	return point{at: at, cpuNS: st.CPUUsageNS, memory: st.MemoryBytes, pids: st.Pids, rx: st.RxBytes, tx: st.TxBytes}
+}
+
+// cpuPercent is the CPU the sandbox used between a and b, 100 for one
+// core; 0 when its count went back (it started again in between).
+func cpuPercent(a, b point) float64 {
+	span := b.at.Sub(a.at)
+	if span <= 0 || b.cpuNS < a.cpuNS {
+		return 0
+	}
+	return float64(b.cpuNS-a.cpuNS) / float64(span.Nanoseconds()) * 100
+}
+
+// ring returns id's history, made when it has none. Hold mu.
+func (r *metricRings) ring(id string) *metricRing {
+	if r.m == nil {
+		r.m = map[string]*metricRing{}
+	}
+	mr := r.m[id]
+	if mr == nil {
+		mr = &metricRing{}
+		r.m[id] = mr
+	}
+	return mr
+}
+
+// sampleMetrics takes one sample of every running or paused sandbox this
+// server owns per metricsEvery period of the clock (the lifecycle loop
+// calls it every tick), and drops the history of every other sandbox.
+func (s *Service) sampleMetrics(ctx context.Context, now time.Time) {
+	slot := now.Truncate(metricsEvery)
+	s.metrics.mu.Lock()
+	due := slot.After(s.metrics.slot)
+	if due {
+		s.metrics.slot = slot
+	}
+	s.metrics.mu.Unlock()
+	if !due {
+		return
+	}
+	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StatePaused)
+	if err != nil {
+		s.log.Warn("sample metrics", "err", err)
+		return
+	}
+	live := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		if !s.owns(rec) {
+			continue
+		}
+		live[rec.ID] = true
+		st, ok, err := s.readStats(ctx, rec)
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrConflict) { // not stopped meanwhile
+				s.log.Warn("sample a sandbox's metrics", logattr.Sandbox(rec.ID), "err", err)
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		s.metrics.mu.Lock()
+		mr := s.metrics.ring(rec.ID)
+		mr.points = append(mr.points, pointOf(now, st))
+		if n := len(mr.points) - (metricsKeep + 1); n > 0 {
+			mr.points = append(mr.points[:0], mr.points[n:]...)
+		}
+		s.metrics.mu.Unlock()
+	}
+	s.metrics.mu.Lock()
+	for id := range s.metrics.m {
+		if !live[id] {
+			delete(s.metrics.m, id)
+		}
+	}
+	s.metrics.mu.Unlock()
+}
+
+// forgetMetrics drops a sandbox's history once it stops or is gone: a
+// sandbox started again counts from zero.
+func (s *Service) forgetMetrics(id string) {
+	s.metrics.mu.Lock()
+	delete(s.metrics.m, id)
+	s.metrics.mu.Unlock()
+}
+
+// readStats reads what rec uses from its driver; ok is false when the
+// driver measures nothing.
+func (s *Service) readStats(ctx context.Context, rec *store.Sandbox) (_ driver.Stats, ok bool, _ error) {
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return driver.Stats{}, false, err
+	}
+	m, ok := d.(driver.Meter)
+	if !ok {
+		return driver.Stats{}, false, nil
+	}
+	h, err := s.handleOf(rec)
+	if err != nil {
+		return driver.Stats{}, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	st, err := m.Stats(ctx, h)
+	if err != nil {
+		return driver.Stats{}, false, err
+	}
+	return st, true, nil
+}
+
+// Metrics returns what a running or paused sandbox of the caller's uses
+// now, and its history; a sandbox in another state is 409
+// sandbox_not_running. It is no call through the door: it neither
+// resumes a paused sandbox nor counts as its activity.
+func (s *Service) Metrics(ctx context.Context, id string) (api.SandboxMetrics, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return api.SandboxMetrics{}, err
+	}
+	if rec.State != api.StateRunning && rec.State != api.StatePaused {
+		return api.SandboxMetrics{}, notRunning(rec)
+	}
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return api.SandboxMetrics{}, err
+	}
+	st, ok, err := s.readStats(ctx, rec)
+	switch {
+	case errors.Is(err, errdefs.ErrConflict): // its agent is gone
+		return api.SandboxMetrics{}, err
+	case err != nil:
+		return api.SandboxMetrics{}, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not measure sandbox %s", d.Name(), id)
+	case !ok:
+		st.Unsupported = slices.Clone(meterFigures)
+	}
+	now := time.Now()
+	out := api.SandboxMetrics{
+		SandboxID:    id,
+		At:           now,
+		CPU:          api.CPUStats{UsageNS: st.CPUUsageNS},
+		Memory:       api.MemStats{UsageBytes: st.MemoryBytes, PeakBytes: st.MemoryPeak, LimitBytes: st.MemoryLimit},
+		Pids:         api.PidStats{Current: st.Pids, Limit: st.PidsLimit},
+		Network:      api.NetStats{RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets, TxPackets: st.TxPackets},
+		SampleEveryS: int(metricsEvery / time.Second),
+		History:      []api.Sample{},
+		Unsupported:  st.Unsupported,
+	}
+	if d.Capabilities().Limits.CPU {
+		out.CPU.LimitCPUs = rec.Limits.CPU
+	}
+	if n, ok := s.observeOOM(ctx, rec); ok {
+		out.Memory.OOMKills = n
+	}
+	if _, ok := d.(driver.DiskMeter); !ok {
+		out.Unsupported = append(out.Unsupported, "disk")
+	} else if u := s.metricsDisk(ctx, rec, now); u != nil {
+		out.Disk = api.DiskStats{UsageBytes: u.UsedBytes, LimitBytes: u.LimitBytes}
+	}
+
+	s.metrics.mu.Lock()
+	defer s.metrics.mu.Unlock()
+	var points []point
+	if mr := s.metrics.m[id]; mr != nil {
+		points = mr.points
+	}
+	for i := 1; i < len(points); i++ {
+		p := points[i]
+		out.History = append(out.History, api.Sample{At: p.at, CPUPercent: cpuPercent(points[i-1], p),
+			MemoryBytes: p.memory, Pids: p.pids, RxBytes: p.rx, TxBytes: p.tx})
+	}
+	if ok {
+		mr := s.metrics.ring(id)
+		cur := pointOf(now, st)
+		if base, found := mr.percentBase(now); found {
+			out.CPU.Percent = cpuPercent(base, cur)
+		}
+		// Kept at most once per percentSpan, so that clients asking more
+		// often still get a span of at least that.
+		if now.Sub(mr.read.at) >= percentSpan {
+			mr.read = cur
+		}
+	}
+	return out, nil
+}
+
+// metricsDisk is what rec's files take, measured at most once per
+// metricsEvery: where the filesystem keeps no count it is a walk of them,
+// and a client may ask every second.
+func (s *Service) metricsDisk(ctx context.Context, rec *store.Sandbox, now time.Time) *api.DiskUsage {
+	s.metrics.mu.Lock()
+	if mr := s.metrics.m[rec.ID]; mr != nil && mr.disk != nil && now.Sub(mr.diskAt) < metricsEvery {
+		u := mr.disk
+		s.metrics.mu.Unlock()
+		return u
+	}
+	s.metrics.mu.Unlock()
+	u := s.diskUsage(ctx, rec)
+	if u != nil {
+		s.metrics.mu.Lock()
+		mr := s.metrics.ring(rec.ID)
+		mr.disk, mr.diskAt = u, now
+		s.metrics.mu.Unlock()
+	}
+	return u
+}

@@ -1,0 +1,284 @@
+package sandbox
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/edge/gateway"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// egressConns are the egress proxies of running sandboxes.
+type egressConns struct {
+	mu sync.Mutex
+	m  map[string]*egressConn
+}
+
+type egressConn struct {
+	ln    net.Listener
+	sb    *egress.Sandbox
+	tally *egressTally // counts its decisions into events
+}
+
+// startEgress starts a running sandbox's egress proxy (drivers whose
+// sandboxes reach out only through the control plane); dropAgent stops it.
+func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
+	eg, ok := d.(driver.Egresser)
+	if !ok {
+		return
+	}
+	pol, err := egress.Parse(rec.Network)
+	if err != nil {
+		s.log.Error("stored network policy", logattr.Sandbox(rec.ID), "err", err)
+		pol, _ = egress.Parse(api.NetworkPolicy{Egress: api.EgressNone})
+	}
+	ln, err := eg.ListenEgress(ctx, h)
+	if err != nil {
+		s.log.Error("egress listener", logattr.Sandbox(rec.ID), "err", err)
+		return
+	}
+	// Decisions are counted into events, not recorded one by one.
+	tally := s.newEgressTally(rec)
+	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, tally.add), tally: tally}
+	if s.gateway != nil {
+		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
+	}
+	s.egress.mu.Lock()
+	if s.egress.m == nil {
+		s.egress.m = map[string]*egressConn{}
+	}
+	old := s.egress.m[rec.ID]
+	s.egress.m[rec.ID] = c
+	s.egress.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	go func() {
+		if err := egress.Serve(ln, c.sb); err != nil {
+			s.log.Warn("egress proxy", logattr.Sandbox(rec.ID), "err", err)
+		}
+	}()
+}
+
+// detachEgress stops a sandbox's egress proxy and records what it
+// counted, and what the sandbox's event budget dropped: the sandbox is
+// stopping or going.
+func (s *Service) detachEgress(id string) {
+	s.egress.mu.Lock()
+	c := s.egress.m[id]
+	delete(s.egress.m, id)
+	s.egress.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	s.events.FlushDrops(id)
+}
+
+// close stops accepting connections and records what was counted.
+func (c *egressConn) close() {
+	c.ln.Close()
+	c.tally.close()
+}
+
+// Network returns a sandbox's egress policy and its counters since it
+// last started.
+func (s *Service) Network(ctx context.Context, id string) (api.Network, error) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil {
+		return api.Network{}, err
+	}
+	return s.network(rec), nil
+}
+
+func (s *Service) network(rec *store.Sandbox) api.Network {
+	n := api.Network{Policy: rec.Network}
+	s.egress.mu.Lock()
+	c := s.egress.m[rec.ID]
+	s.egress.mu.Unlock()
+	if c != nil {
+		n.Allowed, n.Denied = c.sb.Allowed.Load(), c.sb.Denied.Load()
+		n.BytesOut, n.BytesIn = c.sb.BytesOut.Load(), c.sb.BytesIn.Load()
+	}
+	return n
+}
+
+// settable are the states a sandbox's egress policy may change in: any
+// but the end of its life.
+var settable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateStopped, api.StateFailed}
+
+// SetNetwork changes a sandbox's egress policy; the next connection sees
+// it, and a stopped sandbox starts with it.
+func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
+	pol, err := egress.Parse(p)
+	if err != nil {
+		return api.Network{}, err
+	}
+	p.Egress = pol.Mode
+	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
+		if sb.State == api.StateDestroying || sb.State == api.StateDestroyed {
+			return store.StateConflict(sb, settable)
+		}
+		sb.Network = p
+		return nil
+	})
+	if err != nil {
+		return api.Network{}, err
+	}
+	s.egress.mu.Lock()
+	if c := s.egress.m[id]; c != nil {
+		c.sb.SetPolicy(pol)
+	}
+	s.egress.mu.Unlock()
+	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
+	return s.network(rec), nil
+}
+
+// The codes of DialTunnel's errors a preview tells apart.
+const (
+	CodePortClosed          = agentclient.CodePortClosed          // nothing listens on the port
+	CodePreviewsUnsupported = agentclient.CodePreviewsUnsupported // the sandbox's agent opens no tunnels
+	CodeTooManyTunnels      = agentclient.CodeTooManyTunnels      // the agent's tunnel limit is reached
+)
+
+// DialTunnel opens a connection to port inside a running sandbox, for a
+// preview. The router calls it as the system, after its own
+// authorization; the dial passes the door, the connection's life does
+// not count as a call in flight (the router pools idle tunnels), but the
+// bytes through it count as activity (idle.go), at most once a second.
+func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn, error) {
+	conn, err := unary(tenancy.System(ctx), s, id, "tunnel", func(ctx context.Context, a *agentclient.Client) (net.Conn, error) {
+		return a.Tunnel(ctx, port)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &activeConn{Conn: conn, s: s, id: id}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.agents[id]; !ok { // paused or stopped meanwhile
+		conn.Close()
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
+	}
+	if s.tunnels[id] == nil {
+		s.tunnels[id] = map[*activeConn]bool{}
+	}
+	s.tunnels[id][c] = true
+	return c, nil
+}
+
+// activeConn is a tunnel whose traffic is the sandbox's activity: a
+// preview served over a pooled tunnel or a WebSocket makes no new call
+// through the door. The service keeps each open one, so that letting go
+// of a sandbox's agent (a pause, a stop) closes them: the router's next
+// request dials again, through the door, which resumes a paused sandbox,
+// instead of waiting on a frozen program over a pooled tunnel.
+type activeConn struct {
+	net.Conn
+	s    *Service
+	id   string
+	last atomic.Int64 // unix nanoseconds of the last activity noted
+}
+
+// Close closes the tunnel and forgets it.
+func (c *activeConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.tunnels[c.id], c)
+	if len(c.s.tunnels[c.id]) == 0 {
+		delete(c.s.tunnels, c.id)
+	}
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// closeTunnels closes every open tunnel of sandbox id.
+func (s *Service) closeTunnels(id string) {
+	s.mu.Lock()
+	open := s.tunnels[id]
+	delete(s.tunnels, id)
+	s.mu.Unlock()
+	for c := range open {
+		c.Conn.Close()
+	}
+}
+
+func (c *activeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.note()
+	}
+	return n, err
+}
+
+func (c *activeConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.note()
+	}
+	return n, err
+}
+
+// note records activity, once a second at most.
+func (c *activeConn) note() {
+	now := time.Now()
+	if now.UnixNano()-c.last.Load() < int64(time.Second) {
+		return
+	}
+	c.last.Store(now.UnixNano())
+	c.s.touch(c.id, now)
+}
+
+// Listener is a TCP port listening in a sandbox and the addresses it
+// listens on ("127.0.0.1", "::1", "0.0.0.0", "::"), IPv4 first.
+type Listener struct {
+	Port      int
+	Addresses []string
+}
+
+// ListeningPorts lists the TCP ports listening in a running sandbox, by
+// port, as its agent reads them (the egress forwarder left out). A
+// sandbox that is not running is 409 sandbox_not_running; an agent too
+// old to list them 501 agent_too_old; a sandbox without a network of its
+// own (the process driver) 501 previews_unsupported.
+func (s *Service) ListeningPorts(ctx context.Context, id string) ([]Listener, error) {
+	return unary(ctx, s, id, "ports", func(ctx context.Context, a *agentclient.Client) ([]Listener, error) {
+		socks, err := a.ListeningPorts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		slices.SortStableFunc(socks, func(x, y agentclient.ListeningSocket) int { return x.Port - y.Port })
+		var out []Listener
+		for _, ls := range socks {
+			if n := len(out); n > 0 && out[n-1].Port == ls.Port {
+				if !slices.Contains(out[n-1].Addresses, ls.Address) {
+					out[n-1].Addresses = append(out[n-1].Addresses, ls.Address)
+				}
+				continue
+			}
+			out = append(out, Listener{Port: ls.Port, Addresses: []string{ls.Address}})
+		}
+		return out, nil
+	})
+}
+
+// closeEgress stops every egress proxy (the server is going down; the
+// sandboxes' forwarders reconnect to the next server's).
+func (s *Service) closeEgress() {
+	s.egress.mu.Lock()
+	m := s.egress.m
+	s.egress.m = nil
+	s.egress.mu.Unlock()
+	for _, c := range m {
+		c.close()
+	}
+}

@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// Pause and resume. A paused sandbox's processes, its agent among them,
+// are frozen by its driver (driver.Pauser): memory, files and sockets
+// are kept and nothing runs. The store says paused before the freeze and
+// running only after the thaw, so a crash between the two leaves a
+// sandbox the store calls paused, which recovery freezes again. While it
+// is paused its clock is held, as a stopped sandbox's is; a call that
+// reaches it through the door resumes it first (autoResume).
+
+// Why a sandbox was paused or resumed, in its events' "reason".
+const (
+	reasonRequest  = "request"
+	reasonIdle     = "idle"
+	reasonExpiry   = "expiry"
+	reasonPressure = "memory_pressure"
+	reasonAuto     = "auto"
+)
+
+// Pause freezes a running sandbox. Pausing a paused sandbox is not an
+// error.
+func (s *Service) Pause(ctx context.Context, id string) (api.Sandbox, error) {
+	return s.lifecycleCall(ctx, id, api.StatePaused, func(rec *store.Sandbox) (api.Sandbox, error) {
+		return s.pause(ctx, rec, holdClock, map[string]any{"reason": reasonRequest})
+	})
+}
+
+// pause pauses rec under its lock; clock says what becomes of its
+// lifetime (holdClock, or restClock at its expiry) and data, with its
+// "reason", goes in its event.
+func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*store.Sandbox, time.Time), data map[string]any) (api.Sandbox, error) {
+	d, p, err := s.pauserOf(rec)
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	h, err := s.decodeHandle(rec)
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	tctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	now := time.Now()
+	rec, err = store.Transition(tctx, s.store, rec.ID, []api.SandboxState{api.StateRunning}, api.StatePaused, func(sb *store.Sandbox) {
+		clock(sb, now)
+		sb.PausedAt = &now
+	})
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	// Its calls in flight end (as a 409: the sandbox is paused); its
+	// agent is reached again once it is resumed.
+	s.detach(rec.ID)
+	if err := p.Pause(tctx, h); err != nil {
+		if _, rerr := s.thawed(tctx, rec, d, h); rerr != nil {
+			s.log.Error("mark sandbox running after a failed pause", logattr.Sandbox(rec.ID), "err", rerr)
+		}
+		if coded := new(errdefs.Error); errors.As(err, &coded) {
+			return api.Sandbox{}, err
+		}
+		return api.Sandbox{}, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not pause sandbox %s", d.Name(), rec.ID)
+	}
+	s.emit(tctx, rec, api.EventSandboxPaused, fmt.Sprintf("sandbox paused (%s)", data["reason"]), data)
+	return s.toAPI(rec), nil
+}
+
+// Resume thaws a paused sandbox. Resuming a running sandbox is not an
+// error.
+func (s *Service) Resume(ctx context.Context, id string) (api.Sandbox, error) {
+	return s.lifecycleCall(ctx, id, api.StateRunning, func(rec *store.Sandbox) (api.Sandbox, error) {
+		rec, err := s.resume(ctx, rec, map[string]any{"reason": reasonRequest})
+		if err != nil {
+			return api.Sandbox{}, err
+		}
+		return s.toAPI(rec), nil
+	})
+}
+
+// resume resumes rec under its lock; data, with its "reason", goes in its
+// event.
+func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[string]any) (*store.Sandbox, error) {
+	if rec.State != api.StatePaused {
+		return nil, errdefs.Conflict("sandbox_not_paused", "sandbox %s is %s, not paused", rec.ID, rec.State)
+	}
+	d, p, err := s.pauserOf(rec)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.decodeHandle(rec)
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	began := time.Now()
+	if err := p.Resume(tctx, h); err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not resume sandbox %s", d.Name(), rec.ID)
+	}
+	if rec, err = s.thawed(tctx, rec, d, h); err != nil {
+		// The store still says paused: freeze it again to match.
+		if perr := p.Pause(tctx, h); perr != nil {
+			s.log.Error("freeze a sandbox the store still calls paused", logattr.Sandbox(rec.ID), "err", perr)
+		}
+		return nil, err
+	}
+	data["resume_ms"] = float64(time.Since(began).Microseconds()) / 1000
+	s.emit(tctx, rec, api.EventSandboxResumed, fmt.Sprintf("sandbox resumed (%s)", data["reason"]), data)
+	return rec, nil
+}
+
+// thawed records that a paused sandbox runs again (its clock too) and
+// follows its agent again.
+func (s *Service) thawed(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) (*store.Sandbox, error) {
+	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StatePaused}, api.StateRunning, func(sb *store.Sandbox) {
+		sb.PausedAt = nil
+		runClock(sb, time.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.attach(ctx, rec, d, h)
+	return rec, nil
+}
+
+// autoResume resumes the paused sandbox id that a call (op) reached, and
+// returns its record as the call should see it.
+func (s *Service) autoResume(ctx context.Context, id, op string) (*store.Sandbox, error) {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.State != api.StatePaused {
+		return rec, err
+	}
+	return s.resume(ctx, rec, map[string]any{"reason": reasonAuto, "op": op})
+}
+
+// pauserOf is the driver of rec, once it is sure the driver can pause.
+func (s *Service) pauserOf(rec *store.Sandbox) (driver.Driver, driver.Pauser, error) {
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, ok := d.(driver.Pauser)
+	if !ok || !d.Capabilities().Pause {
+		return nil, nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot pause sandboxes on this host", d.Name())
+	}
+	return d, p, nil
+}
+
+// recoverPaused settles a sandbox the store calls paused after a restart:
+// frozen again if its agent lives (a crash may have come between a thaw
+// and its record), else stopped.
+func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
+	d, p, err := s.pauserOf(rec)
+	if err != nil {
+		return
+	}
+	h, err := s.decodeHandle(rec)
+	if err != nil {
+		s.failOrphan(ctx, rec, "its driver handle could not be read")
+		return
+	}
+	st, err := d.Recover(ctx, h)
+	if err == nil && st.State == driver.Running {
+		if err = p.Pause(ctx, h); err == nil {
+			s.log.Info("paused sandbox recovered", logattr.Sandbox(rec.ID))
+			return
+		}
+	}
+	reason := "its agent was not running after the control plane restarted"
+	if err != nil {
+		reason = fmt.Sprintf("it could not be paused again after the control plane restarted (%s)", err)
+	}
+	s.lost(ctx, rec, d, h, []api.SandboxState{api.StatePaused}, reason)
+}

@@ -1,0 +1,282 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// owns says whether this server looks after rec: it is this node's (or
+// was made before nodes were recorded) and its driver is loaded here.
+// Another node's sandboxes and those of a driver not loaded are left
+// alone.
+func (s *Service) owns(rec *store.Sandbox) bool {
+	if rec.Node != "" && rec.Node != s.cfg.Node {
+		return false
+	}
+	_, ok := s.drivers.Get(rec.Driver)
+	return ok
+}
+
+// Recover runs once at start-up, before the API serves: it re-attaches to
+// the sandboxes the store says are running, settles the ones a crash
+// caught in a transitional state, and sweeps what the drivers find that
+// the store does not know.
+func (s *Service) Recover(ctx context.Context) error {
+	ctx = tenancy.System(ctx)
+	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, rec := range recs {
+		if !s.owns(rec) {
+			if _, ok := s.drivers.Get(rec.Driver); !ok {
+				s.log.Warn("sandbox unavailable: its driver is not loaded", logattr.Sandbox(rec.ID), "driver", rec.Driver)
+			}
+			continue
+		}
+		unlock := s.locks.Lock(rec.ID)
+		switch rec.State {
+		case api.StateCreating:
+			s.failOrphan(ctx, rec, "the control plane restarted while the sandbox was being created")
+		case api.StateDestroying:
+			tctx, cancel := s.teardownContext(ctx)
+			if err := s.destroyAfterCrash(tctx, rec); err != nil {
+				s.log.Warn("finish an interrupted destroy", logattr.Sandbox(rec.ID), "err", err)
+			}
+			cancel()
+		case api.StatePaused:
+			s.recoverPaused(ctx, rec)
+		default: // starting, running, stopping: whatever the agent is doing now decides
+			s.reattach(ctx, rec)
+		}
+		unlock()
+	}
+	return s.sweep(ctx)
+}
+
+// destroyAfterCrash finishes a destroy a crash interrupted.
+func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) error {
+	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error = "the control plane restarted while the sandbox was being destroyed"
+	})
+	if err != nil {
+		return err
+	}
+	return s.destroy(ctx, rec)
+}
+
+func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
+	d, err := s.driverOf(rec)
+	if err != nil {
+		return
+	}
+	h, err := s.decodeHandle(rec)
+	if err != nil {
+		s.failOrphan(ctx, rec, "its driver handle could not be read")
+		return
+	}
+	st, err := d.Recover(ctx, h)
+	if err == nil && st.State == driver.Running {
+		// A crash while a snapshot copied the sandbox's files left it
+		// frozen (the copy freezes it) under a record that is not paused:
+		// thaw it, or its agent never answers and it is stopped below.
+		if _, p, perr := s.pauserOf(rec); perr == nil {
+			if terr := p.Resume(ctx, h); terr != nil {
+				s.log.Warn("thaw a recovered sandbox", logattr.Sandbox(rec.ID), "err", terr)
+			}
+		}
+		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
+			rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{rec.State}, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node })
+		}
+		if err == nil {
+			a := s.attach(ctx, rec, d, h)
+			if _, err = a.Health(ctx); err == nil {
+				s.log.Info("sandbox recovered", logattr.Sandbox(rec.ID))
+				s.reattachProcesses(ctx, rec, a)
+				return
+			}
+		}
+	}
+	s.detach(rec.ID)
+	reason := "its agent was not running after the control plane restarted"
+	if err != nil {
+		reason = fmt.Sprintf("%s (%s)", reason, err)
+	}
+	s.lost(ctx, rec, d, h, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, reason)
+}
+
+// lost marks a sandbox whose agent recovery could not reach stopped, from
+// one of the states from, its clock held as a stop holds it, and stops
+// what is left of it.
+func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, from []api.SandboxState, reason string) {
+	_, uerr := store.Transition(ctx, s.store, rec.ID, from, api.StateStopped, func(sb *store.Sandbox) {
+		sb.Error, sb.Node, sb.PausedAt = reason, s.cfg.Node, nil
+		holdClock(sb, time.Now())
+	})
+	if uerr != nil {
+		s.log.Error("mark sandbox stopped", logattr.Sandbox(rec.ID), "err", uerr)
+	} else {
+		s.emit(ctx, rec, api.EventSandboxStopped, "sandbox stopped: "+reason, map[string]any{"reason": reason})
+	}
+	// Whatever is left of its processes goes; its files stay for Start.
+	_ = d.Stop(ctx, h)
+	s.log.Warn("sandbox not recovered", logattr.Sandbox(rec.ID), "reason", reason)
+}
+
+func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason string) {
+	if d, err := s.driverOf(rec); err == nil {
+		if h, err := s.decodeHandle(rec); err == nil {
+			tctx, cancel := s.teardownContext(ctx)
+			_ = d.Destroy(tctx, h)
+			cancel()
+		}
+	}
+	rec, err := store.Transition(ctx, s.store, rec.ID, failable, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error, sb.Handle = reason, nil
+	})
+	if err != nil {
+		s.log.Error("mark sandbox failed", logattr.Sandbox(rec.ID), "err", err)
+	} else {
+		s.emitFailed(ctx, rec, reason)
+	}
+}
+
+// sweep removes what each driver made that no live sandbox claims.
+func (s *Service) sweep(ctx context.Context) error {
+	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping,
+		api.StateStopped, api.StateDestroying)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	known := make(map[string]bool, len(live))
+	for _, r := range live {
+		known[r.ID] = true
+	}
+	for _, d := range s.drivers.Loaded() {
+		sw, ok := d.(driver.Sweeper)
+		if !ok {
+			continue
+		}
+		removed, err := sw.Sweep(ctx, func(id string) bool { return known[id] })
+		for _, id := range removed {
+			s.log.Info("swept orphaned sandbox", logattr.Sandbox(id), "driver", d.Name())
+		}
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", d.Name(), err)
+		}
+	}
+	return s.sweepSnapshots(ctx)
+}
+
+// Run reaps expired sandboxes and reports out-of-memory kills every tick,
+// sweeps orphans every sweepEvery, and trims the event log at the first
+// tick and then every TrimEvery, until ctx ends. A trim runs beside the
+// loop, one at a time, so a long one delays no reaping; Run returns once
+// it has stopped.
+func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
+	ctx = tenancy.System(ctx)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastSweep := time.Now()
+	var lastTrim time.Time
+	trimmed := make(chan struct{}, 1)
+	trimmed <- struct{}{} // a token: no trim is running
+	defer func() { <-trimmed }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.reapExpired(ctx, now)
+			s.reapIdle(ctx, now)
+			s.watchOOM(ctx)
+			s.watchDisk(ctx)
+			s.sampleMetrics(ctx, now)
+			if now.Sub(lastSweep) >= sweepEvery {
+				lastSweep = now
+				if err := s.sweep(ctx); err != nil {
+					s.log.Warn("sweep", "err", err)
+				}
+			}
+			if now.Sub(lastTrim) >= TrimEvery {
+				select {
+				case <-trimmed:
+					lastTrim = now
+					go func() {
+						defer func() { trimmed <- struct{}{} }()
+						s.trimEvents(ctx, now)
+					}()
+				default: // the last one is still running
+				}
+			}
+		}
+	}
+}
+
+func (s *Service) reapExpired(ctx context.Context, now time.Time) {
+	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StateStopped)
+	if err != nil {
+		s.log.Warn("reap expired", "err", err)
+		return
+	}
+	for _, rec := range recs {
+		if rec.ExpiresAt == nil || !s.owns(rec) {
+			continue
+		}
+		if rec.ExpiresAt.After(now) {
+			s.warnExpiring(ctx, rec, now)
+			continue
+		}
+		s.reap(ctx, rec.ID, now)
+	}
+}
+
+// reap destroys one expired sandbox, under its lock, if it is still there
+// and expired once the lock is held.
+func (s *Service) reap(ctx context.Context, id string, now time.Time) {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.ExpiresAt == nil || rec.ExpiresAt.After(now) || (rec.State != api.StateRunning && rec.State != api.StateStopped) {
+		return
+	}
+	s.emitExpired(ctx, rec)
+	s.forgetWarning(rec.ID)
+	if rec.OnExpiry == api.OnExpiryPause && rec.State == api.StateRunning {
+		// Paused, its clock rests as a stopped one's does.
+		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": reasonExpiry})
+		if err == nil {
+			s.log.Info("sandbox expired: paused", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
+			return
+		}
+		s.log.Warn("pause expired sandbox; stopping it instead", logattr.Sandbox(rec.ID), "err", err)
+		if rec, err = s.store.GetSandbox(ctx, id); err != nil {
+			return
+		}
+	}
+	if rec.OnExpiry == api.OnExpiryStop || rec.OnExpiry == api.OnExpiryPause {
+		// Stopped, its clock rests: its next start gives it its whole
+		// lifetime again.
+		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock,
+			map[string]any{"reason": reasonExpiry}); err != nil {
+			s.log.Warn("stop expired sandbox", logattr.Sandbox(rec.ID), "err", err)
+			return
+		}
+		s.log.Info("sandbox expired: stopped", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
+		return
+	}
+	tctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	if err := s.destroy(tctx, rec); err != nil {
+		s.log.Warn("destroy expired sandbox", logattr.Sandbox(rec.ID), "err", err)
+		return
+	}
+	s.log.Info("sandbox expired", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
+}

@@ -1,0 +1,224 @@
+// Package sandbox is the sandbox service, the only door to a sandbox: the
+// HTTP API, the preview router and the gateway reach sandboxes through its
+// methods, never through an agent client or a driver (door.go), so
+// activity, quotas and audit live in one place.
+//
+// It validates requests against the server's limits and the capabilities
+// of the sandbox's driver, keeps each sandbox's state in the store and
+// drives the state machine (state.go): creating, starting, stopping and
+// destroying are the transitional states, each change names the state it
+// expects in the store update itself, and one lock per sandbox serialises
+// the lifecycle calls. Each sandbox goes to the driver recorded with it; a
+// sandbox of a driver this server has not loaded is shown as unavailable
+// and left alone. The service also owns the lifecycle loops: recovery
+// after a restart, expiry, and the sweep of orphans. Every change of a
+// sandbox's state is appended to its tenant's event log (events.go).
+//
+// Lifecycle: New (no side effects), Recover once before serving, Run for
+// the loops, Close at shutdown (sandboxes go on running).
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/keylock"
+	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// DefaultMaxCalls bounds the calls in flight to one sandbox (streams
+// included) when Config.MaxCallsPerSandbox is zero.
+const DefaultMaxCalls = 1024
+
+// Config holds what the service needs: its parts and the defaults and
+// ceilings it applies.
+type Config struct {
+	Store   store.Store
+	Drivers *driver.Set
+	// Events is the event log the service appends to and event streams
+	// wake on.
+	Events *EventLog
+	// Gateway is the provider gateway; nil gives sandboxes none.
+	Gateway Gateway
+	// Templates resolves a tenant's image templates; nil offers only the
+	// drivers' own (host).
+	Templates Templates
+	// Volumes resolves a tenant's volumes; nil offers none.
+	Volumes Volumes
+	// SnapshotDir holds snapshots' files, one directory each, made and
+	// removed by the driver that took them; "" offers no snapshots.
+	SnapshotDir string
+	Log         *slog.Logger
+	// Node names this control plane in the sandboxes it owns.
+	Node string
+
+	DefaultTemplate string
+	DefaultLimits   api.Limits
+	MaxLimits       api.Limits
+	// Settings are the lifecycle settings at start (settings.go); they
+	// must pass CheckSettings.
+	Settings     api.Settings
+	MaxFileBytes int64
+	// MaxTarBytes bounds what one tar upload unpacks in a sandbox; zero
+	// leaves the agent's default.
+	MaxTarBytes    int64
+	MaxOutputBytes int // per stream, for run-to-completion exec
+	// MaxCallsPerSandbox bounds the calls in flight to one sandbox;
+	// zero means DefaultMaxCalls.
+	MaxCallsPerSandbox int
+	// Egress is the operator's side of every sandbox's egress proxy.
+	Egress *egress.Config
+	// Sealer seals what the store keeps of a sandbox that is its tenant's
+	// secret (env values, the agent's token); nil keeps them in clear
+	// (tests).
+	Sealer Sealer
+	// Observer is told how creates, commands and calls through the door
+	// went (observe.go); nil observes nothing.
+	Observer Observer
+	// HostMemory reads the host's memory for the memory policy
+	// (memory.go); nil reads /proc/meminfo.
+	HostMemory HostMemory
+	// Disk refuses calls that grow sandbox data while the data
+	// directory's filesystem is below its reserve; nil checks nothing.
+	Disk DiskGuard
+	// TeardownTimeout bounds a destroy or a rollback, which run on a
+	// context that outlives the request.
+	TeardownTimeout time.Duration
+	// EgressEventWindow is how long a sandbox's egress decisions about
+	// one destination are counted into one event (egress_events.go);
+	// zero means DefaultEgressWindow.
+	EgressEventWindow time.Duration
+	// EventRetention and EventMaxPerTenant bound each tenant's event log:
+	// Run trims the events older than EventRetention and, of each
+	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
+	EventRetention    time.Duration
+	EventMaxPerTenant int
+
+	// Admission (admission.go). Capacity bounds what this node's live
+	// sandboxes may be promised together (a zero field: no bound);
+	// TenantQuotas are the quotas of a tenant that has not set its own
+	// (store.Tenant.Quotas), a zero field no limit.
+	Capacity     Capacity
+	TenantQuotas api.QuotaLimits
+}
+
+// Templates is internal/control/templates' Service as the sandbox service sees
+// it.
+type Templates interface {
+	// Resolve returns the layers and defaults of the caller's template.
+	Resolve(ctx context.Context, name string) (*driver.Image, error)
+}
+
+// Volumes is internal/control/volumes' Service as the sandbox service sees it.
+type Volumes interface {
+	// Resolve checks the caller's volume mounts and returns them for the
+	// driver.
+	Resolve(ctx context.Context, mounts []api.VolumeMount) ([]driver.Volume, error)
+}
+
+// DiskGuard is internal/runtime/host/diskguard's Guard as the service sees it.
+type DiskGuard interface {
+	// Check returns a 507 error when the filesystem is too full for what.
+	Check(what string) error
+}
+
+// Service manages sandboxes.
+type Service struct {
+	cfg     Config
+	store   store.Store
+	drivers *driver.Set
+	log     *slog.Logger
+	events  *EventLog
+	gateway Gateway
+
+	settings atomic.Pointer[api.Settings] // in force (settings.go)
+
+	locks   keylock.Map // serialises the lifecycle calls of each sandbox
+	admitMu sync.Mutex  // serialises admissions (admission.go)
+
+	mu     sync.Mutex
+	agents map[string]attached // sandbox id → its agent, for running sandboxes
+	ooms   oomCounts           // sandbox id → OOM kills last seen
+	// diskFull: sandbox id → its disk_full event was recorded (disk.go)
+	diskFull map[string]bool
+	// capturing: snapshot id → its files are being made (snapshots.go)
+	capturing map[string]bool
+	// warned: sandbox id → the expiry its sandbox.expiring event was for
+	// (timeout.go)
+	warned map[string]time.Time
+	calls  map[string]int       // sandbox id → calls in flight (door.go)
+	active map[string]time.Time // sandbox id → last call (door.go)
+	output map[string]int64     // sandbox id → bytes its processes wrote, last read (idle.go)
+	// checking: sandbox id → its agent is being checked (agentcheck.go)
+	checking map[string]bool
+	tunnels  map[string]map[*activeConn]bool // sandbox id → its open tunnels (network.go)
+
+	procs  procWatch   // the exit watchers of background processes
+	egress egressConns // the egress proxies of running sandboxes
+
+	metrics metricRings // the recent samples of running sandboxes (metrics.go)
+}
+
+// New returns the service. It starts nothing; see Recover and Run.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Drivers == nil || cfg.Events == nil {
+		return nil, errors.New("sandbox service: Store, Drivers and Events are required")
+	}
+	if cfg.MaxFileBytes <= 0 || cfg.MaxOutputBytes <= 0 || cfg.TeardownTimeout <= 0 {
+		return nil, errors.New("sandbox service: MaxFileBytes, MaxOutputBytes and TeardownTimeout must be positive")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.MaxCallsPerSandbox == 0 {
+		cfg.MaxCallsPerSandbox = DefaultMaxCalls
+	}
+	if cfg.Disk == nil {
+		cfg.Disk = noGuard{}
+	}
+	if cfg.HostMemory == nil {
+		cfg.HostMemory = ReadMeminfo
+	}
+	if cfg.Egress == nil {
+		cfg.Egress = &egress.Config{Log: cfg.Log}
+	}
+	if err := CheckSettings(cfg.Settings); err != nil {
+		return nil, fmt.Errorf("sandbox service: %w", err)
+	}
+	s := &Service{
+		cfg:       cfg,
+		store:     cfg.Store,
+		drivers:   cfg.Drivers,
+		log:       cfg.Log,
+		events:    cfg.Events,
+		gateway:   cfg.Gateway,
+		agents:    map[string]attached{},
+		ooms:      oomCounts{},
+		diskFull:  map[string]bool{},
+		capturing: map[string]bool{},
+		warned:    map[string]time.Time{},
+		calls:     map[string]int{},
+		active:    map[string]time.Time{},
+		output:    map[string]int64{},
+		checking:  map[string]bool{},
+		tunnels:   map[string]map[*activeConn]bool{},
+	}
+	s.settings.Store(&cfg.Settings)
+	return s, nil
+}
+
+// Config returns the service's configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// noGuard checks nothing.
+type noGuard struct{}
+
+func (noGuard) Check(string) error { return nil }

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// A sandbox's lifetime runs only while it runs. A running sandbox has an
+// expiry (ExpiresAt); stopping it stores what was left of its lifetime in
+// TimeoutS and clears the expiry, so no clock destroys the files of a
+// stopped sandbox; starting it sets the expiry again from what was left.
+// SetTimeout gives a sandbox, running or stopped, a new lifetime from now
+// (or from its next start).
+
+// SetTimeout gives the caller's sandbox id a lifetime of req.TimeoutS
+// seconds: from now when it runs, from its next start when it is stopped.
+func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequest) (api.Sandbox, error) {
+	if req.TimeoutS <= 0 {
+		return api.Sandbox{}, errdefs.Invalid("invalid_timeout", "timeout_s must be positive")
+	}
+	if max := s.Settings().MaxTimeoutS; req.TimeoutS > max {
+		return api.Sandbox{}, errdefs.Invalid("invalid_timeout", "timeout_s %d is over this server's maximum of %d", req.TimeoutS, max)
+	}
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	now := time.Now()
+	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
+		settable := []api.SandboxState{api.StateRunning, api.StatePaused, api.StateStopped}
+		if !slices.Contains(settable, sb.State) {
+			return store.StateConflict(sb, settable)
+		}
+		sb.TimeoutS = req.TimeoutS
+		if sb.State == api.StateRunning {
+			exp := now.Add(time.Duration(req.TimeoutS) * time.Second)
+			sb.ExpiresAt = &exp
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Sandbox{}, err
+	}
+	data := map[string]any{"timeout_s": rec.TimeoutS}
+	msg := fmt.Sprintf("lifetime set to %d s from its next start", rec.TimeoutS)
+	if rec.ExpiresAt != nil {
+		data["expires_at"] = rec.ExpiresAt.UTC().Format(time.RFC3339)
+		msg = fmt.Sprintf("lifetime set to %d s: it expires at %s", rec.TimeoutS, rec.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	s.emit(ctx, rec, api.EventSandboxTimeout, msg, data)
+	return s.toAPI(rec), nil
+}
+
+// holdClock stops a stopping sandbox's clock: what is left of its
+// lifetime, at least a second, is kept in TimeoutS.
+func holdClock(sb *store.Sandbox, now time.Time) {
+	if sb.ExpiresAt == nil {
+		return
+	}
+	sb.TimeoutS = max(1, int(math.Ceil(sb.ExpiresAt.Sub(now).Seconds())))
+	sb.ExpiresAt = nil
+}
+
+// restClock stops the clock of a sandbox its expiry stops: TimeoutS, its
+// lifetime, is whole again at its next start.
+func restClock(sb *store.Sandbox, _ time.Time) { sb.ExpiresAt = nil }
+
+// runClock starts a starting sandbox's clock again from what was left.
+func runClock(sb *store.Sandbox, now time.Time) {
+	if sb.ExpiresAt != nil || sb.TimeoutS <= 0 {
+		return
+	}
+	exp := now.Add(time.Duration(sb.TimeoutS) * time.Second)
+	sb.ExpiresAt = &exp
+}
+
+// expiryDone says what an expiry does to a sandbox, for people.
+var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpiryStop: "stopped", api.OnExpiryPause: "paused"}
+
+// warnExpiring records sandbox.expiring once for a running sandbox that
+// expires within the server's warning time (once for each expiry: a new
+// lifetime earns a new warning).
+func (s *Service) warnExpiring(ctx context.Context, rec *store.Sandbox, now time.Time) {
+	warning := seconds(s.Settings().ExpiryWarningS)
+	if warning <= 0 || rec.State != api.StateRunning || rec.ExpiresAt.Sub(now) > warning {
+		return
+	}
+	s.mu.Lock()
+	done := s.warned[rec.ID].Equal(*rec.ExpiresAt)
+	s.warned[rec.ID] = *rec.ExpiresAt
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	action := cmp.Or(rec.OnExpiry, api.OnExpiryDestroy)
+	left := rec.ExpiresAt.Sub(now).Round(time.Second)
+	s.emit(ctx, rec, api.EventSandboxExpiring,
+		fmt.Sprintf("the sandbox's timeout ends in %s; then it is %s (POST /v1/sandboxes/%s/timeout gives it more)", left, expiryDone[action], rec.ID),
+		map[string]any{"expires_at": rec.ExpiresAt.UTC().Format(time.RFC3339), "on_expiry": action})
+}
+
+// forgetWarning drops what warnExpiring kept of a sandbox.
+func (s *Service) forgetWarning(id string) {
+	s.mu.Lock()
+	delete(s.warned, id)
+	s.mu.Unlock()
+}

@@ -1,0 +1,233 @@
+// Package secrets owns hutch's secret store: a tenant's named values,
+// sealed with AES-256-GCM under the server's master key before the store
+// sees them, and write-only over the API.
+//
+// The master key (32 bytes) comes from $HUTCH_SECRETS_KEY or from
+// <data>/secrets.key, made with mode 0600 on first start (LoadKey, Load).
+// Only the cipher built from it stays in memory (Sealer). Every value gets
+// a fresh random nonce, and its additional data binds it to its tenant and
+// name. The store keeps the ID of the key that sealed each value, so key
+// rotation can be added later: keep several Sealers by ID, open with the
+// row's, re-seal with the newest. Rotation is not built.
+//
+// Values never leave the control plane: the API takes them and answers
+// with metadata only; Reveal, for in-process users such as the provider
+// gateway, is not reachable through the API. Value and api.SecretValue
+// print as api.Redacted in logs, fmt and JSON, and no event or error
+// message holds a value.
+package secrets
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// DefaultMaxValueBytes is the largest value when Config names none.
+const DefaultMaxValueBytes = 64 << 10
+
+// eventTimeout bounds recording an event after the work is done.
+const eventTimeout = 10 * time.Second
+
+// Config is the service's limits.
+type Config struct {
+	MaxValueBytes int64 // largest value; DefaultMaxValueBytes if <= 0
+}
+
+// Service creates, replaces, lists and deletes a tenant's secrets and
+// reveals their values in process. Every call acts in the tenant of ctx's
+// principal (tenancy.From), like the store under it; another tenant's
+// secret is not found. It is safe for concurrent use and holds nothing to
+// close.
+type Service struct {
+	cfg    Config
+	store  store.Store
+	sealer *Sealer
+	events store.EventAppender
+	log    *slog.Logger
+}
+
+// New returns a Service sealing with sealer. events records secret.*
+// events (st when nil); log may be nil.
+func New(cfg Config, st store.Store, sealer *Sealer, events store.EventAppender, log *slog.Logger) *Service {
+	if cfg.MaxValueBytes <= 0 {
+		cfg.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if events == nil {
+		events = st
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, store: st, sealer: sealer, events: events, log: log}
+}
+
+// Create seals v and stores it as the secret name of the caller's tenant.
+// A name already in use is a conflict (code secret_exists). It returns the
+// secret's metadata; the sealed value is left out.
+func (s *Service) Create(ctx context.Context, name, description string, v Value) (*store.Secret, error) {
+	tenantID, err := s.check(ctx, name, description, v)
+	if err != nil {
+		return nil, err
+	}
+	nonce, ct, err := s.sealer.Seal(tenantID, name, v.bytes())
+	if err != nil {
+		return nil, err
+	}
+	sec := &store.Secret{TenantID: tenantID, Name: name, Description: description, ValueBytes: v.Len(),
+		KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
+	if err := s.store.CreateSecret(ctx, sec); err != nil {
+		return nil, err
+	}
+	s.emit(ctx, sec, api.EventSecretCreated, "created")
+	return metadata(sec), nil
+}
+
+// Replace seals v as the new value of the caller's tenant's secret name,
+// and sets its description when description is not nil. A missing secret
+// is not found (code secret_not_found): Replace never creates one.
+func (s *Service) Replace(ctx context.Context, name string, description *string, v Value) (*store.Secret, error) {
+	desc := ""
+	if description != nil {
+		desc = *description
+	}
+	if _, err := s.check(ctx, name, desc, v); err != nil {
+		return nil, err
+	}
+	sec, err := s.store.UpdateSecret(ctx, name, func(sec *store.Secret) error {
+		nonce, ct, err := s.sealer.Seal(sec.TenantID, sec.Name, v.bytes())
+		if err != nil {
+			return err
+		}
+		sec.Nonce, sec.Ciphertext, sec.KeyID, sec.ValueBytes = nonce, ct, s.sealer.KeyID(), v.Len()
+		if description != nil {
+			sec.Description = *description
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.emit(ctx, sec, api.EventSecretUpdated, "replaced")
+	return metadata(sec), nil
+}
+
+// Get returns the metadata of the caller's tenant's secret name.
+func (s *Service) Get(ctx context.Context, name string) (*store.Secret, error) {
+	if err := store.CheckSecretName(name); err != nil {
+		return nil, err
+	}
+	sec, err := s.store.GetSecret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return metadata(sec), nil
+}
+
+// List returns the metadata of the caller's tenant's secrets, by name.
+func (s *Service) List(ctx context.Context) ([]store.Secret, error) {
+	if _, err := store.NamedScope(ctx, "secrets"); err != nil {
+		return nil, err
+	}
+	list, err := s.store.ListSecrets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		list[i] = *metadata(&list[i])
+	}
+	return list, nil
+}
+
+// Delete deletes the caller's tenant's secret name.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	p, ok := tenancy.From(ctx)
+	if !ok {
+		return errdefs.Forbidden("no_tenant", "secrets are kept per tenant: the call needs a principal")
+	}
+	if err := store.CheckSecretName(name); err != nil {
+		return err
+	}
+	if err := s.store.DeleteSecret(ctx, name); err != nil {
+		return err
+	}
+	s.emit(ctx, &store.Secret{TenantID: p.TenantID, Name: name}, api.EventSecretDeleted, "deleted")
+	return nil
+}
+
+// Reveal returns the value of the caller's tenant's secret name. It is for
+// the control plane's own use, such as the provider gateway putting a key
+// into an upstream request; no API route calls it, and the value must
+// never reach a log, an event, an error or an answer. Give the caller a
+// context carrying the principal of the tenant whose secret it needs.
+func (s *Service) Reveal(ctx context.Context, name string) ([]byte, error) {
+	if _, ok := tenancy.From(ctx); !ok {
+		return nil, errdefs.Forbidden("no_tenant", "revealing a secret needs the principal of its tenant")
+	}
+	if err := store.CheckSecretName(name); err != nil {
+		return nil, err
+	}
+	sec, err := s.store.GetSecret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.sealer.Open(sec.KeyID, sec.TenantID, sec.Name, sec.Nonce, sec.Ciphertext)
+	if err != nil {
+		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "secret_unreadable", err,
+			"secret %q cannot be read with the server's master key", name)
+	}
+	return b, nil
+}
+
+// check validates a write and returns the caller's tenant.
+func (s *Service) check(ctx context.Context, name, description string, v Value) (string, error) {
+	p, ok := tenancy.From(ctx)
+	if !ok {
+		return "", errdefs.Forbidden("no_tenant", "secrets are kept per tenant: the call needs a principal")
+	}
+	if err := store.CheckSecretName(name); err != nil {
+		return "", err
+	}
+	if len(description) > api.MaxSecretDescription {
+		return "", errdefs.Invalid("invalid_secret", "a secret's description must be at most %d bytes", api.MaxSecretDescription)
+	}
+	if v.Len() == 0 {
+		return "", errdefs.Invalid("invalid_secret_value", "a secret needs a value: send it as a non-empty string in \"value\"")
+	}
+	if int64(v.Len()) > s.cfg.MaxValueBytes {
+		return "", errdefs.New(errdefs.ErrTooLarge, "secret_too_large",
+			"a secret's value may be at most %d bytes; this one is %d", s.cfg.MaxValueBytes, v.Len())
+	}
+	return p.TenantID, nil
+}
+
+// metadata returns sec without its sealed value.
+func metadata(sec *store.Secret) *store.Secret {
+	out := *sec
+	out.Nonce, out.Ciphertext = nil, nil
+	return &out
+}
+
+// emit records that sec was created, replaced or deleted, on a context
+// that outlives ctx; a failure is logged and does not fail the call. The
+// event names the secret and never holds its value.
+func (s *Service) emit(ctx context.Context, sec *store.Secret, typ, verb string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+	defer cancel()
+	e := &store.Event{
+		TenantID: sec.TenantID,
+		Type:     typ,
+		Message:  fmt.Sprintf("secret %q %s", sec.Name, verb),
+		Data:     map[string]any{"name": sec.Name},
+	}
+	if err := s.events.AppendEvent(ctx, e); err != nil {
+		s.log.Error("record event", logattr.Tenant(sec.TenantID), "secret.name", sec.Name, "event.type", typ, "err", err)
+	}
+}

@@ -1,0 +1,251 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		p  api.NetworkPolicy
+		ok bool
+	}{
+		{api.NetworkPolicy{}, true},
+		{api.NetworkPolicy{Egress: "none"}, true},
+		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"registry.npmjs.org", "*.example.com:443", "10.0.0.0/8", "192.0.2.1"}}, true},
+		{api.NetworkPolicy{Egress: "open"}, false},
+		{api.NetworkPolicy{Egress: "public", Allow: []string{"x.com"}}, false},
+		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"bad host"}}, false},
+		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"x.com:0"}}, false},
+		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"*."}}, false},
+	} {
+		_, err := Parse(tc.p)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errdefs.ErrInvalid)) {
+			t.Errorf("Parse(%+v) = %v, want ok=%v", tc.p, err, tc.ok)
+		}
+	}
+}
+
+// fixture is a target server on loopback and a sandbox's proxy.
+type fixture struct {
+	target  *httptest.Server
+	sb      *Sandbox
+	proxy   *url.URL
+	mu      sync.Mutex
+	reports []string
+}
+
+func newFixture(t *testing.T, cfg *Config, p api.NetworkPolicy) *fixture {
+	t.Helper()
+	f := &fixture{}
+	f.target = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from "+r.URL.Path)
+	}))
+	t.Cleanup(f.target.Close)
+	pol, err := Parse(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sb = NewSandbox("sb", cfg, pol, func(host string, port uint16, d Decision, out, in int64) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		verdict := "denied"
+		if d.Allowed {
+			verdict = "allowed"
+		}
+		f.reports = append(f.reports, verdict+" "+host)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go Serve(ln, f.sb)
+	f.proxy = &url.URL{Scheme: "http", Host: ln.Addr().String()}
+	return f
+}
+
+// get fetches u through the proxy; https would CONNECT, plain http is
+// forwarded. It returns the status, or 0 and the error.
+func (f *fixture) get(t *testing.T, u string, connect bool) (int, string) {
+	t.Helper()
+	tr := &http.Transport{Proxy: http.ProxyURL(f.proxy)}
+	if connect {
+		// A CONNECT tunnel, then plain HTTP over it.
+		tr = &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			c, err := net.Dial("tcp", f.proxy.Host)
+			if err != nil {
+				return nil, err
+			}
+			req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+			if _, err := c.Write([]byte(req)); err != nil {
+				return nil, err
+			}
+			buf := make([]byte, 39)
+			n, _ := io.ReadAtLeast(c, buf, 12)
+			if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
+				c.Close()
+				return nil, errors.New("CONNECT refused: " + string(buf[:n]))
+			}
+			return c, nil
+		}}
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(u)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func port(s *httptest.Server) string { return s.Listener.Addr().(*net.TCPAddr).AddrPort().String() }
+
+func TestPublicRefusesInternal(t *testing.T) {
+	f := newFixture(t, &Config{}, api.NetworkPolicy{Egress: "public"})
+	p := port(f.target)
+	for _, tc := range []struct {
+		url     string
+		connect bool
+	}{
+		{"http://" + p + "/x", false},
+		{"http://" + p + "/x", true},
+		{"http://localhost:" + strings.Split(p, ":")[1] + "/x", false}, // a name that resolves to loopback
+		{"http://169.254.169.254/latest/meta-data/", false},
+		{"http://[::1]:" + strings.Split(p, ":")[1] + "/", false},
+		{"http://10.1.2.3/", true},
+	} {
+		if code, body := f.get(t, tc.url, tc.connect); code == 200 {
+			t.Errorf("public reached %s (connect %v): %s", tc.url, tc.connect, body)
+		}
+	}
+	if f.sb.Denied.Load() != 6 || f.sb.Allowed.Load() != 0 {
+		t.Errorf("counters: %d denied, %d allowed", f.sb.Denied.Load(), f.sb.Allowed.Load())
+	}
+}
+
+func TestRebindingRefused(t *testing.T) {
+	cfg := &Config{Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil // a public name that answers loopback
+	}}
+	f := newFixture(t, cfg, api.NetworkPolicy{Egress: "public"})
+	if code, body := f.get(t, "http://rebind.example:"+strings.Split(port(f.target), ":")[1]+"/", false); code == 200 {
+		t.Fatalf("a name resolving to loopback got through: %s", body)
+	}
+}
+
+func TestNoneRefusesAll(t *testing.T) {
+	f := newFixture(t, &Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, api.NetworkPolicy{Egress: "none"})
+	if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code != http.StatusForbidden {
+		t.Fatalf("none: %d, want 403", code)
+	}
+}
+
+// TestAllowlistPrivate: a private address needs both the operator's range
+// and the allowlist; a policy change applies to the next connection.
+func TestAllowlistPrivate(t *testing.T) {
+	loop := &Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	// Named, but the operator allows nothing private.
+	f := newFixture(t, &Config{}, api.NetworkPolicy{Egress: "allowlist", Allow: []string{"127.0.0.1"}})
+	if code, _ := f.get(t, "http://"+port(f.target)+"/a", false); code == 200 {
+		t.Fatal("a private address without the operator's range got through")
+	}
+	// The operator allows loopback, but the allowlist does not name it.
+	f = newFixture(t, loop, api.NetworkPolicy{Egress: "allowlist", Allow: []string{"example.com"}})
+	if code, _ := f.get(t, "http://"+port(f.target)+"/a", false); code == 200 {
+		t.Fatal("an address the allowlist does not name got through")
+	}
+	// Both: through, by CONNECT and by plain HTTP, and by name.
+	f = newFixture(t, loop, api.NetworkPolicy{Egress: "allowlist", Allow: []string{"127.0.0.0/8", "localhost"}})
+	for _, connect := range []bool{false, true} {
+		if code, body := f.get(t, "http://"+port(f.target)+"/ok", connect); code != 200 || body != "hello from /ok" {
+			t.Fatalf("allowed (connect %v): %d %q", connect, code, body)
+		}
+	}
+	if code, body := f.get(t, "http://localhost:"+strings.Split(port(f.target), ":")[1]+"/name", false); code != 200 || body != "hello from /name" {
+		t.Fatalf("allowed by name: %d %q", code, body)
+	}
+	// The next connection sees a new policy.
+	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	f.sb.SetPolicy(pol)
+	if code, _ := f.get(t, "http://"+port(f.target)+"/after", false); code != http.StatusForbidden {
+		t.Fatalf("after the change to none: %d, want 403", code)
+	}
+	// A tunnel is counted and reported when both its ends have closed,
+	// which may be after the client has its answer; the count comes first.
+	reported := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.reports)
+	}
+	for deadline := time.Now().Add(5 * time.Second); (f.sb.Allowed.Load() < 3 || reported() < 4) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if f.sb.Allowed.Load() != 3 || f.sb.Denied.Load() != 1 || f.sb.BytesIn.Load() == 0 {
+		t.Errorf("counters: %d allowed, %d denied, %d bytes in", f.sb.Allowed.Load(), f.sb.Denied.Load(), f.sb.BytesIn.Load())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reports) != 4 || !slices.Contains(f.reports, "denied 127.0.0.1") {
+		t.Errorf("reports %v", f.reports)
+	}
+}
+
+// TestConnectionCap: a sandbox holds at most MaxConns connections to its
+// proxy at once; those over are closed as they come, and a place frees
+// when one closes.
+func TestConnectionCap(t *testing.T) {
+	f := newFixture(t, &Config{MaxConns: 4}, api.NetworkPolicy{Egress: "public"})
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	closed := 0
+	for range 12 {
+		c, err := net.Dial("tcp", f.proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed != 8 {
+		t.Fatalf("%d of 12 idle connections were closed; want the 8 over the cap of 4", closed)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	// The places are free again: a request goes through.
+	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	f.sb.SetPolicy(pol)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code == http.StatusForbidden {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no request was answered after the connections closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

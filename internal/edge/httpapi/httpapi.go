@@ -1,0 +1,143 @@
+// Package httpapi serves hutch's /v1 API: one file per resource, one error
+// writer, and a route table that a test holds to api/openapi.yaml.
+package httpapi
+
+import (
+	"cmp"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/apps"
+	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/control/settings"
+	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/control/volumes"
+	"github.com/hutchdev/hutch/internal/edge/telemetry"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// Config is what the API serves from. Sandboxes, Store, Auth and Log
+// are required.
+type Config struct {
+	Sandboxes Sandboxes
+	// Events wakes event streams when an event is appended; nil: streams
+	// only poll the store.
+	Events *sandbox.Notifier
+	// Previews serves the preview routes; nil: they answer 501.
+	Previews Previews
+	Secrets  *secrets.Service // nil: the secret routes answer 503
+	// Templates serves the template routes; nil (no driver of this
+	// server starts sandboxes from images): they answer 503.
+	Templates *templates.Service
+	// Volumes serves the volume routes; nil: they answer 503.
+	Volumes *volumes.Service
+	// Apps serves /v1/apps; nil: those routes answer 503.
+	Apps *apps.Service
+	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
+	Settings     *settings.Service
+	Store        store.Store
+	Auth         *auth.Authenticator
+	Log          *slog.Logger
+	Version      string
+	MaxBodyBytes int64 // JSON request bodies
+	MaxTarBytes  int64 // tar uploads
+	// StoreName is the registered name of Store, for GET /v1/info.
+	StoreName string
+	// Storage is what the data directory's filesystem offers, for GET
+	// /v1/info; nil when it was not probed.
+	Storage *api.StorageInfo
+	// Metrics measures every route and serves GET /metrics; nil: nothing
+	// is measured and /metrics answers 503.
+	Metrics *telemetry.Metrics
+}
+
+// API is the /v1 HTTP handler.
+type API struct {
+	cfg Config
+	mux *http.ServeMux
+	// inflight counts the requests being served, WebSocket ones too,
+	// which http.Server.Shutdown does not wait for (Wait).
+	inflight sync.WaitGroup
+}
+
+// New builds the handler. Whatever matches no route is answered in the
+// one error shape too: 404 unknown_route for a path the API does not
+// have, 405 method_not_allowed (with Allow) for one it has under other
+// methods.
+func New(cfg Config) *API {
+	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	methods := map[string][]string{}
+	for _, r := range a.routes() {
+		h := onlyQuery(r, a.writeError)
+		if !r.public {
+			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)
+		}
+		if r.long {
+			h = untimed(h)
+		}
+		a.mux.Handle(r.method+" "+r.pattern, a.cfg.Metrics.Route(r.method, r.pattern, r.long, h))
+		methods[r.pattern] = append(methods[r.pattern], r.method)
+	}
+	for pattern, allowed := range methods {
+		a.mux.Handle(pattern, a.cfg.Metrics.Unmatched(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			a.writeError(w, r, errdefs.New(errdefs.ErrMethodNotAllowed, "method_not_allowed",
+				"%s takes %s, not %s", r.URL.Path, strings.Join(allowed, ", "), r.Method))
+		})))
+	}
+	a.mux.Handle("/", a.cfg.Metrics.Unmatched(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, errdefs.NotFound("unknown_route", "no such route: %s %s", r.Method, r.URL.Path))
+	})))
+	return a
+}
+
+// untimed lifts the server's read and write deadlines for one request: a
+// stream, a transfer or a command that may run longer than an ordinary
+// request may take.
+func untimed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		next(w, r)
+	}
+}
+
+// onlyQuery refuses a request with a query parameter its route does not
+// take, as an unknown JSON field is refused: a typo (?lable=) would
+// otherwise be ignored in silence.
+func onlyQuery(rt route, fail func(http.ResponseWriter, *http.Request, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for name := range r.URL.Query() {
+			if !slices.Contains(rt.query, name) {
+				takes := "no query parameters"
+				if len(rt.query) > 0 {
+					takes = "only " + strings.Join(rt.query, ", ")
+				}
+				fail(w, r, errdefs.Invalid("unknown_parameter", "unknown query parameter %q: %s %s takes %s", name, rt.method, rt.pattern, takes))
+				return
+			}
+		}
+		rt.handler(w, r)
+	}
+}
+
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
+	a.logRequests(a.recoverPanics(a.mux)).ServeHTTP(w, r)
+}
+
+// Wait waits until every request being served has ended, the WebSocket
+// ones (terminals, streams) included: http.Server.Shutdown does not wait
+// for a connection a handler took over. Call it once the server takes no
+// more requests, and before closing what the handlers use.
+func (a *API) Wait() { a.inflight.Wait() }

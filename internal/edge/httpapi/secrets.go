@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// The secret routes take values and answer with metadata only: values are
+// write-only. Nothing here reveals a value (secrets_test.go checks that no
+// handler calls Service.Reveal), and no error message quotes a request
+// body.
+
+func (a *API) createSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
+	var req api.CreateSecretRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sec, err := svc.Create(r.Context(), req.Name, req.Description, secrets.NewValue([]byte(req.Value)))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, secretToAPI(sec))
+}
+
+func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
+	var req api.ReplaceSecretRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sec, err := svc.Replace(r.Context(), r.PathValue("name"), req.Description, secrets.NewValue([]byte(req.Value)))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, secretToAPI(sec))
+}
+
+func (a *API) listSecrets(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
+	list, err := svc.List(r.Context())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := api.SecretList{Secrets: make([]api.Secret, 0, len(list))}
+	for i := range list {
+		out.Secrets = append(out.Secrets, secretToAPI(&list[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
+	sec, err := svc.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, secretToAPI(sec))
+}
+
+func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
+	if err := svc.Delete(r.Context(), r.PathValue("name")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// secrets returns the secret service, or why there is none.
+func (a *API) secrets() (*secrets.Service, error) {
+	if a.cfg.Secrets == nil {
+		return nil, errdefs.Unavailable("secrets_unavailable", "this server has no secret store")
+	}
+	return a.cfg.Secrets, nil
+}
+
+// secretToAPI is a secret's metadata; the record's sealed value, if any,
+// is not copied.
+func secretToAPI(s *store.Secret) api.Secret {
+	return api.Secret{
+		ID:          s.ID,
+		TenantID:    s.TenantID,
+		Name:        s.Name,
+		Description: s.Description,
+		ValueBytes:  s.ValueBytes,
+		CreatedAt:   s.CreatedAt,
+		UpdatedAt:   s.UpdatedAt,
+	}
+}

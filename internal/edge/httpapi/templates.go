@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"mime"
+	"net/http"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// createTemplate pulls an image (a JSON body naming its ref) or imports
+// one (the archive itself as the body, Content-Type application/x-tar,
+// named by ?name=).
+func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
+	var (
+		t   *store.Template
+		err error
+	)
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-tar" {
+		t, err = svc.Import(r.Context(), r.URL.Query().Get("name"), r.Body)
+	} else {
+		if r.URL.Query().Has("name") {
+			a.writeError(w, r, errdefs.Invalid("unknown_parameter", "?name= is for an uploaded archive (Content-Type application/x-tar); a pull names its template in the body"))
+			return
+		}
+		var req api.CreateTemplateRequest
+		if err := a.decodeJSON(w, r, &req); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if req.Snapshot != "" {
+			if req.Ref != "" {
+				a.writeError(w, r, errdefs.Invalid("invalid_template", "a template comes from a ref or a snapshot, not both"))
+				return
+			}
+			t, err = svc.FromSnapshot(r.Context(), req.Name, req.Snapshot)
+		} else {
+			t, err = svc.Pull(r.Context(), req)
+		}
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, templateToAPI(t))
+}
+
+func (a *API) listTemplates(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
+	list, err := svc.List(r.Context())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := api.TemplateList{Templates: make([]api.Template, 0, len(list))}
+	for i := range list {
+		out.Templates = append(out.Templates, templateToAPI(&list[i]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *API) getTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
+	t, err := svc.Get(r.Context(), r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, templateToAPI(t))
+}
+
+func (a *API) deleteTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
+	if err := svc.Delete(r.Context(), r.PathValue("name")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) templates() (*templates.Service, error) {
+	if a.cfg.Templates == nil {
+		return nil, errdefs.Unavailable("templates_unavailable", "this server starts no sandbox from an image: its default driver cannot (GET /v1/info)")
+	}
+	return a.cfg.Templates, nil
+}
+
+func templateToAPI(t *store.Template) api.Template {
+	return api.Template{Name: t.Name, Source: t.Source, Digest: t.Digest, Config: t.Config,
+		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt}
+}

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/auth"
+)
+
+// createTenant makes a tenant and its first key. Its route takes admin
+// keys only, and the store checks again.
+func (a *API) createTenant(w http.ResponseWriter, r *http.Request) {
+	var req api.CreateTenantRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Name == "" || len(req.Name) > 128 {
+		a.writeError(w, r, errdefs.Invalid("invalid_request", "name must be 1-128 characters"))
+		return
+	}
+	t, k, secret, err := auth.CreateTenant(r.Context(), a.cfg.Store, req.Name)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	key := keyToAPI(k)
+	key.Secret = secret
+	writeJSON(w, http.StatusCreated, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Key: &key})
+}
+
+// getTenant shows a tenant: the caller's own, or any to an admin (the
+// store answers 404 tenant_not_found for another's).
+func (a *API) getTenant(w http.ResponseWriter, r *http.Request) {
+	t, err := a.cfg.Store.GetTenant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt})
+}
+
+// getQuotas shows a tenant's quotas and usage, to its own keys and to
+// admins.
+func (a *API) getQuotas(w http.ResponseWriter, r *http.Request) {
+	q, err := a.cfg.Sandboxes.Quotas(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// setQuotas replaces a tenant's quotas. Its route takes admin keys only,
+// and the store checks again, so a tenant never raises its own.
+func (a *API) setQuotas(w http.ResponseWriter, r *http.Request) {
+	var req api.Quotas
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q, err := a.cfg.Sandboxes.SetQuotas(r.Context(), r.PathValue("id"), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
