@@ -3,14 +3,13 @@ package e2b
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/mac"
 )
 
 // Keys names the keys whose envd tokens may have signed a URL for a
@@ -27,7 +26,8 @@ var errBadSignature = errdefs.New(errdefs.ErrUnauthorized, "invalid_signature", 
 // signature is "v1_" and the unpadded base64 of
 // SHA-256(path:operation:user:token[:expiration]), operation "read" for a
 // download and "write" for an upload, expiration (unix seconds, when the
-// URL has one) not yet passed.
+// URL has one) not yet passed. The format is the SDK's, which signs URLs
+// itself: it must not change.
 func (h *Handler) signedKey(r *http.Request, sandboxID string) (string, error) {
 	q := r.URL.Query()
 	sig, ok := strings.CutPrefix(q.Get("signature"), "v1_")
@@ -40,8 +40,8 @@ func (h *Handler) signedKey(r *http.Request, sandboxID string) (string, error) {
 	}
 	exp := q.Get("signature_expiration")
 	if exp != "" {
-		n, err := strconv.ParseInt(exp, 10, 64)
-		if err != nil || time.Now().Unix() >= n {
+		end, ok := mac.ParseExpiry(exp)
+		if !ok || mac.Expired(end, time.Now()) {
 			return "", errBadSignature
 		}
 	}
@@ -56,7 +56,7 @@ func (h *Handler) signedKey(r *http.Request, sandboxID string) (string, error) {
 		}
 		sum := sha256.Sum256([]byte(raw))
 		want := base64.RawStdEncoding.EncodeToString(sum[:])
-		if subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1 {
+		if mac.Equal(sig, want) {
 			return k, nil
 		}
 	}

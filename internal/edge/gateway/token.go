@@ -1,17 +1,17 @@
 package gateway
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"net/http"
 	"strings"
+
+	"github.com/hutchdev/hutch/internal/base/mac"
 )
 
 // A sandbox's token is "hutch_sbx_<sandbox id>.<MAC>", with MAC =
-// base64url(HMAC-SHA256(key, tokenPurpose \n sandbox id)). It names one
-// sandbox and is good while that sandbox runs: nothing is stored, and
-// deleting the key file revokes every token at the next start.
+// base64url(HMAC-SHA256(key, tokenPurpose \n sandbox id)) (mac.Key.Sum).
+// It names one sandbox and is good while that sandbox runs: nothing is
+// stored, and deleting the key file revokes every token at the next
+// start.
 const (
 	tokenPrefix  = "hutch_sbx_"
 	tokenPurpose = "hutch-provider-token"
@@ -20,17 +20,11 @@ const (
 // MinKeyBytes is the shortest key that signs tokens.
 const MinKeyBytes = 32
 
-type tokens struct{ key []byte }
-
-func (t tokens) mac(sandboxID string) string {
-	m := hmac.New(sha256.New, t.key)
-	m.Write([]byte(tokenPurpose + "\n" + sandboxID))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
+type tokens struct{ key mac.Key }
 
 // issue returns sandboxID's token.
 func (t tokens) issue(sandboxID string) string {
-	return tokenPrefix + sandboxID + "." + t.mac(sandboxID)
+	return tokenPrefix + sandboxID + "." + t.key.Sum(tokenPurpose, sandboxID)
 }
 
 // verify returns the sandbox a token names, or false.
@@ -39,11 +33,8 @@ func (t tokens) verify(tok string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	id, mac, ok := strings.Cut(rest, ".")
-	if !ok || id == "" {
-		return "", false
-	}
-	if !hmac.Equal([]byte(mac), []byte(t.mac(id))) {
+	id, sum, ok := strings.Cut(rest, ".")
+	if !ok || id == "" || !t.key.Verify(sum, tokenPurpose, id) {
 		return "", false
 	}
 	return id, true

@@ -1,14 +1,12 @@
 package router
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/base/mac"
 )
 
 // Lifetimes of signed preview URLs.
@@ -33,41 +31,40 @@ var (
 )
 
 // signer makes and checks tokens: "<expiry, unix seconds>.<MAC>", where
-// MAC = base64url(HMAC-SHA256(key, purpose \n sandbox id \n port \n expiry)).
-// A token is good for one port of one sandbox until its expiry.
+// MAC = base64url(HMAC-SHA256(key, purpose \n sandbox id \n port \n expiry))
+// (mac.Key.Sum). A token is good for one port of one sandbox until its
+// expiry.
 type signer struct {
-	key []byte
+	key mac.Key
 }
 
-func (s signer) mac(purpose string, t Target, exp int64) string {
-	m := hmac.New(sha256.New, s.key)
-	fmt.Fprintf(m, "%s\n%s\n%d\n%d", purpose, t.SandboxID, t.Port, exp)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// sum is the MAC of t for purpose until exp (as FormatExpiry writes it).
+func (s signer) sum(purpose string, t Target, exp string) string {
+	return s.key.Sum(purpose, t.SandboxID, strconv.Itoa(t.Port), exp)
 }
 
 // sign returns the token of t for purpose, good until exp (to the second).
 func (s signer) sign(purpose string, t Target, exp time.Time) string {
-	e := exp.Unix()
-	return strconv.FormatInt(e, 10) + "." + s.mac(purpose, t, e)
+	e := mac.FormatExpiry(exp)
+	return e + "." + s.sum(purpose, t, e)
 }
 
 // verify checks tok against t and purpose at now and returns its expiry.
 // A token may not reach further than MaxURLTTL (and a minute of clock
 // slack) into the future, whatever it says.
 func (s signer) verify(purpose, tok string, t Target, now time.Time) (time.Time, error) {
-	es, mac, ok := strings.Cut(tok, ".")
-	if !ok || len(es) == 0 || len(es) > 12 || es[0] == '0' {
+	es, sum, ok := strings.Cut(tok, ".")
+	if !ok {
 		return time.Time{}, errTokenMalformed
 	}
-	e, err := strconv.ParseInt(es, 10, 64)
-	if err != nil || e <= 0 {
+	exp, ok := mac.ParseExpiry(es)
+	if !ok {
 		return time.Time{}, errTokenMalformed
 	}
-	if !hmac.Equal([]byte(mac), []byte(s.mac(purpose, t, e))) {
+	if !mac.Equal(sum, s.sum(purpose, t, es)) {
 		return time.Time{}, errTokenBad
 	}
-	exp := time.Unix(e, 0)
-	if !now.Before(exp) {
+	if mac.Expired(exp, now) {
 		return time.Time{}, errTokenExpired
 	}
 	if exp.After(now.Add(MaxURLTTL + time.Minute)) {

@@ -56,3 +56,27 @@ func TestTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestTokensKept: tokens a server signed before keep verifying with the
+// same key (preview.key outlives a restart and an upgrade).
+func TestTokensKept(t *testing.T) {
+	s := signer{key: bytes.Repeat([]byte{7}, KeyBytes)}
+	now := time.Unix(1_900_000_000, 0)
+	exp := time.Unix(1_900_003_600, 0)
+	for _, tt := range []struct {
+		purpose string
+		tgt     Target
+		tok     string
+	}{
+		{purposeURL, Target{testID, 3000}, "1900003600.ciPNUqGeAXoaimLGHltR8a0dmEjHwixJiHzTpA96gME"},
+		{purposeSession, Target{testID, 3000}, "1900003600.7XVai7krOWX1ibb4s-YI3hiBegMD89e17DbpWN1r5b4"},
+		{purposeSession, appSubject("01jq3v9x7k2m4n6p8r0s2t4v6y"), "1900003600.9Ly6YRCA5pPPl84PelZpryyQP8XBEOj_zaE_IYFzLnA"},
+	} {
+		if got := s.sign(tt.purpose, tt.tgt, exp); got != tt.tok {
+			t.Errorf("sign(%s, %v) = %s, want %s", tt.purpose, tt.tgt, got, tt.tok)
+		}
+		if got, err := s.verify(tt.purpose, tt.tok, tt.tgt, now); err != nil || !got.Equal(exp) {
+			t.Errorf("verify(%s) = %v, %v", tt.tok, got, err)
+		}
+	}
+}
