@@ -24,7 +24,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
@@ -149,12 +148,4 @@ func (h *Handler) ServeEnvd(w http.ResponseWriter, r *http.Request, sandboxID st
 	r.URL.Path = envdPrefix + r.URL.Path
 	r.URL.RawPath = ""
 	h.serve.ServeHTTP(w, r)
-}
-
-// untimed lifts the server's read and write deadlines for a stream or a
-// transfer, as the API's long routes do.
-func untimed(w http.ResponseWriter) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/hutchdev/hutch/internal/edge/e2b/envdpb/process/processconnect"
 )
@@ -64,7 +65,7 @@ func callFrom(ctx context.Context) call {
 // only the calls that change nothing.
 func (h *Handler) envdCall(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		untimed(w)
+		deadline.Lift(w)
 		id := r.Header.Get("E2b-Sandbox-Id")
 		if id == "" {
 			h.writeError(w, r, errdefs.New(errdefs.ErrUnauthorized, "missing_sandbox_id", "an envd call names its sandbox in the E2b-Sandbox-Id header"))

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -20,6 +19,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/control/volumes"
+	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -81,7 +81,11 @@ func New(cfg Config) *API {
 			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)
 		}
 		if r.long {
-			h = untimed(h)
+			long := h
+			h = func(w http.ResponseWriter, req *http.Request) {
+				deadline.Lift(w)
+				long(w, req)
+			}
 		}
 		a.mux.Handle(r.method+" "+r.pattern, a.cfg.Metrics.Route(r.method, r.pattern, r.long, h))
 		methods[r.pattern] = append(methods[r.pattern], r.method)
@@ -97,18 +101,6 @@ func New(cfg Config) *API {
 		a.writeError(w, r, errdefs.NotFound("unknown_route", "no such route: %s %s", r.Method, r.URL.Path))
 	})))
 	return a
-}
-
-// untimed lifts the server's read and write deadlines for one request: a
-// stream, a transfer or a command that may run longer than an ordinary
-// request may take.
-func untimed(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})
-		_ = rc.SetWriteDeadline(time.Time{})
-		next(w, r)
-	}
 }
 
 // onlyQuery refuses a request with a query parameter its route does not

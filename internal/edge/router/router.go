@@ -41,6 +41,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -237,9 +238,7 @@ func (rt *Router) exchange(w http.ResponseWriter, r *http.Request, ex *exchange,
 	start := time.Now()
 	// An app's responses stream and its WebSockets last: the server's
 	// request timeout is for the API's own requests.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
+	deadline.Lift(w)
 	rec := &recorder{ResponseWriter: w}
 	handle(rec, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), ex)
 	if ex.release != nil {
