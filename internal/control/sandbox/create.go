@@ -57,7 +57,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if err := s.cfg.Disk.Check("a new sandbox"); err != nil {
 		return api.Sandbox{}, err
 	}
-	set, err := s.settle(d, req)
+	set, err := s.complete(d, req)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

@@ -90,7 +90,7 @@ func (s *Service) Info() api.Info {
 		Degraded:  append([]string{}, c.Degraded...),
 		Templates: c.Templates,
 		Limits: api.InfoLimits{
-			Default:        settledDefaults(cfg.DefaultLimits, c.Limits),
+			Default:        defaultLimits(cfg.DefaultLimits, c.Limits),
 			Max:            cfg.MaxLimits,
 			MaxTimeoutS:    s.Settings().MaxTimeoutS,
 			MaxFileBytes:   cfg.MaxFileBytes,
@@ -101,9 +101,9 @@ func (s *Service) Info() api.Info {
 	}
 }
 
-// settledDefaults are the default limits a sandbox of a driver that
-// enforces caps gets.
-func settledDefaults(def api.Limits, caps driver.LimitCaps) api.Limits {
-	l, _ := settleLimits("", caps, def, api.Limits{}, false)
+// defaultLimits are the limits a sandbox of a driver that enforces caps
+// gets when it asks for none.
+func defaultLimits(def api.Limits, caps driver.LimitCaps) api.Limits {
+	l, _ := completeLimits("", caps, def, api.Limits{}, false)
 	return l
 }

@@ -25,8 +25,8 @@ const (
 
 var labelKey = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?$`)
 
-// settled is a create request with every default applied.
-type settled struct {
+// completed is a create request checked, with every default applied.
+type completed struct {
 	template string
 	env      map[string]string
 	cwd      string
@@ -39,10 +39,11 @@ type settled struct {
 	onExpiry string
 }
 
-func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled, error) {
+// complete checks a create request for d and applies its defaults.
+func (s *Service) complete(d driver.Driver, req api.CreateSandboxRequest) (completed, error) {
 	caps := d.Capabilities()
 	set := s.Settings()
-	out := settled{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, root: req.Root}
+	out := completed{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, root: req.Root}
 	if req.Network != nil {
 		pol, err := egress.Parse(*req.Network)
 		if err != nil {
@@ -79,7 +80,7 @@ func (s *Service) settle(d driver.Driver, req api.CreateSandboxRequest) (settled
 		}
 		asked = *req.Limits
 	}
-	limits, err := settleLimits(d.Name(), caps.Limits, s.cfg.DefaultLimits, asked, req.LimitsBestEffort)
+	limits, err := completeLimits(d.Name(), caps.Limits, s.cfg.DefaultLimits, asked, req.LimitsBestEffort)
 	if err != nil {
 		return out, err
 	}
@@ -129,12 +130,12 @@ func (s *Service) checkLimits(req api.Limits) error {
 	return nil
 }
 
-// settleLimits is a sandbox's limits: each one asked for, else the
+// completeLimits is a sandbox's limits: each one asked for, else the
 // server's default for it. A default the driver cannot enforce is left
 // out (zero, unlimited) rather than shown as if enforced; an asked limit
 // it cannot enforce is refused (400 limit_unsupported) unless bestEffort
 // accepts it unenforced (unenforcedLimits names it then).
-func settleLimits(drv string, caps driver.LimitCaps, def, asked api.Limits, bestEffort bool) (api.Limits, error) {
+func completeLimits(drv string, caps driver.LimitCaps, def, asked api.Limits, bestEffort bool) (api.Limits, error) {
 	var out api.Limits
 	if un := unenforcedLimits(asked, caps); len(un) > 0 && !bestEffort {
 		return out, errdefs.Invalid("limit_unsupported", "the %s driver cannot enforce %s; leave it out, or set limits_best_effort to accept it unenforced", drv, strings.Join(un, ", "))

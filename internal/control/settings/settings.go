@@ -82,7 +82,7 @@ type Service struct {
 // system's (tenancy.System): it reads the store. A key in the store this
 // hutch does not know is logged and ignored; stored values that do not
 // fit the flags (a default timeout over the maximum) fail the start, since
-// only other flags can settle it before the API serves.
+// only other flags can mend it before the API serves.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Events == nil || cfg.Check == nil || cfg.Apply == nil {
 		return nil, errors.New("settings: Store, Events, Check and Apply are required")

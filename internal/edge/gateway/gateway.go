@@ -94,7 +94,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, providers: map[string]*provider{}, tokens: tokens{key: cfg.Key}, log: cfg.Log}
 	for _, p := range cfg.Providers {
 		if p.base == nil {
-			if err := p.settle(); err != nil {
+			if err := p.complete(); err != nil {
 				return nil, fmt.Errorf("gateway: provider %q: %w", p.Name, err)
 			}
 		}

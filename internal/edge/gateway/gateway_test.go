@@ -109,7 +109,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	}
 	e.sandbox = e.newSandbox(e.tenant)
 	e.upstream = startUpstream(t, h)
-	provs, err := settled(mk(e.upstream.URL + "/api/v2"))
+	provs, err := completed(mk(e.upstream.URL + "/api/v2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	return e
 }
 
-// settled runs the file checks on providers built in code.
-func settled(ps []Provider) ([]Provider, error) {
+// completed runs the file checks on providers built in code.
+func completed(ps []Provider) ([]Provider, error) {
 	for i := range ps {
-		if err := ps[i].settle(); err != nil {
+		if err := ps[i].complete(); err != nil {
 			return nil, err
 		}
 	}

@@ -91,7 +91,7 @@ func Parse(b []byte) ([]Provider, error) {
 	seen := map[string]bool{}
 	for i := range f.Providers {
 		p := &f.Providers[i]
-		if err := p.settle(); err != nil {
+		if err := p.complete(); err != nil {
 			errs = append(errs, fmt.Errorf("provider %d (%q): %w", i+1, p.Name, err))
 			continue
 		}
@@ -106,8 +106,8 @@ func Parse(b []byte) ([]Provider, error) {
 	return f.Providers, nil
 }
 
-// settle checks p and fills in its defaults.
-func (p *Provider) settle() error {
+// complete checks p and fills in its defaults.
+func (p *Provider) complete() error {
 	var errs []error
 	if !providerName.MatchString(p.Name) {
 		errs = append(errs, errors.New("name must be 1 to 40 of a-z, 0-9 and -, not starting or ending with -"))
