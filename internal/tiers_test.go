@@ -77,7 +77,6 @@ var allowed = map[string]string{
 	"internal/control/sandbox → internal/agent/agentproto":    "the agent client says which features its agent has",
 	"internal/control/sandbox → internal/edge/egress":         "the service meets the egress proxy through an interface",
 	"internal/control/sandbox → internal/edge/gateway":        "the service meets the gateway through an interface",
-	"internal/control/settings → internal/server/config":      "the server hands settings what they read of its config",
 	"internal/control/templates → internal/edge/egress":       "address classes move out of the egress proxy",
 	"internal/edge/e2b → internal/store":                      "the service exports its own list options",
 	"internal/edge/gateway → internal/store":                  "the gateway reads sandboxes and records events through services",

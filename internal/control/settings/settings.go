@@ -7,8 +7,9 @@
 // running ones included, without a restart; each change is a
 // settings.changed event in the admin's tenant.
 //
-// The server's other settings (ReadOnly) are shown beside them and only a
-// restart with other flags changes them.
+// The server's other settings (Config.ReadOnly, which the server builds
+// from its own configuration) are shown beside them and only a restart
+// with other flags changes them.
 package settings
 
 import (
@@ -51,8 +52,8 @@ type Config struct {
 	Events store.EventAppender
 	// Flags are the settings hutch serve's flags give (config.Settings).
 	Flags api.Settings
-	// ReadOnly are the server's other settings (ReadOnly(cfg)); none may
-	// share a key with a setting.
+	// ReadOnly are the server's other settings; none may share a key
+	// with a setting.
 	ReadOnly []Fixed
 	// Check says what is wrong with settings, as 400 invalid_setting
 	// naming the key (sandbox.CheckSettings); Apply puts settings that
@@ -60,6 +61,15 @@ type Config struct {
 	Check func(api.Settings) error
 	Apply func(api.Settings) error
 	Log   *slog.Logger
+}
+
+// Fixed is one of the server's settings that only a restart changes:
+// shown in GET /v1/settings (read_only), refused by a PATCH (403
+// setting_protected).
+type Fixed struct {
+	Key   string // its name in read_only
+	Flag  string // the hutch serve flags that set it; "" when none does
+	Value any    // as JSON encodes it
 }
 
 // Service shows and changes the settings. It is safe for concurrent use

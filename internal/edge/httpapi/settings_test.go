@@ -23,8 +23,14 @@ func newSettingsFixture(t *testing.T) *apiFixture {
 	t.Helper()
 	f := newAPIFixture(t)
 	log := slog.New(slog.DiscardHandler)
+	// Two of the server's read-only settings (internal/server builds
+	// them all from its config).
+	readOnly := []settings.Fixed{
+		{Key: "listen", Flag: "--listen", Value: config.Default().Listen},
+		{Key: "egress_allow_private", Flag: "--egress-allow-private", Value: []string{}},
+	}
 	set, err := settings.New(tenancy.System(f.ctx), settings.Config{Store: f.st, Events: f.events, Flags: f.svc.Settings(),
-		ReadOnly: settings.ReadOnly(config.Default()), Check: sandbox.CheckSettings, Apply: f.svc.ApplySettings, Log: log})
+		ReadOnly: readOnly, Check: sandbox.CheckSettings, Apply: f.svc.ApplySettings, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
