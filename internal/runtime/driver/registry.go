@@ -2,7 +2,6 @@ package driver
 
 import (
 	"cmp"
-	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 	"log/slog"
 	"slices"
 
@@ -27,10 +26,10 @@ type Options struct {
 	// it at the host's memory and tasks less them (hostinfo.Budget).
 	ReserveMemoryMB int
 	ReservePids     int
-	// Storage is the data directory's storage backend (internal/runtime/host/storage),
-	// for drivers that keep sandboxes' files in layers; nil lets a driver
-	// probe its own directory.
-	Storage storage.Backend
+	// Storage is the data directory's storage backend, for drivers that
+	// keep sandboxes' files in layers; nil lets a driver probe its own
+	// directory.
+	Storage Storage
 	Log     *slog.Logger
 }
 

@@ -82,7 +82,7 @@ type Config struct {
 	ReservePids     int
 	// Storage keeps sandboxes' writable layers and copies them
 	// (snapshots); nil probes Dir's filesystem at Open and picks one.
-	Storage storage.Backend
+	Storage driver.Storage
 	Log     *slog.Logger
 }
 
@@ -105,7 +105,7 @@ type Driver struct {
 	// shared image layers (image.go); idmapErr says why not.
 	mapped   bool
 	idmapErr error
-	store    storage.Backend
+	store    driver.Storage
 	probe    confine.Report
 	caps     driver.Capabilities
 	pool     *warm.Pool[*spawned]

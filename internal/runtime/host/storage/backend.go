@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/layerfs"
 )
 
 // Backend does what hutch needs of the filesystem under its data
@@ -65,46 +66,20 @@ type Backend interface {
 	Usage(ctx context.Context, dir string) (Usage, error)
 }
 
-// CopyStats says what a Copy did.
-type CopyStats struct {
-	// Method is how the files were copied: SnapshotSubvolume,
-	// SnapshotReflink or SnapshotCopy.
-	Method Snapshot
-	// Files are the entries copied that are not directories, each name
-	// of a hard link counted; Dirs the directories below the root. A
-	// subvolume snapshot does not walk the tree: both are 0.
-	Files, Dirs int64
-	// Bytes is the apparent size of the regular files copied, each inode
-	// once; 0 for a subvolume snapshot.
-	Bytes int64
-	// ByteCopied counts the regular files of a reflink copy that the
-	// filesystem would not reflink (a file of another filesystem, a
-	// btrfs nodatacow file) and that were copied byte by byte instead.
-	ByteCopied int64
-	// Mounts counts the mount points under src, which are copied as
-	// empty directories, never crossed (as cp -x does).
-	Mounts int64
-}
-
-// UsageMethod is how a Usage was measured.
-type UsageMethod string
-
-const (
-	// UsageQgroup: the referenced bytes of the subvolume's qgroup.
-	UsageQgroup UsageMethod = "qgroup"
-	// UsageWalk: a walk of the tree summing the blocks allocated to each
-	// inode (st_blocks × 512), hard links once, other mounts not entered.
-	UsageWalk UsageMethod = "walk"
+type (
+	// CopyStats says what a Copy did.
+	CopyStats = layerfs.CopyStats
+	// UsageMethod is how a Usage was measured.
+	UsageMethod = layerfs.UsageMethod
+	// Usage is what a directory holds.
+	Usage = layerfs.Usage
 )
 
-// Usage is what a directory holds.
-type Usage struct {
-	Bytes  int64
-	Method UsageMethod
-	// Limit is the cap in force (a qgroup's max_rfer); 0 when there is
-	// none or the method cannot tell.
-	Limit int64
-}
+// How a Usage was measured.
+const (
+	UsageQgroup = layerfs.UsageQgroup
+	UsageWalk   = layerfs.UsageWalk
+)
 
 // Open picks the backend for the filesystem info describes. It never
 // fails: for Kind None it returns a byte-copying backend whose Kind says

@@ -24,38 +24,31 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/layerfs"
 )
 
-// Kind is a storage backend.
-type Kind string
-
-const (
-	// Btrfs: a subvolume per sandbox layer; snapshots and forks are
-	// subvolume snapshots; qgroups are the disk quota.
-	Btrfs Kind = "btrfs"
-	// XFS: an overlay whose layers are copied with reflinks; project
-	// quotas are the disk quota.
-	XFS Kind = "xfs"
-	// Overlay: an overlay upper directory per sandbox on any filesystem
-	// that takes one; snapshots are copies.
-	Overlay Kind = "overlay"
-	// None: no backend works on this filesystem (the kernel refuses an
-	// overlay upper layer on it and it is neither btrfs nor xfs).
-	None Kind = ""
+// The words of the backend's contract live in layerfs, which the driver
+// contract speaks too (driver.Storage); here they keep their names.
+type (
+	// Kind is a storage backend.
+	Kind = layerfs.Kind
+	// Snapshot is how a snapshot or fork copies a sandbox's files.
+	Snapshot = layerfs.Snapshot
 )
 
-// Snapshot is how a snapshot or fork copies a sandbox's files.
-type Snapshot string
-
+// The backends.
 const (
-	// SnapshotSubvolume: a btrfs subvolume snapshot, constant time
-	// whatever the size.
-	SnapshotSubvolume Snapshot = "subvolume"
-	// SnapshotReflink: each file is a reflink (FICLONE) copy sharing its
-	// extents: time grows with the number of files, not their size.
-	SnapshotReflink Snapshot = "reflink"
-	// SnapshotCopy: each file's bytes are copied.
-	SnapshotCopy Snapshot = "copy"
+	Btrfs   = layerfs.Btrfs
+	XFS     = layerfs.XFS
+	Overlay = layerfs.Overlay
+	None    = layerfs.None
+)
+
+// How a snapshot or fork copies.
+const (
+	SnapshotSubvolume = layerfs.SnapshotSubvolume
+	SnapshotReflink   = layerfs.SnapshotReflink
+	SnapshotCopy      = layerfs.SnapshotCopy
 )
 
 // QuotaMechanism is how a disk quota per sandbox is enforced.
