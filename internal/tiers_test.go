@@ -164,6 +164,7 @@ func tierOf(path string) int {
 
 type pkg struct {
 	ImportPath string
+	Dir        string
 	Imports    []string
 	GoFiles    []string
 }
@@ -172,7 +173,7 @@ type pkg struct {
 // out: tests may reach across tiers to set up what they test).
 func list(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,GoFiles,Standard", module+"...")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Imports,GoFiles,Standard", module+"...")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

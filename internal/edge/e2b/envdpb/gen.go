@@ -1,5 +1,7 @@
 // Package envdpb holds the Go code protoc generates from E2B's envd
 // service definitions (process and filesystem), which internal/edge/e2b serves.
+// Each generated package's doc comment is in a doc.go of its own, written
+// by hand: regenerating leaves it be.
 //
 // Regenerate after changing a .proto (needs protoc, Debian's
 // protobuf-compiler, and the two plugins at the versions go.mod pins):
