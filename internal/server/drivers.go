@@ -21,6 +21,19 @@ import (
 	_ "github.com/hutchdev/hutch/internal/runtime/driver/process"
 )
 
+// openDrivers probes the data directory's storage and opens every
+// registered driver on it (loadDrivers).
+func (s *Server) openDrivers(ctx context.Context, p *parts) error {
+	p.storage, p.storageInfo = probeStorage(s.cfg.DataDir, s.log)
+	drivers, why, closeDrivers, err := loadDrivers(ctx, s.cfg, driver.Registered(), p.storage, s.log)
+	if err != nil {
+		return err
+	}
+	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
+	p.drivers, p.driversWhy = drivers, why
+	return nil
+}
+
 // loadDrivers builds and opens every registered driver and picks the
 // default for new sandboxes: the configured one, or with "auto" the first
 // in order of preference that proves itself on this host (it creates, uses

@@ -2,14 +2,31 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 
+	"github.com/hutchdev/hutch/internal/base/keyfile"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
 	"github.com/hutchdev/hutch/internal/edge/router"
 	"github.com/hutchdev/hutch/internal/store"
 )
+
+// openE2B builds the E2B translation layer, with the key that signs its
+// envd access tokens (<data>/e2b.key, made on the first start).
+func (s *Server) openE2B(_ context.Context, p *parts) error {
+	key, err := keyfile.Load(filepath.Join(s.cfg.DataDir, "e2b.key"), router.KeyBytes)
+	if err != nil {
+		return fmt.Errorf("e2b key: %w", err)
+	}
+	compat := e2b.New(e2b.Config{Sandboxes: p.sandboxes, Auth: p.auth, Keys: tenantKeys{p.store}, Key: key, Domain: s.cfg.PreviewDomain,
+		MaxBodyBytes: s.cfg.MaxBodyBytes, Log: s.log})
+	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
+	p.e2b = compat
+	return nil
+}
 
 // withE2B puts the E2B translation layer in front of the server's handler
 // next (previews, apps and the API): a preview host of port e2b.EnvdPort is

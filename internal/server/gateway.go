@@ -1,36 +1,40 @@
 package server
 
 import (
+	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/base/keyfile"
-	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/edge/gateway"
-	"github.com/hutchdev/hutch/internal/server/config"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
-// newGateway builds the provider gateway from the operator's providers
+// openGateway builds the provider gateway from the operator's providers
 // file; with none, it refuses every call as naming no provider.
-func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events store.EventAppender, obs gateway.Observer, log *slog.Logger) (*gateway.Gateway, error) {
+func (s *Server) openGateway(_ context.Context, p *parts) error {
 	var providers []gateway.Provider
-	if cfg.Providers != "" {
+	if s.cfg.Providers != "" {
 		var err error
-		if providers, err = gateway.LoadFile(cfg.Providers); err != nil {
-			return nil, err
+		if providers, err = gateway.LoadFile(s.cfg.Providers); err != nil {
+			return err
 		}
 		names := make([]string, len(providers))
-		for i, p := range providers {
-			names[i] = p.Name
+		for i, pr := range providers {
+			names[i] = pr.Name
 		}
-		log.Info("provider gateway", "providers", strings.Join(names, ","))
+		s.log.Info("provider gateway", "providers", strings.Join(names, ","))
 	}
-	key, err := keyfile.Load(filepath.Join(cfg.DataDir, "gateway.key"), gateway.MinKeyBytes)
+	key, err := keyfile.Load(filepath.Join(s.cfg.DataDir, "gateway.key"), gateway.MinKeyBytes)
 	if err != nil {
-		return nil, fmt.Errorf("gateway key: %w", err)
+		return fmt.Errorf("gateway key: %w", err)
 	}
-	return gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: st, Keys: sec, Events: events, Observer: obs, Log: log})
+	gw, err := gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: p.store, Keys: p.secrets, Events: p.events,
+		Observer: p.metrics, Log: s.log})
+	if err != nil {
+		return err
+	}
+	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
+	p.gateway = gw
+	return nil
 }

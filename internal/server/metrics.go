@@ -27,6 +27,12 @@ func (s *Server) listenMetrics() (net.Listener, error) {
 	return ln, nil
 }
 
+// openMetrics makes the Prometheus metrics, which read the store.
+func (s *Server) openMetrics(_ context.Context, p *parts) (err error) {
+	p.metrics, err = telemetry.New(telemetry.Config{Sandboxes: p.store, Log: s.log})
+	return err
+}
+
 // serveMetrics serves GET /metrics on ln (nil: nothing to serve) with no
 // key: a listener for a scraper on a private network, which must never be
 // reachable from anywhere else. Shutdown stops it before the parts it

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,12 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/ids"
 )
+
+// openNode names this control plane (nodeName).
+func (s *Server) openNode(_ context.Context, p *parts) (err error) {
+	p.node, err = nodeName(s.cfg.Node, s.cfg.DataDir)
+	return err
+}
 
 // nodeName is this control plane's name in the sandboxes it owns: the
 // configured one, else the one kept in <data>/node, made on first start

@@ -2,41 +2,39 @@
 // keeping a named closer for each, serves until its context ends, then
 // drains the API and closes the parts in reverse. Sandboxes keep running
 // across a restart; the next start re-attaches to them.
+//
+// Each part is built by one function of its own (listen, openStore, ...),
+// from the parts built before it; a part that holds anything open appends
+// its closer as soon as it has opened, so a start that fails part way
+// closes exactly what it had opened.
 package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/base/connlimit"
-	"github.com/hutchdev/hutch/internal/base/keyfile"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/control/settings"
+	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/edge/gateway"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 	"github.com/hutchdev/hutch/internal/edge/router"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/diskguard"
-	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
+	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 	"github.com/hutchdev/hutch/internal/server/config"
-)
-
-// Lifecycle loop periods.
-const (
-	reapEvery  = time.Second
-	sweepEvery = time.Minute
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // closer is one step of shutdown.
@@ -56,8 +54,37 @@ type Server struct {
 	AdminKeyPath string
 }
 
-// Start builds and starts every part. On error it closes whatever it had
-// started. The caller ends the server with Shutdown.
+// parts are what Start builds, in the order of their fields; each
+// function that builds one reads those above it.
+type parts struct {
+	ln, metricsLn net.Listener // metricsLn nil: no --metrics-listen
+	disk          *diskguard.Guard
+	store         store.Store
+	events        *sandbox.EventLog
+	metrics       *telemetry.Metrics
+	sealer        *secrets.Sealer
+	secrets       *secrets.Service
+	auth          *auth.Authenticator
+	node          string
+	storage       storage.Backend  // nil: the probe failed
+	storageInfo   *api.StorageInfo // nil: the probe failed
+	drivers       *driver.Set
+	driversWhy    string // why the default driver was chosen
+	gateway       *gateway.Gateway
+	templates     *templates.Service // nil: the default driver starts no image
+	volumes       *volumes.Service   // nil: no volumes here
+	sandboxes     *sandbox.Service
+	settings      *settings.Service
+	previewKey    []byte
+	apps          *apps.Service
+	previews      *router.Router
+	e2b           *e2b.Handler
+	api           *httpapi.API
+}
+
+// Start builds and starts every part, in order. On error it closes
+// whatever it had opened, in reverse. The caller ends the server with
+// Shutdown.
 func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version string) (_ *Server, retErr error) {
 	s := &Server{cfg: cfg, log: log, version: version}
 	defer func() {
@@ -65,280 +92,77 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 			s.Shutdown(context.WithoutCancel(ctx))
 		}
 	}()
-	// The listener first: a port in use is reported before anything is
-	// made.
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (--listen): %w", cfg.Listen, err)
-	}
-	s.onClose("listener", func(context.Context) error { ln.Close(); return nil })
-	s.addr = ln.Addr()
-	metricsLn, err := s.listenMetrics()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
-	// The reserve first: the store spends it if sandbox data fills the
-	// filesystem they share.
-	disk := diskguard.New(diskguard.Config{Dir: cfg.DataDir, Reserve: cfg.DiskReserve,
-		ReserveInodes: uint64(cfg.DiskReserveInodes), Log: log})
-	if err := disk.Start(); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, cfg, disk.Release)
-	if err != nil {
-		return nil, err
-	}
-	s.onClose("store", func(context.Context) error { return st.Close() })
-	metrics, err := telemetry.New(telemetry.Config{Sandboxes: st, Log: log})
-	if err != nil {
-		return nil, err
-	}
-	// The secrets master key, early: a bad one stops the start at once.
-	sealer, err := secrets.Load(ctx, st, os.Getenv(secrets.KeyEnv), cfg.DataDir, log)
-	if err != nil {
-		return nil, fmt.Errorf("secrets: %w", err)
-	}
-	keyPath, created, err := auth.Bootstrap(tenancy.System(ctx), st, cfg.DataDir, log)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap admin: %w", err)
-	}
-	s.AdminKeyPath = keyPath
-	if created {
-		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
-	}
-	node, err := nodeName(cfg.Node, cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
-
-	backend, storageInfo := probeStorage(cfg.DataDir, log)
-	drivers, why, closeDrivers, err := loadDrivers(ctx, cfg, driver.Registered(), backend, log)
-	if err != nil {
-		return nil, err
-	}
-	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
-	events := sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, log)
-	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, events, log)
-	gw, err := newGateway(cfg, st, sec, events, metrics, log)
-	if err != nil {
-		return nil, err
-	}
-	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
-	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), backend, disk, st, sec, events, log)
-	if err != nil {
-		return nil, err
-	}
-	vols, err := newVolumes(cfg, drivers.Default().Capabilities(), backend, st, events, log)
-	if err != nil {
-		return nil, err
-	}
-	// A nil *Service must not become a non-nil interface.
-	var svcTemplates sandbox.Templates
-	if tmpls != nil {
-		svcTemplates = tmpls
-	}
-	var svcVolumes sandbox.Volumes
-	if vols != nil {
-		svcVolumes = vols
-	}
-	capacity, err := hostCapacity(cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	svc, err := sandbox.New(sandbox.Config{
-		Store:              st,
-		Drivers:            drivers,
-		Events:             events,
-		Gateway:            gw,
-		Log:                log,
-		Node:               node,
-		DefaultTemplate:    cfg.DefaultTemplate,
-		Templates:          svcTemplates,
-		Volumes:            svcVolumes,
-		SnapshotDir:        snapshotDir(cfg),
-		DefaultLimits:      cfg.DefaultLimits,
-		MaxLimits:          cfg.MaxLimits,
-		Settings:           cfg.Settings(),
-		MaxFileBytes:       cfg.MaxFileBytes,
-		MaxTarBytes:        cfg.MaxTarBytes,
-		MaxOutputBytes:     cfg.MaxOutputBytes,
-		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
-		TeardownTimeout:    cfg.TeardownTimeout,
-		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: metrics, Log: log},
-		Observer:           metrics,
-		Disk:               disk,
-		Sealer:             sealer,
-		EventRetention:     cfg.EventRetention,
-		EventMaxPerTenant:  cfg.EventMaxPerTenant,
-		Capacity:           capacity,
-		TenantQuotas:       cfg.TenantQuotas,
-	})
-	if err != nil {
-		return nil, err
-	}
-	set, err := newSettings(ctx, cfg, st, svc, events, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.Recover(ctx); err != nil {
-		log.Warn("recovery was incomplete", "err", err)
-	}
-	s.onClose("process watchers", func(context.Context) error { svc.Close(); return nil })
-	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
-	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
-
-	// Previews: a request for <port>-<sandbox id>.<preview domain> goes to
-	// the router, which tunnels it through the sandbox service; the rest
-	// to the API.
-	previewKey, err := keyfile.Load(filepath.Join(cfg.DataDir, "preview.key"), router.KeyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("preview key: %w", err)
-	}
-	// One authenticator for both doors that take API keys, so that
-	// revoking a key through the API ends its previews' requests too.
-	authn := &auth.Authenticator{Store: st, Log: log}
-	appSvc, err := newApps(ctx, cfg, st, svc, sealer, events, s.addr, log)
-	if err != nil {
-		return nil, err
-	}
-	s.onClose("apps", func(context.Context) error { appSvc.Close(); return nil })
-	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
-		Auth: authn, Tunnels: svc, Events: events, Log: log, Apps: appSvc, AppsDomain: appSvc.Domain()})
-	if err != nil {
-		return nil, fmt.Errorf("previews: %w", err)
-	}
-	s.onClose("preview tunnels", func(context.Context) error { previews.Close(); return nil })
-	handler := httpapi.New(httpapi.Config{
-		Sandboxes:    svc,
-		Events:       events.Notifier(),
-		Previews:     previews,
-		Secrets:      sec,
-		Templates:    tmpls,
-		Volumes:      vols,
-		Settings:     set,
-		Apps:         appSvc,
-		Store:        st,
-		Auth:         authn,
-		Log:          log,
-		Version:      version,
-		StoreName:    cfg.Store,
-		Storage:      storageInfo,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		MaxTarBytes:  cfg.MaxTarBytes,
-		Metrics:      metrics,
-	})
-	e2bKey, err := keyfile.Load(filepath.Join(cfg.DataDir, "e2b.key"), router.KeyBytes)
-	if err != nil {
-		return nil, fmt.Errorf("e2b key: %w", err)
-	}
-	compat := e2b.New(e2b.Config{Sandboxes: svc, Auth: authn, Keys: tenantKeys{st}, Key: e2bKey, Domain: cfg.PreviewDomain,
-		MaxBodyBytes: cfg.MaxBodyBytes, Log: log})
-	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
-	// Closed right after the listener's server: the API's WebSocket
-	// handlers, which its Shutdown does not wait for, end before what
-	// they use closes.
-	s.onClose("api streams", func(ctx context.Context) error {
-		done := make(chan struct{})
-		go func() {
-			handler.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("API streams still running: %w", ctx.Err())
+	var p parts
+	for _, open := range []func(context.Context, *parts) error{
+		s.listen,      // first: a port in use fails the start before anything is made
+		s.openDataDir, // and its disk reserve, before the store that spends it
+		s.openStore,
+		s.openMetrics,
+		s.openSecrets, // early: a bad master key stops the start at once
+		s.openAuth,
+		s.openNode,
+		s.openDrivers,
+		s.openGateway,
+		s.openTemplates,
+		s.openVolumes,
+		s.openSandboxes,
+		s.openSettings, // before the sandboxes recover, so both use the settings in force
+		s.runSandboxes,
+		s.openPreviewKey,
+		s.openApps,
+		s.openPreviews,
+		s.openE2B,
+		s.openAPI,
+		s.serveAll,
+	} {
+		if err := open(ctx, &p); err != nil {
+			return nil, err
 		}
-	})
-	s.serve(ln, withE2B(compat, cfg.PreviewDomain, previews.Wrap, handler))
-	s.serveMetrics(metricsLn, metrics)
-
-	caps := drivers.Default().Capabilities()
-	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", drivers.Default().Name(), caps.Isolation, why)
-	base := "http://" + s.addr.String()
-	fmt.Fprintf(os.Stderr, "hutch: for the E2B SDK: E2B_API_URL=%s%s E2B_SANDBOX_URL=%s%s/envd E2B_API_KEY=<a hutch key> (docs/E2B.md)\n",
-		base, e2b.Prefix, base, e2b.Prefix)
-	log.Info("hutch serving", "addr", s.addr.String(), "version", version, "node", node, "driver", drivers.Default().Name(),
-		"driver.reason", why, "isolation", caps.Isolation, "drivers", drivers.Names(), "data", cfg.DataDir)
-	for _, d := range caps.Degraded {
-		log.Warn("DEGRADED: "+d, "driver", drivers.Default().Name())
 	}
-	for name, err := range drivers.Missing() {
-		log.Warn("driver not loaded: its sandboxes are unavailable", "driver", name, "err", err)
-	}
+	s.announce(&p)
 	return s, nil
 }
 
-// hostCapacity is what this host may promise its sandboxes together,
-// from its memory, pid_max, threads-max and CPUs (hostinfo) and the
-// reserves and overcommit factors of cfg.
-func hostCapacity(cfg config.Config, log *slog.Logger) (sandbox.Capacity, error) {
-	facts, err := hostinfo.Read()
+// listen opens the API's listener and the metrics' own.
+func (s *Server) listen(_ context.Context, p *parts) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
-		return sandbox.Capacity{}, fmt.Errorf("host capacity: %w", err)
+		return fmt.Errorf("listen on %s (--listen): %w", s.cfg.Listen, err)
 	}
-	c := sandbox.HostCapacity(facts, sandbox.HostLimits{
-		ReserveMemoryMB:  cfg.ReserveMemoryMB,
-		ReservePids:      cfg.ReservePids,
-		MemoryOvercommit: cfg.MaxMemoryOvercommit,
-		PidsOvercommit:   cfg.MaxPidsOvercommit,
-		CPUOvercommit:    cfg.MaxCPUOvercommit,
-	})
-	log.Info("host capacity for sandboxes (0: no bound)", "memory_mb", c.MemoryMB, "cpu", c.CPU, "pids", c.Pids,
-		"host.memory_mb", facts.MemoryMB, "host.pid_max", facts.PidMax, "host.threads_max", facts.ThreadsMax, "host.cpus", facts.CPUs,
-		"tenant.default_quotas", fmt.Sprintf("%+v", cfg.TenantQuotas))
-	return c, nil
+	s.onClose("listener", func(context.Context) error { ln.Close(); return nil })
+	p.ln, s.addr = ln, ln.Addr()
+	p.metricsLn, err = s.listenMetrics()
+	return err
 }
 
-// serve answers on ln. Every request's context is derived from one drain
-// context, the server's base: shutdown cancels it first, so every stream
-// (SSE, WebSocket, watch, terminal, proxied upgrade) ends at once, and then
-// waits for the handlers to return.
-func (s *Server) serve(ln net.Listener, h http.Handler) {
-	drain, cancel := context.WithCancel(context.Background())
-	ln = connlimit.New(ln, s.cfg.MaxConnsPerClient, s.log)
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Lifted by the routes that stream or transfer (httpapi's long
-		// routes, previews).
-		ReadTimeout:  s.cfg.RequestTimeout,
-		WriteTimeout: s.cfg.RequestTimeout,
-		IdleTimeout:  s.cfg.IdleTimeout,
-		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:  func(net.Listener) context.Context { return drain },
+// openDataDir makes the data directory and keeps its disk reserve: a
+// ballast the store spends if sandbox data fills the filesystem they
+// share.
+func (s *Server) openDataDir(_ context.Context, p *parts) error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
 	}
-	// Closed first: stop accepting, end the streams, wait for the rest.
-	s.serveHTTP("api", srv, ln, cancel)
+	p.disk = diskguard.New(diskguard.Config{Dir: s.cfg.DataDir, Reserve: s.cfg.DiskReserve,
+		ReserveInodes: uint64(s.cfg.DiskReserveInodes), Log: s.log})
+	return p.disk.Start()
 }
 
-// serveHTTP serves srv on ln until shutdown. Its closer, name, first runs
-// before (nil: nothing; the API ends its requests' context there), then
-// shuts srv down and waits for Serve to return.
-func (s *Server) serveHTTP(name string, srv *http.Server, ln net.Listener, before func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error(name+" server stopped", "err", err)
-		}
-	}()
-	s.onClose(name, func(ctx context.Context) error {
-		if before != nil {
-			before()
-		}
-		err := srv.Shutdown(ctx)
-		if err != nil {
-			srv.Close()
-		}
-		<-done
-		return err
-	})
+// announce says what the server runs on and where the E2B SDK finds it.
+func (s *Server) announce(p *parts) {
+	def := p.drivers.Default()
+	caps := def.Capabilities()
+	fmt.Fprintf(os.Stderr, "hutch: sandboxes run on the %s driver, %s isolation (%s)\n", def.Name(), caps.Isolation, p.driversWhy)
+	base := "http://" + s.addr.String()
+	fmt.Fprintf(os.Stderr, "hutch: for the E2B SDK: E2B_API_URL=%s%s E2B_SANDBOX_URL=%s%s/envd E2B_API_KEY=<a hutch key> (docs/E2B.md)\n",
+		base, e2b.Prefix, base, e2b.Prefix)
+	s.log.Info("hutch serving", "addr", s.addr.String(), "version", s.version, "node", p.node, "driver", def.Name(),
+		"driver.reason", p.driversWhy, "isolation", caps.Isolation, "drivers", p.drivers.Names(), "data", s.cfg.DataDir)
+	for _, d := range caps.Degraded {
+		s.log.Warn("DEGRADED: "+d, "driver", def.Name())
+	}
+	for name, err := range p.drivers.Missing() {
+		s.log.Warn("driver not loaded: its sandboxes are unavailable", "driver", name, "err", err)
+	}
 }
 
 // Addr is the address the API listens on.
@@ -350,7 +174,9 @@ func (s *Server) onClose(name string, fn func(context.Context) error) {
 
 // Shutdown closes every part in reverse order of start, each step logged
 // and bounded by the shutdown timeout of its own, so one slow step never
-// leaves the next an expired context.
+// leaves the next an expired context. The servers opened last, so they
+// close first: they stop accepting and drain their requests (serve)
+// before anything those requests use closes.
 func (s *Server) Shutdown(ctx context.Context) {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		c := s.closers[i]

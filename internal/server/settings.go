@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
 	"net/netip"
 	"time"
 
@@ -10,23 +9,23 @@ import (
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/server/config"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
-// newSettings puts in force, over the flags' settings, those a PATCH
-// /v1/settings kept in the store, and returns the service that changes
-// them from then on. Call it before the sandbox service recovers or runs
+// openSettings puts in force, over the flags' settings, those a PATCH
+// /v1/settings kept in the store, and builds the service that changes
+// them from then on. It runs before the sandbox service recovers or runs
 // its loops, so both use the settings in force.
-func newSettings(ctx context.Context, cfg config.Config, st store.Store, svc *sandbox.Service, events store.EventAppender, log *slog.Logger) (*settings.Service, error) {
-	return settings.New(tenancy.System(ctx), settings.Config{
-		Store:    st,
-		Events:   events,
-		Flags:    cfg.Settings(),
-		ReadOnly: readOnly(cfg),
+func (s *Server) openSettings(ctx context.Context, p *parts) (err error) {
+	p.settings, err = settings.New(tenancy.System(ctx), settings.Config{
+		Store:    p.store,
+		Events:   p.events,
+		Flags:    s.cfg.Settings(),
+		ReadOnly: readOnly(s.cfg),
 		Check:    sandbox.CheckSettings,
-		Apply:    svc.ApplySettings,
-		Log:      log,
+		Apply:    p.sandboxes.ApplySettings,
+		Log:      s.log,
 	})
+	return err
 }
 
 // readOnly is what cfg fixes that matters to an operator beside the

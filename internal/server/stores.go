@@ -4,23 +4,27 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hutchdev/hutch/internal/server/config"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 
 	// The stores this build has: each registers itself.
 	_ "github.com/hutchdev/hutch/internal/store/sqlite"
 )
 
-// openStore opens the configured store in the data directory, which must
-// exist.
-func openStore(ctx context.Context, cfg config.Config, onFull func() bool) (store.Store, error) {
-	reg, ok := store.Lookup(cfg.Store)
+// openStore opens the configured store in the data directory, which
+// spends the disk reserve when the filesystem fills, and the event log
+// over it that wakes event streams.
+func (s *Server) openStore(ctx context.Context, p *parts) error {
+	reg, ok := store.Lookup(s.cfg.Store)
 	if !ok {
-		return nil, fmt.Errorf("store %q: this build has %v", cfg.Store, store.Names())
+		return fmt.Errorf("store %q: this build has %v", s.cfg.Store, store.Names())
 	}
-	st, err := reg.Factory(ctx, store.Options{Dir: cfg.DataDir, OnFull: onFull})
+	st, err := reg.Factory(ctx, store.Options{Dir: s.cfg.DataDir, OnFull: p.disk.Release})
 	if err != nil {
-		return nil, fmt.Errorf("open the %s store: %w", reg.Name, err)
+		return fmt.Errorf("open the %s store: %w", reg.Name, err)
 	}
-	return st, nil
+	s.onClose("store", func(context.Context) error { return st.Close() })
+	p.store = st
+	p.events = sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, s.log)
+	return nil
 }

@@ -1,50 +1,48 @@
 package server
 
 import (
+	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/templates"
-	"github.com/hutchdev/hutch/internal/runtime/driver"
-	"github.com/hutchdev/hutch/internal/runtime/host/diskguard"
-	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 	"github.com/hutchdev/hutch/internal/server/config"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
-// newTemplates opens the template service and its layer store in
+// openTemplates opens the template service and its layer store in
 // <data>/layers, when the default driver starts sandboxes from images;
 // otherwise there is none (nil), and a default template other than host
 // stops the start.
-func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, disk *diskguard.Guard, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
+func (s *Server) openTemplates(_ context.Context, p *parts) error {
+	caps := p.drivers.Default().Capabilities()
 	if !caps.Images {
-		if cfg.DefaultTemplate != api.HostTemplate {
-			return nil, fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", cfg.DefaultTemplate)
+		if s.cfg.DefaultTemplate != api.HostTemplate {
+			return fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", s.cfg.DefaultTemplate)
 		}
-		log.Info("templates: the default driver starts no sandbox from an image; only the host template is offered")
-		return nil, nil
+		s.log.Info("templates: the default driver starts no sandbox from an image; only the host template is offered")
+		return nil
 	}
 	svc, err := templates.New(templates.Config{
-		Dir:            filepath.Join(cfg.DataDir, "layers"),
+		Dir:            filepath.Join(s.cfg.DataDir, "layers"),
 		Shared:         caps.SharedLayers,
-		MaxUploadBytes: cfg.MaxImageBytes,
-		MaxLayerBytes:  cfg.MaxImageBytes,
-		Registries:     templates.RegistryPolicy{Insecure: cfg.RegistryInsecure},
-		Storage:        backend,
-		SnapshotDir:    snapshotDir(cfg),
-		Disk:           disk,
-	}, st, sec, events, log)
+		MaxUploadBytes: s.cfg.MaxImageBytes,
+		MaxLayerBytes:  s.cfg.MaxImageBytes,
+		Registries:     templates.RegistryPolicy{Insecure: s.cfg.RegistryInsecure},
+		Storage:        p.storage,
+		SnapshotDir:    snapshotDir(s.cfg),
+		Disk:           p.disk,
+	}, p.store, p.secrets, p.events, s.log)
 	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
+		return fmt.Errorf("templates: %w", err)
 	}
 	mode := "each layer kept once, shared by every template"
 	if !caps.SharedLayers {
 		mode = "each template flattened into a tree of its own (layers are shared only as root)"
 	}
-	log.Info("templates: images unpacked into "+filepath.Join(cfg.DataDir, "layers"), "layers", mode)
-	return svc, nil
+	s.log.Info("templates: images unpacked into "+filepath.Join(s.cfg.DataDir, "layers"), "layers", mode)
+	p.templates = svc
+	return nil
 }
 
 // snapshotDir is where snapshots' files are.

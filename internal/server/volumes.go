@@ -1,23 +1,20 @@
 package server
 
 import (
-	"log/slog"
+	"context"
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/internal/control/volumes"
-	"github.com/hutchdev/hutch/internal/runtime/driver"
-	"github.com/hutchdev/hutch/internal/runtime/host/storage"
-	"github.com/hutchdev/hutch/internal/server/config"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
-// newVolumes opens the volume service in <data>/volumes when the default
+// openVolumes opens the volume service in <data>/volumes when the default
 // driver mounts volumes and the data directory's storage was probed;
 // otherwise there is none (nil).
-func newVolumes(cfg config.Config, caps driver.Capabilities, backend storage.Backend, st store.Store, events store.EventAppender, log *slog.Logger) (*volumes.Service, error) {
-	if !caps.Volumes || backend == nil {
-		log.Info("volumes: none on this server (the default driver mounts none, or the data directory's storage was not probed)")
-		return nil, nil
+func (s *Server) openVolumes(_ context.Context, p *parts) (err error) {
+	if !p.drivers.Default().Capabilities().Volumes || p.storage == nil {
+		s.log.Info("volumes: none on this server (the default driver mounts none, or the data directory's storage was not probed)")
+		return nil
 	}
-	return volumes.New(filepath.Join(cfg.DataDir, "volumes"), backend, st, events, log)
+	p.volumes, err = volumes.New(filepath.Join(s.cfg.DataDir, "volumes"), p.storage, p.store, p.events, s.log)
+	return err
 }

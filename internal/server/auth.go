@@ -1,0 +1,27 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/auth"
+)
+
+// openAuth makes the admin tenant and its key on the first start, and the
+// one authenticator of API keys for every door that takes them (the API,
+// previews, the E2B layer), so that revoking a key through the API ends
+// its previews' requests too.
+func (s *Server) openAuth(ctx context.Context, p *parts) error {
+	keyPath, created, err := auth.Bootstrap(tenancy.System(ctx), p.store, s.cfg.DataDir, s.log)
+	if err != nil {
+		return fmt.Errorf("bootstrap admin: %w", err)
+	}
+	s.AdminKeyPath = keyPath
+	if created {
+		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
+	}
+	p.auth = &auth.Authenticator{Store: p.store, Log: s.log}
+	return nil
+}
