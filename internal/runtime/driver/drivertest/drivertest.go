@@ -6,6 +6,7 @@ package drivertest
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,24 +41,49 @@ type Suite struct {
 	// driver's directory; the escape suite adds /root and its own working
 	// directory.
 	HostPaths []string
+	// Skip names the tests a driver cannot pass by its nature, each with
+	// the reason its skip gives: the fake driver's Isolation. What a
+	// driver's Capabilities say it lacks is skipped without it.
+	Skip map[string]string
+}
+
+// tests are the suite's tests, by name, in the order Run runs them.
+var tests = []struct {
+	name string
+	run  func(*testing.T, Suite)
+}{
+	{"Lifecycle", testLifecycle},
+	{"Exec", testExec},
+	{"Files", testFiles},
+	{"Limits", testLimits},
+	{"Isolation", testIsolation},
+	{"FailedCreateLeavesNothing", testFailedCreate},
+	{"Recover", testRecover},
+	{"Sweep", testSweep},
+	{"CancelledDestroyStillCleans", testCancelledDestroy},
+	{"Image", testImage},
+	{"Snapshot", testSnapshot},
+	{"SnapshotLinks", testSnapshotLinks},
+	{"Volumes", testVolumes},
+	{"Metrics", testMetrics},
 }
 
 // Run runs the whole suite.
 func Run(t *testing.T, s Suite) {
-	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, s) })
-	t.Run("Exec", func(t *testing.T) { testExec(t, s) })
-	t.Run("Files", func(t *testing.T) { testFiles(t, s) })
-	t.Run("Limits", func(t *testing.T) { testLimits(t, s) })
-	t.Run("Isolation", func(t *testing.T) { testIsolation(t, s) })
-	t.Run("FailedCreateLeavesNothing", func(t *testing.T) { testFailedCreate(t, s) })
-	t.Run("Recover", func(t *testing.T) { testRecover(t, s) })
-	t.Run("Sweep", func(t *testing.T) { testSweep(t, s) })
-	t.Run("CancelledDestroyStillCleans", func(t *testing.T) { testCancelledDestroy(t, s) })
-	t.Run("Image", func(t *testing.T) { testImage(t, s) })
-	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, s) })
-	t.Run("SnapshotLinks", func(t *testing.T) { testSnapshotLinks(t, s) })
-	t.Run("Volumes", func(t *testing.T) { testVolumes(t, s) })
-	t.Run("Metrics", func(t *testing.T) { testMetrics(t, s) })
+	unknown := maps.Clone(s.Skip)
+	for _, tc := range tests {
+		why, skip := s.Skip[tc.name]
+		delete(unknown, tc.name)
+		t.Run(tc.name, func(t *testing.T) {
+			if skip {
+				t.Skip(why)
+			}
+			tc.run(t, s)
+		})
+	}
+	for name := range unknown {
+		t.Errorf("Skip names %s, which is no test of the suite", name)
+	}
 	if s.Escape {
 		t.Run("Escape", func(t *testing.T) { testEscape(t, s) })
 	}

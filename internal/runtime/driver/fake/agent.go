@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	agentsrv "github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/driver/hostproc"
 )
 
 // bootstrap is what a sandbox's agent starts from, kept in its directory
@@ -48,8 +52,10 @@ func readBootstrap(dir string) (bootstrap, error) {
 // agent is one sandbox's agent server in the test process. Every command
 // it starts leads a process group of its own (the agent's rule); the
 // agent records each group, so stop kills what this sandbox started and
-// nothing of another's.
+// nothing of another's. A process that left its group (setsid) is found
+// by the sandbox's id in its environment, which every command inherits.
 type agent struct {
+	id     string
 	srv    *agentsrv.Server
 	served chan error
 
@@ -67,7 +73,7 @@ func startAgent(h driver.Handle, b bootstrap, log *slog.Logger) (*agent, error) 
 	for k, v := range b.Spec.Env {
 		env[k] = v
 	}
-	a := &agent{served: make(chan error, 1)}
+	a := &agent{id: b.Spec.SandboxID, served: make(chan error, 1)}
 	a.srv, err = agentsrv.New(agentsrv.Config{
 		SandboxID:    b.Spec.SandboxID,
 		Token:        b.Spec.Token,
@@ -123,9 +129,12 @@ func (a *agent) adopt(pid int) error {
 	return nil
 }
 
+// stopWait bounds how long stop waits for the sandbox's processes to go.
+const stopWait = 5 * time.Second
+
 // stop closes the server (every call in flight ends), kills every group
 // the agent started and waits, a few seconds at most, until they are
-// gone.
+// gone; then kills what of the sandbox left its group.
 func (a *agent) stop() {
 	a.srv.Close()
 	<-a.served
@@ -136,11 +145,24 @@ func (a *agent) stop() {
 	for _, g := range groups {
 		_ = unix.Kill(-g, unix.SIGKILL)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(stopWait)
 	for _, g := range groups {
 		for groupAlive(g) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_ = hostproc.KillAll(ctx, marked(a.id))
+}
+
+// marked selects the processes whose environment names sandbox id (its
+// entries each end in a NUL).
+func marked(id string) func(hostproc.Proc) bool {
+	entry := "\x00HUTCH_SANDBOX_ID=" + id + "\x00"
+	return func(p hostproc.Proc) bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/environ")
+		return err == nil && strings.Contains("\x00"+string(b), entry)
 	}
 }
 

@@ -10,6 +10,10 @@
 // (to open a window for a race), Calls counts operations, Live lists the
 // agents that run, and Shutdown stops them all at the end of a test.
 //
+// It passes the driver conformance suite (fake_test.go) but for what it
+// cannot do by nature: it isolates nothing, and it enforces no limit,
+// though its default capabilities claim them for the layers above.
+//
 // It is not registered: a server never runs it.
 package fake
 
@@ -26,6 +30,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
@@ -158,10 +164,18 @@ func (d *Driver) enter(ctx context.Context, op Op, id string) error {
 // Name returns the configured name.
 func (d *Driver) Name() string { return d.cfg.Name }
 
-// Open makes the driver's directory.
+// Open makes the driver's directory, and the test process a child
+// subreaper, as hutch-agent makes itself: a command's orphans come back
+// to it, where the agent's reaper reaps them, so a command's process
+// group is never left orphaned (the kernel sends SIGHUP to an orphaned
+// group that holds a stopped process, which no sandbox of a real driver
+// sees).
 func (d *Driver) Open(context.Context) error {
 	if d.cfg.Dir == "" {
 		return errors.New("fake driver: Dir is required")
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("fake driver: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	return os.MkdirAll(d.cfg.Dir, 0o700)
 }

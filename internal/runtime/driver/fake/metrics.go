@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
@@ -30,8 +31,13 @@ func (d *Driver) SetStats(id string, st driver.Stats) error {
 	return os.WriteFile(filepath.Join(d.cfg.Dir, id, statsFile), raw, 0o600)
 }
 
+// unmeasured is what Stats says of a sandbox before SetStats: the fake
+// measures nothing itself, so every figure is unsupported.
+var unmeasured = []string{"cpu", "memory", "pids", "network"}
+
 // Stats reports what SetStats last set for a sandbox whose agent runs
-// (zero figures before), and 409 sandbox_not_running for another.
+// (every figure unsupported before), and 409 sandbox_not_running for
+// another.
 func (d *Driver) Stats(ctx context.Context, h driver.Handle) (driver.Stats, error) {
 	var st driver.Stats
 	s, id, err := d.decode(h)
@@ -49,6 +55,7 @@ func (d *Driver) Stats(ctx context.Context, h driver.Handle) (driver.Stats, erro
 	}
 	raw, err := os.ReadFile(filepath.Join(s.Dir, statsFile))
 	if errors.Is(err, fs.ErrNotExist) {
+		st.Unsupported = slices.Clone(unmeasured)
 		return st, nil
 	}
 	if err != nil {
