@@ -42,8 +42,8 @@ func (s *Service) Keepalive(ctx context.Context, id string, req api.KeepaliveReq
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		if sb.State == api.StateDestroyed || sb.State == api.StateFailed {
-			return errdefs.Conflict("sandbox_not_live", "sandbox %s is %s", sb.ID, sb.State)
+		if err := require(OpKeepalive, sb); err != nil {
+			return err
 		}
 		sb.KeepaliveUntil = nil
 		if req.ForS > 0 {

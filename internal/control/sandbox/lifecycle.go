@@ -36,17 +36,13 @@ func (s *Service) Destroy(ctx context.Context, id string) error {
 	return s.destroy(tctx, rec)
 }
 
-// destroyable are the states a destroy starts from. Creating is there for
-// a record another server left mid-create.
-var destroyable = []api.SandboxState{api.StateCreating, api.StateRunning, api.StatePaused, api.StateStopped, api.StateFailed}
-
 // destroy runs under the sandbox's lock, on a teardown context.
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	d, err := s.driverOf(rec)
 	if err != nil {
 		return err
 	}
-	rec, err = store.Transition(ctx, s.store, rec.ID, destroyable, api.StateDestroying, nil)
+	rec, err = s.transition(ctx, rec.ID, OpDestroy, api.StateDestroying, nil)
 	if err != nil {
 		return err
 	}
@@ -61,7 +57,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not destroy sandbox %s", d.Name(), rec.ID)
 		}
 	}
-	rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateDestroyed, func(sb *store.Sandbox) {
+	rec, err = s.transition(ctx, rec.ID, OpDestroy, api.StateDestroyed, func(sb *store.Sandbox) {
 		sb.Handle, sb.ExpiresAt, sb.PausedAt = nil, nil, nil
 	})
 	if err != nil {
@@ -111,10 +107,10 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	if rec, err = s.takeDown(tctx, rec, d, "stop", func() error { return d.Stop(tctx, h) }); err != nil {
+	if rec, err = s.takeDown(tctx, rec, d, OpStop, func() error { return d.Stop(tctx, h) }); err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, id, OpStop, api.StateStopped, func(sb *store.Sandbox) {
 		clock(sb, time.Now())
 	})
 	if err != nil {
@@ -124,11 +120,12 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	return s.toAPI(rec), nil
 }
 
-// takeDown moves a running or paused sandbox to stopping, lets go of its
-// agent and runs op, the driver's call that ends its processes (a stop, a
-// restore); when op fails, so does the sandbox. ctx outlives the request.
-func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, verb string, op func() error) (*store.Sandbox, error) {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateRunning, api.StatePaused}, api.StateStopping, func(sb *store.Sandbox) {
+// takeDown moves a running or paused sandbox to stopping by op (a stop, a
+// restore), lets go of its agent and runs end, the driver's call that
+// ends its processes; when end fails, so does the sandbox. ctx outlives
+// the request.
+func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, op Op, end func() error) (*store.Sandbox, error) {
+	rec, err := s.transition(ctx, rec.ID, op, api.StateStopping, func(sb *store.Sandbox) {
 		sb.PausedAt = nil
 	})
 	if err != nil {
@@ -136,8 +133,8 @@ func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Dri
 	}
 	s.detach(rec.ID)
 	s.forgetMetrics(rec.ID)
-	if err := op(); err != nil {
-		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), verb, rec.ID)
+	if err := end(); err != nil {
+		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), op, rec.ID)
 		s.fail(ctx, rec.ID, err)
 		return nil, err
 	}
@@ -177,7 +174,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStopped}, api.StateStarting, nil)
+	rec, err = s.transition(ctx, id, OpStart, api.StateStarting, nil)
 	release()
 	if err != nil {
 		return api.Sandbox{}, err
@@ -188,7 +185,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		_, _, msg := errdefs.Classify(err)
 		tctx, cancel := s.teardownContext(ctx)
 		defer cancel()
-		if _, terr := store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateStopped,
+		if _, terr := s.transition(tctx, id, OpStart, api.StateStopped,
 			func(sb *store.Sandbox) { sb.Error = msg }); terr != nil {
 			s.log.Error("mark sandbox stopped after a failed start", logattr.Sandbox(id), "err", terr)
 		}
@@ -198,7 +195,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateRunning, func(sb *store.Sandbox) {
+	rec, err = s.transition(ctx, id, OpStart, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle, sb.Error = raw, ""
 		runClock(sb, time.Now())
 	})
@@ -227,7 +224,7 @@ func (s *Service) startStopDriver(rec *store.Sandbox) (driver.Driver, error) {
 // that in its events. A destroyed sandbox stays destroyed.
 func (s *Service) fail(ctx context.Context, id string, cause error) {
 	_, _, msg := errdefs.Classify(cause)
-	rec, err := store.Transition(context.WithoutCancel(ctx), s.store, id, failable, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(context.WithoutCancel(ctx), id, OpFail, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error = msg
 	})
 	if err != nil {
@@ -237,9 +234,6 @@ func (s *Service) fail(ctx context.Context, id string, cause error) {
 	}
 	s.log.Warn("sandbox failed", logattr.Sandbox(id), "err", cause)
 }
-
-// failable are the states a sandbox can fail from.
-var failable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
 
 // teardownContext outlives ctx's cancellation and has its own deadline, so a
 // client that hangs up never leaves a half-destroyed sandbox.

@@ -113,10 +113,6 @@ func (s *Service) network(rec *store.Sandbox) api.Network {
 	return n
 }
 
-// settable are the states a sandbox's egress policy may change in: any
-// but the end of its life.
-var settable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateStopped, api.StateFailed}
-
 // SetNetwork changes a sandbox's egress policy; the next connection sees
 // it, and a stopped sandbox starts with it.
 func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
@@ -126,8 +122,8 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 	}
 	p.Egress = pol.Mode
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		if sb.State == api.StateDestroying || sb.State == api.StateDestroyed {
-			return store.StateConflict(sb, settable)
+		if err := require(OpNetwork, sb); err != nil {
+			return err
 		}
 		sb.Network = p
 		return nil

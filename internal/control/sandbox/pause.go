@@ -53,7 +53,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	now := time.Now()
-	rec, err = store.Transition(tctx, s.store, rec.ID, []api.SandboxState{api.StateRunning}, api.StatePaused, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, rec.ID, OpPause, api.StatePaused, func(sb *store.Sandbox) {
 		clock(sb, now)
 		sb.PausedAt = &now
 	})
@@ -64,7 +64,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 	// agent is reached again once it is resumed.
 	s.detach(rec.ID)
 	if err := p.Pause(tctx, h); err != nil {
-		if _, rerr := s.thawed(tctx, rec, d, h); rerr != nil {
+		if _, rerr := s.thawed(tctx, rec, OpPause, d, h); rerr != nil {
 			s.log.Error("mark sandbox running after a failed pause", logattr.Sandbox(rec.ID), "err", rerr)
 		}
 		if coded := new(errdefs.Error); errors.As(err, &coded) {
@@ -108,7 +108,7 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	if err := p.Resume(tctx, h); err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not resume sandbox %s", d.Name(), rec.ID)
 	}
-	if rec, err = s.thawed(tctx, rec, d, h); err != nil {
+	if rec, err = s.thawed(tctx, rec, OpResume, d, h); err != nil {
 		// The store still says paused: freeze it again to match.
 		if perr := p.Pause(tctx, h); perr != nil {
 			s.log.Error("freeze a sandbox the store still calls paused", logattr.Sandbox(rec.ID), "err", perr)
@@ -120,10 +120,10 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	return rec, nil
 }
 
-// thawed records that a paused sandbox runs again (its clock too) and
-// follows its agent again.
-func (s *Service) thawed(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) (*store.Sandbox, error) {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StatePaused}, api.StateRunning, func(sb *store.Sandbox) {
+// thawed records that a paused sandbox runs again (its clock too), by op
+// (a resume, or a pause that failed), and follows its agent again.
+func (s *Service) thawed(ctx context.Context, rec *store.Sandbox, op Op, d driver.Driver, h driver.Handle) (*store.Sandbox, error) {
+	rec, err := s.transition(ctx, rec.ID, op, api.StateRunning, func(sb *store.Sandbox) {
 		sb.PausedAt = nil
 		runClock(sb, time.Now())
 	})
@@ -183,5 +183,5 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		reason = fmt.Sprintf("it could not be paused again after the control plane restarted (%s)", err)
 	}
-	s.lost(ctx, rec, d, h, []api.SandboxState{api.StatePaused}, reason)
+	s.lost(ctx, rec, d, h, reason)
 }

@@ -63,7 +63,7 @@ func (s *Service) Recover(ctx context.Context) error {
 
 // destroyAfterCrash finishes a destroy a crash interrupted.
 func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) error {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(ctx, rec.ID, OpRecover, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error = "the control plane restarted while the sandbox was being destroyed"
 	})
 	if err != nil {
@@ -93,7 +93,10 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 			}
 		}
 		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
-			rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{rec.State}, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node })
+			var moved *store.Sandbox
+			if moved, err = s.transition(ctx, rec.ID, OpRecover, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node }); err == nil {
+				rec = moved
+			}
 		}
 		if err == nil {
 			a := s.attach(ctx, rec, d, h)
@@ -109,14 +112,13 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		reason = fmt.Sprintf("%s (%s)", reason, err)
 	}
-	s.lost(ctx, rec, d, h, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, reason)
+	s.lost(ctx, rec, d, h, reason)
 }
 
-// lost marks a sandbox whose agent recovery could not reach stopped, from
-// one of the states from, its clock held as a stop holds it, and stops
-// what is left of it.
-func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, from []api.SandboxState, reason string) {
-	_, uerr := store.Transition(ctx, s.store, rec.ID, from, api.StateStopped, func(sb *store.Sandbox) {
+// lost marks a sandbox whose agent recovery could not reach stopped, its
+// clock held as a stop holds it, and stops what is left of it.
+func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, reason string) {
+	_, uerr := s.transition(ctx, rec.ID, OpRecover, api.StateStopped, func(sb *store.Sandbox) {
 		sb.Error, sb.Node, sb.PausedAt = reason, s.cfg.Node, nil
 		holdClock(sb, time.Now())
 	})
@@ -138,7 +140,7 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 			cancel()
 		}
 	}
-	rec, err := store.Transition(ctx, s.store, rec.ID, failable, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(ctx, rec.ID, OpFail, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error, sb.Handle = reason, nil
 	})
 	if err != nil {

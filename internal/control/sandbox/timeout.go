@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -33,9 +32,8 @@ func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequ
 	defer unlock()
 	now := time.Now()
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		settable := []api.SandboxState{api.StateRunning, api.StatePaused, api.StateStopped}
-		if !slices.Contains(settable, sb.State) {
-			return store.StateConflict(sb, settable)
+		if err := require(OpTimeout, sb); err != nil {
+			return err
 		}
 		sb.TimeoutS = req.TimeoutS
 		if sb.State == api.StateRunning {
