@@ -19,7 +19,7 @@ import (
 // api/openapi.yaml to each other: a route missing from either fails, and
 // so does a route whose query parameters differ from its operation's.
 func TestRoutesMatchOpenAPI(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
+	b, err := os.ReadFile("../../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ type specParam struct {
 // TestSchemasMatchWireTypes holds each schema's properties to the JSON
 // names of the api type it describes.
 func TestSchemasMatchWireTypes(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
+	b, err := os.ReadFile("../../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 // (and described) tag, an operationId each, and the WebSocket operations
 // answering 101.
 func TestOpenAPIContract(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
+	b, err := os.ReadFile("../../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

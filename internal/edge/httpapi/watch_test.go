@@ -80,7 +80,7 @@ func (f funcStream[T]) Close() error     { return nil }
 // TestWatchEventSchema holds the WatchEvent schema to api.WatchEvent, as
 // TestSchemasMatchWireTypes does for the other types.
 func TestWatchEventSchema(t *testing.T) {
-	b, err := os.ReadFile("../../api/openapi.yaml")
+	b, err := os.ReadFile("../../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
