@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hutchdev/hutch/internal/control/apps"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/server/config"
@@ -19,7 +20,7 @@ import (
 // a restart cut short. Apps answer at <name>.<apps domain> on the API's
 // listener, or on the preview URL's scheme and port behind a proxy.
 func newApps(ctx context.Context, cfg config.Config, st store.Store, svc *sandbox.Service, sealer *secrets.Sealer,
-	events store.EventAppender, addr net.Addr, log *slog.Logger) (*apps.Service, error) {
+	events events.Appender, addr net.Addr, log *slog.Logger) (*apps.Service, error) {
 	domain := cfg.AppsDomain
 	if domain == "" {
 		domain = cfg.PreviewDomain

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/base/keyfile"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/edge/gateway"
 	"github.com/hutchdev/hutch/internal/server/config"
@@ -15,7 +16,7 @@ import (
 
 // newGateway builds the provider gateway from the operator's providers
 // file; with none, it refuses every call as naming no provider.
-func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events store.EventAppender, obs gateway.Observer, log *slog.Logger) (*gateway.Gateway, error) {
+func newGateway(cfg config.Config, st store.Store, sec *secrets.Service, events events.Appender, obs gateway.Observer, log *slog.Logger) (*gateway.Gateway, error) {
 	var providers []gateway.Provider
 	if cfg.Providers != "" {
 		var err error

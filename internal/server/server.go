@@ -20,6 +20,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/keyfile"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
@@ -120,18 +121,18 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		return nil, err
 	}
 	s.onClose("drivers", func(context.Context) error { closeDrivers(); return nil })
-	events := sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, log)
-	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, events, log)
-	gw, err := newGateway(cfg, st, sec, events, metrics, log)
+	evlog := events.New(st, events.Config{Retention: cfg.EventRetention, MaxPerTenant: cfg.EventMaxPerTenant, Log: log})
+	sec := secrets.New(secrets.Config{MaxValueBytes: cfg.MaxSecretBytes}, st, sealer, evlog, log)
+	gw, err := newGateway(cfg, st, sec, evlog, metrics, log)
 	if err != nil {
 		return nil, err
 	}
 	s.onClose("provider gateway", func(context.Context) error { gw.Close(); return nil })
-	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), backend, disk, st, sec, events, log)
+	tmpls, err := newTemplates(cfg, drivers.Default().Capabilities(), backend, disk, st, sec, evlog, log)
 	if err != nil {
 		return nil, err
 	}
-	vols, err := newVolumes(cfg, drivers.Default().Capabilities(), backend, st, events, log)
+	vols, err := newVolumes(cfg, drivers.Default().Capabilities(), backend, st, evlog, log)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	svc, err := sandbox.New(sandbox.Config{
 		Store:              st,
 		Drivers:            drivers,
-		Events:             events,
+		Events:             evlog,
 		Gateway:            gw,
 		Log:                log,
 		Node:               node,
@@ -171,15 +172,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		Observer:           metrics,
 		Disk:               disk,
 		Sealer:             sealer,
-		EventRetention:     cfg.EventRetention,
-		EventMaxPerTenant:  cfg.EventMaxPerTenant,
 		Capacity:           capacity,
 		TenantQuotas:       cfg.TenantQuotas,
 	})
 	if err != nil {
 		return nil, err
 	}
-	set, err := newSettings(ctx, cfg, st, svc, events, log)
+	set, err := newSettings(ctx, cfg, st, svc, evlog, log)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +189,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
+	wg.Go(func() { evlog.Run(loops) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 
 	// Previews: a request for <port>-<sandbox id>.<preview domain> goes to
@@ -202,20 +202,20 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	// One authenticator for both doors that take API keys, so that
 	// revoking a key through the API ends its previews' requests too.
 	authn := &auth.Authenticator{Store: st, Log: log}
-	appSvc, err := newApps(ctx, cfg, st, svc, sealer, events, s.addr, log)
+	appSvc, err := newApps(ctx, cfg, st, svc, sealer, evlog, s.addr, log)
 	if err != nil {
 		return nil, err
 	}
 	s.onClose("apps", func(context.Context) error { appSvc.Close(); return nil })
 	previews, err := router.New(router.Config{Domain: cfg.PreviewDomain, PublicURL: cfg.PreviewURL, Key: previewKey, Sandboxes: st,
-		Auth: authn, Tunnels: svc, Events: events, Log: log, Apps: appSvc, AppsDomain: appSvc.Domain()})
+		Auth: authn, Tunnels: svc, Events: evlog, Log: log, Apps: appSvc, AppsDomain: appSvc.Domain()})
 	if err != nil {
 		return nil, fmt.Errorf("previews: %w", err)
 	}
 	s.onClose("preview tunnels", func(context.Context) error { previews.Close(); return nil })
 	handler := httpapi.New(httpapi.Config{
 		Sandboxes:    svc,
-		Events:       events.Notifier(),
+		Events:       evlog.Notifier(),
 		Previews:     previews,
 		Secrets:      sec,
 		Templates:    tmpls,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/server/config"
@@ -15,7 +16,7 @@ import (
 // /v1/settings kept in the store, and returns the service that changes
 // them from then on. Call it before the sandbox service recovers or runs
 // its loops, so both use the settings in force.
-func newSettings(ctx context.Context, cfg config.Config, st store.Store, svc *sandbox.Service, events store.EventAppender, log *slog.Logger) (*settings.Service, error) {
+func newSettings(ctx context.Context, cfg config.Config, st store.Store, svc *sandbox.Service, events events.Appender, log *slog.Logger) (*settings.Service, error) {
 	return settings.New(tenancy.System(ctx), settings.Config{
 		Store:    st,
 		Events:   events,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/diskguard"
@@ -18,7 +19,7 @@ import (
 // <data>/layers, when the default driver starts sandboxes from images;
 // otherwise there is none (nil), and a default template other than host
 // stops the start.
-func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, disk *diskguard.Guard, st store.Store, sec templates.Revealer, events store.EventAppender, log *slog.Logger) (*templates.Service, error) {
+func newTemplates(cfg config.Config, caps driver.Capabilities, backend storage.Backend, disk *diskguard.Guard, st store.Store, sec templates.Revealer, events events.Appender, log *slog.Logger) (*templates.Service, error) {
 	if !caps.Images {
 		if cfg.DefaultTemplate != api.HostTemplate {
 			return nil, fmt.Errorf("default template %q: the default driver starts no sandbox from an image here", cfg.DefaultTemplate)

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/logattr"
@@ -14,7 +13,7 @@ import (
 // that outlives ctx, so a request cancelled after the work was done still
 // records it, and it never fails the operation: an event that cannot be
 // stored is logged. msg must be safe to show the sandbox's owner. The
-// tenant's event streams are woken (AppendEvent).
+// tenant's event streams are woken (events.Log).
 func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
 	ctx, cancel := s.teardownContext(ctx)
 	defer cancel()
@@ -22,7 +21,7 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 		TenantID:  rec.TenantID,
 		SandboxID: rec.ID,
 		Type:      typ,
-		Message:   truncate(msg, store.MaxEventMessage),
+		Message:   msg,
 		Data:      data,
 	}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
@@ -44,15 +43,4 @@ func (s *Service) emitFailed(ctx context.Context, rec *store.Sandbox, reason str
 func (s *Service) emitExpired(ctx context.Context, rec *store.Sandbox) {
 	s.emit(ctx, rec, api.EventSandboxExpired, fmt.Sprintf("sandbox expired after its timeout of %d s", rec.TimeoutS),
 		map[string]any{"timeout_s": rec.TimeoutS})
-}
-
-// truncate cuts s to at most n bytes without splitting a character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -177,20 +177,13 @@ func (s *Service) sweep(ctx context.Context) error {
 	return s.sweepSnapshots(ctx)
 }
 
-// Run reaps expired sandboxes and reports out-of-memory kills every tick,
-// sweeps orphans every sweepEvery, and trims the event log at the first
-// tick and then every TrimEvery, until ctx ends. A trim runs beside the
-// loop, one at a time, so a long one delays no reaping; Run returns once
-// it has stopped.
+// Run reaps expired sandboxes and reports out-of-memory kills every tick
+// and sweeps orphans every sweepEvery, until ctx ends.
 func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 	ctx = tenancy.System(ctx)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	lastSweep := time.Now()
-	var lastTrim time.Time
-	trimmed := make(chan struct{}, 1)
-	trimmed <- struct{}{} // a token: no trim is running
-	defer func() { <-trimmed }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -205,17 +198,6 @@ func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
 				lastSweep = now
 				if err := s.sweep(ctx); err != nil {
 					s.log.Warn("sweep", "err", err)
-				}
-			}
-			if now.Sub(lastTrim) >= TrimEvery {
-				select {
-				case <-trimmed:
-					lastTrim = now
-					go func() {
-						defer func() { trimmed <- struct{}{} }()
-						s.trimEvents(ctx, now)
-					}()
-				default: // the last one is still running
 				}
 			}
 		}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/keylock"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/edge/egress"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
@@ -43,9 +44,8 @@ const DefaultMaxCalls = 1024
 type Config struct {
 	Store   store.Store
 	Drivers *driver.Set
-	// Events is the event log the service appends to and event streams
-	// wake on.
-	Events *EventLog
+	// Events is the event log the service appends to.
+	Events *events.Log
 	// Gateway is the provider gateway; nil gives sandboxes none.
 	Gateway Gateway
 	// Templates resolves a tenant's image templates; nil offers only the
@@ -96,12 +96,6 @@ type Config struct {
 	// one destination are counted into one event (egress_events.go);
 	// zero means DefaultEgressWindow.
 	EgressEventWindow time.Duration
-	// EventRetention and EventMaxPerTenant bound each tenant's event log:
-	// Run trims the events older than EventRetention and, of each
-	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
-	EventRetention    time.Duration
-	EventMaxPerTenant int
-
 	// Admission (admission.go). Capacity bounds what this node's live
 	// sandboxes may be promised together (a zero field: no bound);
 	// TenantQuotas are the quotas of a tenant that has not set its own
@@ -136,7 +130,7 @@ type Service struct {
 	store   store.Store
 	drivers *driver.Set
 	log     *slog.Logger
-	events  *EventLog
+	events  *events.Log
 	gateway Gateway
 
 	settings atomic.Pointer[api.Settings] // in force (settings.go)
