@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/policy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
@@ -188,7 +189,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 	s.onClose("process watchers", func(context.Context) error { svc.Close(); return nil })
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
+	policies := policy.New(svc, policy.Config{Tick: reapEvery, SweepEvery: sweepEvery, Log: log})
+	wg.Go(func() { policies.Run(loops) })
 	wg.Go(func() { evlog.Run(loops) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 

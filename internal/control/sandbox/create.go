@@ -162,7 +162,6 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		return api.Sandbox{}, err
 	}
 	s.attach(ctx, rec, d, h)
-	s.seedOOM(rec.ID)
 	s.log.Info("sandbox created", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "driver", d.Name())
 	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil

@@ -29,6 +29,12 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 	}
 }
 
+// Emit records an event about rec as the service's own are (emit): for
+// the lifecycle policies, which act through the service.
+func (s *Service) Emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
+	s.emit(ctx, rec, typ, msg, data)
+}
+
 func (s *Service) emitCreated(ctx context.Context, rec *store.Sandbox) {
 	s.emit(ctx, rec, api.EventSandboxCreated, "sandbox created",
 		map[string]any{"template": rec.Template, "driver": rec.Driver})

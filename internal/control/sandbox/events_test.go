@@ -214,7 +214,7 @@ func TestExpiredEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc.reapExpired(tenancy.System(context.Background()), time.Now().Add(2*time.Second))
+	f.svc.Expire(tenancy.System(context.Background()), sb.ID, time.Now().Add(2*time.Second))
 	evs := f.events(t, sb.ID)
 	want := []string{api.EventSandboxCreated, api.EventSandboxExpired, api.EventSandboxDestroyed}
 	if got := types(evs); !slices.Equal(got, want) {

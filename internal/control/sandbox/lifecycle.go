@@ -47,10 +47,6 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 		return err
 	}
 	s.detach(rec.ID)
-	defer s.forgetOOM(rec.ID)
-	defer s.forgetDisk(rec.ID)
-	defer s.forgetMetrics(rec.ID)
-	defer s.forgetWarning(rec.ID)
 	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
@@ -72,7 +68,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 // stopped sandbox is not an error.
 func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StateStopped, func(rec *store.Sandbox) (api.Sandbox, error) {
-		return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": reasonRequest})
+		return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": ReasonRequest})
 	})
 }
 
@@ -132,7 +128,6 @@ func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Dri
 		return nil, err
 	}
 	s.detach(rec.ID)
-	s.forgetMetrics(rec.ID)
 	if err := end(); err != nil {
 		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), op, rec.ID)
 		s.fail(ctx, rec.ID, err)
@@ -156,7 +151,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	case api.StateRunning:
 		return s.toAPI(rec), nil
 	case api.StatePaused:
-		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "start"}); err != nil {
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": ReasonRequest, "op": "start"}); err != nil {
 			return api.Sandbox{}, err
 		}
 		return s.toAPI(rec), nil

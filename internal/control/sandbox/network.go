@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,12 +18,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// egressConns are the egress proxies of running sandboxes.
-type egressConns struct {
-	mu sync.Mutex
-	m  map[string]*egressConn
-}
-
+// egressConn is a running sandbox's egress proxy.
 type egressConn struct {
 	ln    net.Listener
 	sb    *egress.Sandbox
@@ -32,8 +26,9 @@ type egressConn struct {
 }
 
 // startEgress starts a running sandbox's egress proxy (drivers whose
-// sandboxes reach out only through the control plane); dropAgent stops it.
-func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
+// sandboxes reach out only through the control plane); letting go of the
+// sandbox stops it.
+func (s *Service) startEgress(ctx context.Context, lv *live, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
 	eg, ok := d.(driver.Egresser)
 	if !ok {
 		return
@@ -54,13 +49,10 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	if s.gateway != nil {
 		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
 	}
-	s.egress.mu.Lock()
-	if s.egress.m == nil {
-		s.egress.m = map[string]*egressConn{}
-	}
-	old := s.egress.m[rec.ID]
-	s.egress.m[rec.ID] = c
-	s.egress.mu.Unlock()
+	lv.mu.Lock()
+	old := lv.egress
+	lv.egress = c
+	lv.mu.Unlock()
 	if old != nil {
 		old.close()
 	}
@@ -71,24 +63,21 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	}()
 }
 
-// detachEgress stops a sandbox's egress proxy and records what it
-// counted, and what the sandbox's event budget dropped: the sandbox is
-// stopping or going.
-func (s *Service) detachEgress(id string) {
-	s.egress.mu.Lock()
-	c := s.egress.m[id]
-	delete(s.egress.m, id)
-	s.egress.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-	s.events.FlushDrops(id)
-}
-
 // close stops accepting connections and records what was counted.
 func (c *egressConn) close() {
 	c.ln.Close()
 	c.tally.close()
+}
+
+// egressOf is sandbox id's egress proxy, or nil.
+func (s *Service) egressOf(id string) *egressConn {
+	lv := s.lookup(id)
+	if lv == nil {
+		return nil
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return lv.egress
 }
 
 // Network returns a sandbox's egress policy and its counters since it
@@ -103,10 +92,7 @@ func (s *Service) Network(ctx context.Context, id string) (api.Network, error) {
 
 func (s *Service) network(rec *store.Sandbox) api.Network {
 	n := api.Network{Policy: rec.Network}
-	s.egress.mu.Lock()
-	c := s.egress.m[rec.ID]
-	s.egress.mu.Unlock()
-	if c != nil {
+	if c := s.egressOf(rec.ID); c != nil {
 		n.Allowed, n.Denied = c.sb.Allowed.Load(), c.sb.Denied.Load()
 		n.BytesOut, n.BytesIn = c.sb.BytesOut.Load(), c.sb.BytesIn.Load()
 	}
@@ -131,11 +117,9 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 	if err != nil {
 		return api.Network{}, err
 	}
-	s.egress.mu.Lock()
-	if c := s.egress.m[id]; c != nil {
+	if c := s.egressOf(id); c != nil {
 		c.sb.SetPolicy(pol)
 	}
-	s.egress.mu.Unlock()
 	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
 	return s.network(rec), nil
 }
@@ -159,17 +143,19 @@ func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	c := &activeConn{Conn: conn, s: s, id: id}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.agents[id]; !ok { // paused or stopped meanwhile
+	lv := s.lookup(id)
+	if lv == nil {
 		conn.Close()
 		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
 	}
-	if s.tunnels[id] == nil {
-		s.tunnels[id] = map[*activeConn]bool{}
+	c := &activeConn{Conn: conn, lv: lv}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.client == nil { // paused or stopped meanwhile
+		conn.Close()
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
 	}
-	s.tunnels[id][c] = true
+	lv.tunnels[c] = true
 	return c, nil
 }
 
@@ -181,31 +167,16 @@ func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn
 // instead of waiting on a frozen program over a pooled tunnel.
 type activeConn struct {
 	net.Conn
-	s    *Service
-	id   string
+	lv   *live
 	last atomic.Int64 // unix nanoseconds of the last activity noted
 }
 
 // Close closes the tunnel and forgets it.
 func (c *activeConn) Close() error {
-	c.s.mu.Lock()
-	delete(c.s.tunnels[c.id], c)
-	if len(c.s.tunnels[c.id]) == 0 {
-		delete(c.s.tunnels, c.id)
-	}
-	c.s.mu.Unlock()
+	c.lv.mu.Lock()
+	delete(c.lv.tunnels, c)
+	c.lv.mu.Unlock()
 	return c.Conn.Close()
-}
-
-// closeTunnels closes every open tunnel of sandbox id.
-func (s *Service) closeTunnels(id string) {
-	s.mu.Lock()
-	open := s.tunnels[id]
-	delete(s.tunnels, id)
-	s.mu.Unlock()
-	for c := range open {
-		c.Conn.Close()
-	}
 }
 
 func (c *activeConn) Read(p []byte) (int, error) {
@@ -231,7 +202,7 @@ func (c *activeConn) note() {
 		return
 	}
 	c.last.Store(now.UnixNano())
-	c.s.touch(c.id, now)
+	c.lv.touch(now)
 }
 
 // Listener is a TCP port listening in a sandbox and the addresses it
@@ -270,11 +241,13 @@ func (s *Service) ListeningPorts(ctx context.Context, id string) ([]Listener, er
 // closeEgress stops every egress proxy (the server is going down; the
 // sandboxes' forwarders reconnect to the next server's).
 func (s *Service) closeEgress() {
-	s.egress.mu.Lock()
-	m := s.egress.m
-	s.egress.m = nil
-	s.egress.mu.Unlock()
-	for _, c := range m {
-		c.close()
+	for _, lv := range s.liveList() {
+		lv.mu.Lock()
+		c := lv.egress
+		lv.egress = nil
+		lv.mu.Unlock()
+		if c != nil {
+			c.close()
+		}
 	}
 }

@@ -23,18 +23,18 @@ import (
 
 // Why a sandbox was paused or resumed, in its events' "reason".
 const (
-	reasonRequest  = "request"
-	reasonIdle     = "idle"
-	reasonExpiry   = "expiry"
-	reasonPressure = "memory_pressure"
-	reasonAuto     = "auto"
+	ReasonRequest  = "request"
+	ReasonIdle     = "idle"
+	ReasonExpiry   = "expiry"
+	ReasonPressure = "memory_pressure"
+	ReasonAuto     = "auto"
 )
 
 // Pause freezes a running sandbox. Pausing a paused sandbox is not an
 // error.
 func (s *Service) Pause(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StatePaused, func(rec *store.Sandbox) (api.Sandbox, error) {
-		return s.pause(ctx, rec, holdClock, map[string]any{"reason": reasonRequest})
+		return s.pause(ctx, rec, holdClock, map[string]any{"reason": ReasonRequest})
 	})
 }
 
@@ -62,7 +62,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 	}
 	// Its calls in flight end (as a 409: the sandbox is paused); its
 	// agent is reached again once it is resumed.
-	s.detach(rec.ID)
+	s.suspend(rec.ID)
 	if err := p.Pause(tctx, h); err != nil {
 		if _, rerr := s.thawed(tctx, rec, OpPause, d, h); rerr != nil {
 			s.log.Error("mark sandbox running after a failed pause", logattr.Sandbox(rec.ID), "err", rerr)
@@ -80,7 +80,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 // error.
 func (s *Service) Resume(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StateRunning, func(rec *store.Sandbox) (api.Sandbox, error) {
-		rec, err := s.resume(ctx, rec, map[string]any{"reason": reasonRequest})
+		rec, err := s.resume(ctx, rec, map[string]any{"reason": ReasonRequest})
 		if err != nil {
 			return api.Sandbox{}, err
 		}
@@ -143,7 +143,7 @@ func (s *Service) autoResume(ctx context.Context, id, op string) (*store.Sandbox
 	if err != nil || rec.State != api.StatePaused {
 		return rec, err
 	}
-	return s.resume(ctx, rec, map[string]any{"reason": reasonAuto, "op": op})
+	return s.resume(ctx, rec, map[string]any{"reason": ReasonAuto, "op": op})
 }
 
 // pauserOf is the driver of rec, once it is sure the driver can pause.
@@ -175,6 +175,7 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
 		if err = p.Pause(ctx, h); err == nil {
+			s.keep(rec.ID) // live, suspended: its metrics are sampled
 			s.log.Info("paused sandbox recovered", logattr.Sandbox(rec.ID))
 			return
 		}

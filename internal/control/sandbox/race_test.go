@@ -313,7 +313,8 @@ func TestCallQuota(t *testing.T) {
 	if !ok || time.Since(at) > time.Minute {
 		t.Fatalf("last activity %v, %v; want recorded", at, ok)
 	}
-	if n := f.svc.calls[sb.ID]; n != 0 {
+	if a, _ := f.svc.Activity(sb.ID); a.Calls != 0 {
+		n := a.Calls
 		t.Fatalf("%d calls counted after every call ended", n)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 		unlock()
 	}
-	return s.sweep(ctx)
+	return s.Sweep(ctx)
 }
 
 // destroyAfterCrash finishes a destroy a crash interrupted.
@@ -150,8 +150,8 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 	}
 }
 
-// sweep removes what each driver made that no live sandbox claims.
-func (s *Service) sweep(ctx context.Context) error {
+// Sweep removes what each driver made that no live sandbox claims.
+func (s *Service) Sweep(ctx context.Context) error {
 	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping,
 		api.StateStopped, api.StateDestroying)
 	if err != nil {
@@ -177,54 +177,27 @@ func (s *Service) sweep(ctx context.Context) error {
 	return s.sweepSnapshots(ctx)
 }
 
-// Run reaps expired sandboxes and reports out-of-memory kills every tick
-// and sweeps orphans every sweepEvery, until ctx ends.
-func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
-	ctx = tenancy.System(ctx)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	lastSweep := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			s.reapExpired(ctx, now)
-			s.reapIdle(ctx, now)
-			s.watchOOM(ctx)
-			s.watchDisk(ctx)
-			s.sampleMetrics(ctx, now)
-			if now.Sub(lastSweep) >= sweepEvery {
-				lastSweep = now
-				if err := s.sweep(ctx); err != nil {
-					s.log.Warn("sweep", "err", err)
-				}
-			}
-		}
-	}
-}
-
-func (s *Service) reapExpired(ctx context.Context, now time.Time) {
-	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StateStopped)
+// Owned returns the sandboxes in one of states (any when none) that this
+// server looks after: its own, of a driver it loaded. The lifecycle
+// policies act on these.
+func (s *Service) Owned(ctx context.Context, states ...api.SandboxState) ([]*store.Sandbox, error) {
+	recs, err := s.store.AllSandboxes(ctx, states...)
 	if err != nil {
-		s.log.Warn("reap expired", "err", err)
-		return
+		return nil, err
 	}
+	out := recs[:0]
 	for _, rec := range recs {
-		if rec.ExpiresAt == nil || !s.owns(rec) {
-			continue
+		if s.owns(rec) {
+			out = append(out, rec)
 		}
-		if rec.ExpiresAt.After(now) {
-			s.warnExpiring(ctx, rec, now)
-			continue
-		}
-		s.reap(ctx, rec.ID, now)
 	}
+	return out, nil
 }
 
-// reap destroys one expired sandbox, under its lock, if it is still there
-// and expired once the lock is held.
-func (s *Service) reap(ctx context.Context, id string, now time.Time) {
+// Expire does what sandbox id's expiry asks (its on_expiry: destroy, stop
+// or pause), under its lock, if it is still there and expired at now once
+// the lock is held.
+func (s *Service) Expire(ctx context.Context, id string, now time.Time) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
@@ -232,10 +205,9 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 		return
 	}
 	s.emitExpired(ctx, rec)
-	s.forgetWarning(rec.ID)
 	if rec.OnExpiry == api.OnExpiryPause && rec.State == api.StateRunning {
 		// Paused, its clock rests as a stopped one's does.
-		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": reasonExpiry})
+		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": ReasonExpiry})
 		if err == nil {
 			s.log.Info("sandbox expired: paused", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
 			return
@@ -249,7 +221,7 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 		// Stopped, its clock rests: its next start gives it its whole
 		// lifetime again.
 		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock,
-			map[string]any{"reason": reasonExpiry}); err != nil {
+			map[string]any{"reason": ReasonExpiry}); err != nil {
 			s.log.Warn("stop expired sandbox", logattr.Sandbox(rec.ID), "err", err)
 			return
 		}

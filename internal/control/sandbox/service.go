@@ -83,9 +83,6 @@ type Config struct {
 	// Observer is told how creates, commands and calls through the door
 	// went (observe.go); nil observes nothing.
 	Observer Observer
-	// HostMemory reads the host's memory for the memory policy
-	// (memory.go); nil reads /proc/meminfo.
-	HostMemory HostMemory
 	// Disk refuses calls that grow sandbox data while the data
 	// directory's filesystem is below its reserve; nil checks nothing.
 	Disk DiskGuard
@@ -138,27 +135,17 @@ type Service struct {
 	locks   keylock.Map // serialises the lifecycle calls of each sandbox
 	admitMu sync.Mutex  // serialises admissions (admission.go)
 
-	mu     sync.Mutex
-	agents map[string]attached // sandbox id → its agent, for running sandboxes
-	ooms   oomCounts           // sandbox id → OOM kills last seen
-	// diskFull: sandbox id → its disk_full event was recorded (disk.go)
-	diskFull map[string]bool
+	// lost receives the sandboxes whose agent a call could not reach
+	// (agentcheck.go).
+	lostAgents chan string
+
+	mu      sync.Mutex
+	lives   map[string]*live // the sandboxes live on this server (live.go)
+	sampled time.Time        // the period the metrics were sampled last (metrics.go)
 	// capturing: snapshot id → its files are being made (snapshots.go)
 	capturing map[string]bool
-	// warned: sandbox id → the expiry its sandbox.expiring event was for
-	// (timeout.go)
-	warned map[string]time.Time
-	calls  map[string]int       // sandbox id → calls in flight (door.go)
-	active map[string]time.Time // sandbox id → last call (door.go)
-	output map[string]int64     // sandbox id → bytes its processes wrote, last read (idle.go)
-	// checking: sandbox id → its agent is being checked (agentcheck.go)
-	checking map[string]bool
-	tunnels  map[string]map[*activeConn]bool // sandbox id → its open tunnels (network.go)
 
-	procs  procWatch   // the exit watchers of background processes
-	egress egressConns // the egress proxies of running sandboxes
-
-	metrics metricRings // the recent samples of running sandboxes (metrics.go)
+	procs procWatch // the exit watchers of background processes
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
@@ -178,9 +165,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Disk == nil {
 		cfg.Disk = noGuard{}
 	}
-	if cfg.HostMemory == nil {
-		cfg.HostMemory = ReadMeminfo
-	}
 	if cfg.Egress == nil {
 		cfg.Egress = &egress.Config{Log: cfg.Log}
 	}
@@ -188,22 +172,15 @@ func New(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("sandbox service: %w", err)
 	}
 	s := &Service{
-		cfg:       cfg,
-		store:     cfg.Store,
-		drivers:   cfg.Drivers,
-		log:       cfg.Log,
-		events:    cfg.Events,
-		gateway:   cfg.Gateway,
-		agents:    map[string]attached{},
-		ooms:      oomCounts{},
-		diskFull:  map[string]bool{},
-		capturing: map[string]bool{},
-		warned:    map[string]time.Time{},
-		calls:     map[string]int{},
-		active:    map[string]time.Time{},
-		output:    map[string]int64{},
-		checking:  map[string]bool{},
-		tunnels:   map[string]map[*activeConn]bool{},
+		cfg:        cfg,
+		store:      cfg.Store,
+		drivers:    cfg.Drivers,
+		log:        cfg.Log,
+		events:     cfg.Events,
+		gateway:    cfg.Gateway,
+		lostAgents: make(chan string, lostQueue),
+		lives:      map[string]*live{},
+		capturing:  map[string]bool{},
 	}
 	s.settings.Store(&cfg.Settings)
 	return s, nil

@@ -172,7 +172,7 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 			snap.ID, snap.Driver, snap.Template, id, rec.Driver, rec.Template)
 	}
 	if rec.State == api.StatePaused {
-		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "restore"}); err != nil {
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": ReasonRequest, "op": "restore"}); err != nil {
 			return api.Sandbox{}, err
 		}
 	}
