@@ -26,6 +26,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
 	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/edge/gateway"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 	"github.com/hutchdev/hutch/internal/edge/router"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
@@ -169,12 +170,13 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		MaxOutputBytes:     cfg.MaxOutputBytes,
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
-		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: metrics, Log: log},
-		Observer:           metrics,
-		Disk:               disk,
-		Sealer:             sealer,
-		Capacity:           capacity,
-		TenantQuotas:       cfg.TenantQuotas,
+		Egress: &egress.Proxies{Config: &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: metrics, Log: log,
+			Local: gw.ForSandbox, LocalPrefix: gateway.Prefix}},
+		Observer:     metrics,
+		Disk:         disk,
+		Sealer:       sealer,
+		Capacity:     capacity,
+		TenantQuotas: cfg.TenantQuotas,
 	})
 	if err != nil {
 		return nil, err

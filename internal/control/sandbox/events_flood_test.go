@@ -69,7 +69,7 @@ func newEgressFixture(t *testing.T, mutate func(*Config)) (*liveFixture, *egress
 	f := newLiveFixture(t, func(c *Config) {
 		eg = &egressDriver{Driver: c.Drivers.Default().(*fake.Driver), dir: t.TempDir()}
 		c.Drivers = driver.Single(eg)
-		c.Egress = &egress.Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		c.Egress = &egress.Proxies{Config: &egress.Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 		if mutate != nil {
 			mutate(c)
 		}

@@ -12,16 +12,14 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/edge/egress"
-	"github.com/hutchdev/hutch/internal/edge/gateway"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
 // egressConn is a running sandbox's egress proxy.
 type egressConn struct {
-	ln    net.Listener
-	sb    *egress.Sandbox
+	proxy netpolicy.Proxy
 	tally *egressTally // counts its decisions into events
 }
 
@@ -33,10 +31,10 @@ func (s *Service) startEgress(ctx context.Context, lv *live, rec *store.Sandbox,
 	if !ok {
 		return
 	}
-	pol, err := egress.Parse(rec.Network)
+	pol, err := netpolicy.Parse(rec.Network)
 	if err != nil {
 		s.log.Error("stored network policy", logattr.Sandbox(rec.ID), "err", err)
-		pol, _ = egress.Parse(api.NetworkPolicy{Egress: api.EgressNone})
+		pol, _ = netpolicy.Parse(api.NetworkPolicy{Egress: api.EgressNone})
 	}
 	ln, err := eg.ListenEgress(ctx, h)
 	if err != nil {
@@ -45,10 +43,7 @@ func (s *Service) startEgress(ctx context.Context, lv *live, rec *store.Sandbox,
 	}
 	// Decisions are counted into events, not recorded one by one.
 	tally := s.newEgressTally(rec)
-	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, tally.add), tally: tally}
-	if s.gateway != nil {
-		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
-	}
+	c := &egressConn{proxy: s.cfg.Egress.Serve(rec.ID, ln, pol, tally.add), tally: tally}
 	lv.mu.Lock()
 	old := lv.egress
 	lv.egress = c
@@ -56,16 +51,11 @@ func (s *Service) startEgress(ctx context.Context, lv *live, rec *store.Sandbox,
 	if old != nil {
 		old.close()
 	}
-	go func() {
-		if err := egress.Serve(ln, c.sb); err != nil {
-			s.log.Warn("egress proxy", logattr.Sandbox(rec.ID), "err", err)
-		}
-	}()
 }
 
 // close stops accepting connections and records what was counted.
 func (c *egressConn) close() {
-	c.ln.Close()
+	c.proxy.Close()
 	c.tally.close()
 }
 
@@ -93,8 +83,8 @@ func (s *Service) Network(ctx context.Context, id string) (api.Network, error) {
 func (s *Service) network(rec *store.Sandbox) api.Network {
 	n := api.Network{Policy: rec.Network}
 	if c := s.egressOf(rec.ID); c != nil {
-		n.Allowed, n.Denied = c.sb.Allowed.Load(), c.sb.Denied.Load()
-		n.BytesOut, n.BytesIn = c.sb.BytesOut.Load(), c.sb.BytesIn.Load()
+		k := c.proxy.Counts()
+		n.Allowed, n.Denied, n.BytesOut, n.BytesIn = k.Allowed, k.Denied, k.BytesOut, k.BytesIn
 	}
 	return n
 }
@@ -102,7 +92,7 @@ func (s *Service) network(rec *store.Sandbox) api.Network {
 // SetNetwork changes a sandbox's egress policy; the next connection sees
 // it, and a stopped sandbox starts with it.
 func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
-	pol, err := egress.Parse(p)
+	pol, err := netpolicy.Parse(p)
 	if err != nil {
 		return api.Network{}, err
 	}
@@ -118,7 +108,7 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 		return api.Network{}, err
 	}
 	if c := s.egressOf(id); c != nil {
-		c.sb.SetPolicy(pol)
+		c.proxy.SetPolicy(pol)
 	}
 	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
 	return s.network(rec), nil

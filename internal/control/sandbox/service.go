@@ -30,7 +30,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/keylock"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -74,8 +74,10 @@ type Config struct {
 	// MaxCallsPerSandbox bounds the calls in flight to one sandbox;
 	// zero means DefaultMaxCalls.
 	MaxCallsPerSandbox int
-	// Egress is the operator's side of every sandbox's egress proxy.
-	Egress *egress.Config
+	// Egress serves the egress proxy of each running sandbox whose driver
+	// gives it a channel out (internal/edge/egress); required when a
+	// loaded driver does.
+	Egress netpolicy.Proxies
 	// Sealer seals what the store keeps of a sandbox that is its tenant's
 	// secret (env values, the agent's token); nil keeps them in clear
 	// (tests).
@@ -166,7 +168,11 @@ func New(cfg Config) (*Service, error) {
 		cfg.Disk = noGuard{}
 	}
 	if cfg.Egress == nil {
-		cfg.Egress = &egress.Config{Log: cfg.Log}
+		for _, d := range cfg.Drivers.Loaded() {
+			if _, ok := d.(driver.Egresser); ok {
+				return nil, fmt.Errorf("sandbox service: the %s driver gives sandboxes a channel out, and no egress proxy serves it (Config.Egress)", d.Name())
+			}
+		}
 	}
 	if err := CheckSettings(cfg.Settings); err != nil {
 		return nil, fmt.Errorf("sandbox service: %w", err)
