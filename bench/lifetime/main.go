@@ -27,7 +27,7 @@ import (
 	"github.com/hutchdev/hutch/bench/internal/benchserver"
 	"github.com/hutchdev/hutch/bench/internal/stat"
 	"github.com/hutchdev/hutch/client"
-	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
 	"github.com/hutchdev/hutch/internal/server/config"
 )
 
@@ -187,7 +187,7 @@ func previewResume(ctx context.Context, srv *benchserver.Server, n int) error {
 // idleFleet keeps n idle sandboxes at once, running and then paused, and
 // reads the memory they take.
 func idleFleet(ctx context.Context, c *client.Client, n, workers int) error {
-	avail0, _, err := sandbox.ReadMeminfo()
+	avail0, _, err := hostinfo.Memory()
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func fleetMemory(ids []string, avail0 uint64) (memory, error) {
 		}
 		m.cgroups += n
 	}
-	avail, _, err := sandbox.ReadMeminfo()
+	avail, _, err := hostinfo.Memory()
 	if err != nil {
 		return m, err
 	}

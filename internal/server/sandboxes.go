@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/control/policy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/edge/gateway"
 	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
 	"github.com/hutchdev/hutch/internal/server/config"
 )
@@ -55,20 +57,20 @@ func (s *Server) openSandboxes(_ context.Context, p *parts) error {
 		MaxOutputBytes:     cfg.MaxOutputBytes,
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
-		Egress:             &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: p.metrics, Log: s.log},
-		Observer:           p.metrics,
-		Disk:               p.disk,
-		Sealer:             p.sealer,
-		EventRetention:     cfg.EventRetention,
-		EventMaxPerTenant:  cfg.EventMaxPerTenant,
-		Capacity:           capacity,
-		TenantQuotas:       cfg.TenantQuotas,
+		Egress: &egress.Proxies{Config: &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: p.metrics, Log: s.log,
+			Local: p.gateway.ForSandbox, LocalPrefix: gateway.Prefix}},
+		Observer:     p.metrics,
+		Disk:         p.disk,
+		Sealer:       p.sealer,
+		Capacity:     capacity,
+		TenantQuotas: cfg.TenantQuotas,
 	})
 	return err
 }
 
 // runSandboxes re-attaches to the sandboxes a previous start left running
-// and starts the lifecycle loops (expiry, idle, OOM, sweep).
+// and starts the lifecycle loops: the policies (expiry, idle and memory,
+// OOM, disk, lost agents, metrics, sweep) and the event log's trim.
 func (s *Server) runSandboxes(ctx context.Context, p *parts) error {
 	svc := p.sandboxes
 	if err := svc.Recover(ctx); err != nil {
@@ -77,7 +79,9 @@ func (s *Server) runSandboxes(ctx context.Context, p *parts) error {
 	s.onClose("process watchers", func(context.Context) error { svc.Close(); return nil })
 	loops, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { svc.Run(loops, reapEvery, sweepEvery) })
+	policies := policy.New(svc, policy.Config{Tick: reapEvery, SweepEvery: sweepEvery, Log: s.log})
+	wg.Go(func() { policies.Run(loops) })
+	wg.Go(func() { p.events.Run(loops) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
@@ -60,7 +61,7 @@ type parts struct {
 	ln, metricsLn net.Listener // metricsLn nil: no --metrics-listen
 	disk          *diskguard.Guard
 	store         store.Store
-	events        *sandbox.EventLog
+	events        *events.Log
 	metrics       *telemetry.Metrics
 	sealer        *secrets.Sealer
 	secrets       *secrets.Service

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 
 	// The stores this build has: each registers itself.
@@ -25,6 +25,6 @@ func (s *Server) openStore(ctx context.Context, p *parts) error {
 	}
 	s.onClose("store", func(context.Context) error { return st.Close() })
 	p.store = st
-	p.events = sandbox.NewEventLogWith(st, sandbox.DefaultEventBudget, s.log)
+	p.events = events.New(st, events.Config{Retention: s.cfg.EventRetention, MaxPerTenant: s.cfg.EventMaxPerTenant, Log: s.log})
 	return nil
 }

@@ -117,6 +117,10 @@ func (c *Client) Info() agentproto.Info { return c.info }
 // Has reports whether the agent has feature f (agentproto.Feature…).
 func (c *Client) Has(f string) bool { return c.info.Has(f) }
 
+// HasEvents says whether the agent pushes its processes' exits on an
+// event feed (Events), so that no request need wait on each.
+func (c *Client) HasEvents() bool { return c.Has(agentproto.FeatureEvents) }
+
 // tooOld is the error of a call that needs a feature the agent lacks.
 func (c *Client) tooOld(what, feature string) error {
 	return errdefs.New(errdefs.ErrUnsupported, "agent_too_old",

@@ -26,6 +26,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/keylock"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store"
@@ -46,7 +47,7 @@ type Config struct {
 	Store     store.Store // must also implement store.Apps
 	Sandboxes *sandbox.Service
 	Sealer    *secrets.Sealer
-	Events    store.EventAppender
+	Events    events.Appender
 	Log       *slog.Logger
 	// Domain is the apps domain: an app answers at <name>.<Domain>.
 	Domain string
@@ -268,5 +269,5 @@ func (s *Service) update(ctx context.Context, id string, fn func(*store.App) err
 
 // emit records an event in the app's log.
 func (s *Service) emit(a *store.App, typ, msg string, data map[string]any) {
-	store.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
+	events.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/apps/presets"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -243,7 +244,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	s.cache.drop(a)
-	store.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, Type: api.EventAppDeleted, Message: "app " + a.Name + " deleted",
+	events.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, Type: api.EventAppDeleted, Message: "app " + a.Name + " deleted",
 		Data: map[string]any{"app_id": a.ID, "name": a.Name}})
 	return nil
 }

@@ -9,53 +9,49 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 )
 
 // A dead or hung agent. A call whose agent could not be reached, or whose
 // stream broke, ends at once with its 503 (a hung agent's connection is
-// dropped by the client's HTTP/2 pings within agentclient's bound); then
-// checkAgent looks at the agent beside the call: a dead agent (its
-// process gone) or one that does not answer a health check within
-// agentHealthTimeout marks the sandbox failed with the reason, and what
-// is left of its processes is stopped. Files are kept until it is
+// dropped by the client's HTTP/2 pings within agentclient's bound), and
+// the door reports the sandbox on LostAgents; the agent check policy
+// (internal/control/policy) then calls CheckAgent beside the call: a dead
+// agent (its process gone) or one that does not answer a health check
+// within agentHealthTimeout marks the sandbox failed with the reason, and
+// what is left of its processes is stopped. Files are kept until it is
 // destroyed.
 
 // agentHealthTimeout bounds the health check of an agent a call could not
 // reach.
 const agentHealthTimeout = 5 * time.Second
 
+// lostQueue bounds the sandboxes reported lost and not yet taken by the
+// agent check. A report that finds it full is dropped: the next call that
+// fails reports the sandbox again.
+const lostQueue = 256
+
 // lostAgent says whether err is a call's agent going away under it.
 func lostAgent(err error) bool {
 	return errdefs.HasCode(err, "agent_unreachable") || errdefs.HasCode(err, "agent_stream_broken")
 }
 
-// checkAgent checks, beside the caller and once at a time per sandbox,
-// the agent of running sandbox id that a call could not reach.
-func (s *Service) checkAgent(id string) {
-	s.mu.Lock()
-	if s.checking[id] {
-		s.mu.Unlock()
-		return
+// reportLost puts sandbox id on LostAgents, without waiting.
+func (s *Service) reportLost(id string) {
+	select {
+	case s.lostAgents <- id:
+	default:
+		s.log.Debug("the agent check is behind: a lost agent is reported again by its next call", logattr.Sandbox(id))
 	}
-	s.checking[id] = true
-	s.mu.Unlock()
-	w := &s.procs
-	w.start()
-	w.wg.Go(func() {
-		defer func() {
-			s.mu.Lock()
-			delete(s.checking, id)
-			s.mu.Unlock()
-		}()
-		s.settleAgent(tenancy.System(w.ctx), id)
-	})
 }
 
-// settleAgent fails sandbox id, under its lock, if it still runs and its
+// LostAgents receives the id of a running sandbox whose agent a call
+// could not reach, for CheckAgent.
+func (s *Service) LostAgents() <-chan string { return s.lostAgents }
+
+// CheckAgent fails sandbox id, under its lock, if it still runs and its
 // agent is dead or does not answer.
-func (s *Service) settleAgent(ctx context.Context, id string) {
+func (s *Service) CheckAgent(ctx context.Context, id string) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)

@@ -9,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
@@ -30,7 +31,7 @@ func TestLimitsTheDriverCannotEnforce(t *testing.T) {
 	cfg := f.config()
 	cfg.Drivers = driver.Single(limited)
 	cfg.DefaultLimits = api.Limits{MemoryMB: 256, CPU: 1, Pids: 64}
-	cfg.Store, cfg.Events = f.st, NewEventLog(f.st)
+	cfg.Store, cfg.Events = f.st, events.New(f.st, events.Config{})
 	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

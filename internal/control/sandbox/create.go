@@ -155,14 +155,13 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateCreating}, api.StateRunning, func(sb *store.Sandbox) {
+	rec, err = s.transition(ctx, rec.ID, OpCreate, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle = raw
 	})
 	if err != nil {
 		return api.Sandbox{}, err
 	}
 	s.attach(ctx, rec, d, h)
-	s.seedOOM(rec.ID)
 	s.log.Info("sandbox created", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "driver", d.Name())
 	s.emitCreated(ctx, rec)
 	return s.toAPI(rec), nil

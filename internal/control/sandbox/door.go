@@ -9,7 +9,6 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
@@ -22,7 +21,7 @@ import (
 // open checks the sandbox is the caller's and running, holds a place in
 // the sandbox's quota of calls in flight, and records the activity that
 // idle reaping reads (LastActivity); end frees the place and writes the
-// audit line. Only this file holds agent clients.
+// audit line. Only this file and live.go hold agent clients.
 
 // Stream is a stream of events from a sandbox: a command's output, a
 // process's output, file changes. Next returns io.EOF after the last
@@ -36,6 +35,7 @@ type Stream[T any] interface {
 // call is one call through the door.
 type call struct {
 	s     *Service
+	lv    *live
 	ctx   context.Context // the caller's, without its cancellation
 	rec   *store.Sandbox
 	agent *agentclient.Client
@@ -63,38 +63,36 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	}
 	// The client of a running sandbox is kept from its attach; the handle
 	// (a decode and an unseal of its token) is read only without one.
-	s.mu.Lock()
-	at, ok := s.agents[id]
-	s.mu.Unlock()
-	if !ok {
+	lv := s.lookup(id)
+	if lv == nil || lv.agent() == nil {
 		h, err := s.decodeHandle(rec)
 		if err != nil {
 			return nil, err
 		}
-		at = attached{client: newAgentClient(h), handle: h}
+		lv = s.adopt(id, h)
 	}
 	now := time.Now()
-	s.mu.Lock()
-	if s.calls[id] >= s.cfg.MaxCallsPerSandbox {
-		s.mu.Unlock()
+	lv.mu.Lock()
+	agent := lv.client
+	switch {
+	case agent == nil: // let go of meanwhile
+		lv.mu.Unlock()
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running as the call began", id)
+	case lv.calls >= s.cfg.MaxCallsPerSandbox:
+		lv.mu.Unlock()
 		return nil, errdefs.New(errdefs.ErrRateLimited, "too_many_calls", "sandbox %s already has %d calls in flight; end some (streams, terminals, watches) first", id, s.cfg.MaxCallsPerSandbox)
 	}
-	s.calls[id]++
-	s.active[id] = now
-	if cur, ok := s.agents[id]; ok {
-		at = cur
-	} else {
-		s.agents[id] = at
-	}
-	s.mu.Unlock()
-	return &call{s: s, ctx: context.WithoutCancel(ctx), rec: rec, agent: at.client, op: op, start: now}, nil
+	lv.calls++
+	lv.active = now
+	lv.mu.Unlock()
+	return &call{s: s, lv: lv, ctx: context.WithoutCancel(ctx), rec: rec, agent: agent, op: op, start: now}, nil
 }
 
-// attached is a running sandbox's agent: its client and its handle, token
-// unsealed.
-type attached struct {
-	client *agentclient.Client
-	handle driver.Handle
+// agent is lv's client, nil while it is suspended or closed.
+func (lv *live) agent() *agentclient.Client {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return lv.client
 }
 
 // newAgentClient is a client of the agent of h.
@@ -104,11 +102,13 @@ func newAgentClient(h driver.Handle) *agentclient.Client {
 
 // handleOf is a sandbox's handle: the attached one, or decoded from rec.
 func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
-	s.mu.Lock()
-	at, ok := s.agents[rec.ID]
-	s.mu.Unlock()
-	if ok {
-		return at.handle, nil
+	if lv := s.lookup(rec.ID); lv != nil {
+		lv.mu.Lock()
+		h, ok := lv.handle, lv.client != nil
+		lv.mu.Unlock()
+		if ok {
+			return h, nil
+		}
 	}
 	return s.decodeHandle(rec)
 }
@@ -119,18 +119,16 @@ func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
 func (c *call) end(err error) error {
 	err = c.explain(err)
 	c.once.Do(func() {
-		c.s.mu.Lock()
-		if c.s.calls[c.rec.ID]--; c.s.calls[c.rec.ID] <= 0 {
-			delete(c.s.calls, c.rec.ID)
-		}
-		c.s.active[c.rec.ID] = time.Now()
-		c.s.mu.Unlock()
+		c.lv.mu.Lock()
+		c.lv.calls--
+		c.lv.active = time.Now()
+		c.lv.mu.Unlock()
 		p, _ := tenancy.From(c.ctx)
 		c.s.log.Debug("sandbox call", logattr.Sandbox(c.rec.ID), logattr.Tenant(c.rec.TenantID), logattr.Key(p.KeyID), "op", c.op,
 			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
 		c.s.observeCall(c.op, err)
 		if lostAgent(err) {
-			c.s.checkAgent(c.rec.ID)
+			c.s.reportLost(c.rec.ID)
 		}
 	})
 	return err
@@ -155,23 +153,17 @@ func notRunning(rec *store.Sandbox) error {
 	return errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", rec.ID, rec.State)
 }
 
-// touch records activity of sandbox id that made no call through the
-// door (a preview's bytes), while it is attached.
-func (s *Service) touch(id string, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.agents[id]; ok {
-		s.active[id] = at
-	}
-}
-
 // LastActivity is when a call to the sandbox last began or ended through
-// this server, and false when none did since it started.
+// this server, or it was otherwise busy, and false when it is not live
+// here.
 func (s *Service) LastActivity(id string) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.active[id]
-	return t, ok
+	lv := s.lookup(id)
+	if lv == nil {
+		return time.Time{}, false
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return lv.active, !lv.active.IsZero()
 }
 
 // unary runs one request-answer call through the door.
@@ -226,41 +218,4 @@ func (s *Service) readBody(ctx context.Context, id, op string, fn func(*agentcli
 		return nil, c.end(err)
 	}
 	return &body{ReadCloser: rc, c: c}, nil
-}
-
-// attach starts following a running sandbox's agent: the client (kept for
-// calls), its egress proxy and, for a new sandbox, its OOM count.
-func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
-	a := newAgentClient(h)
-	s.mu.Lock()
-	if old, ok := s.agents[rec.ID]; ok {
-		old.client.Close()
-	}
-	s.agents[rec.ID] = attached{client: a, handle: h}
-	s.active[rec.ID] = time.Now() // a new idle window (idle.go)
-	s.output[rec.ID] = 0
-	s.mu.Unlock()
-	s.startEgress(ctx, rec, d, h)
-	if a.Has(agentproto.FeatureEvents) {
-		s.followFeed(rec, a)
-	}
-	return a
-}
-
-// detach forgets a sandbox's agent, stops its egress proxy and closes its
-// preview tunnels; calls in flight end when the driver stops the agent
-// (or, for a pause, as their connection's client is closed).
-func (s *Service) detach(id string) {
-	s.detachEgress(id)
-	s.stopFeed(id)
-	s.mu.Lock()
-	if at, ok := s.agents[id]; ok {
-		at.client.Close()
-		delete(s.agents, id)
-	}
-	delete(s.active, id)
-	delete(s.output, id)
-	s.mu.Unlock()
-	// After the agent is forgotten: a tunnel opening now is refused.
-	s.closeTunnels(id)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -89,8 +89,8 @@ func (s *Service) newEgressTally(rec *store.Sandbox) *egressTally {
 	return &egressTally{s: s, rec: rec, window: w, counts: map[egressKey]*egressCount{}}
 }
 
-// add is the egress proxy's egress.Report.
-func (t *egressTally) add(host string, port uint16, d egress.Decision, out, in int64) {
+// add is the egress proxy's netpolicy.Report.
+func (t *egressTally) add(host string, port uint16, d netpolicy.Decision, out, in int64) {
 	now := time.Now()
 	k := egressKey{host: host, port: port, allowed: d.Allowed}
 	if !d.Allowed {

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/logattr"
@@ -14,7 +13,7 @@ import (
 // that outlives ctx, so a request cancelled after the work was done still
 // records it, and it never fails the operation: an event that cannot be
 // stored is logged. msg must be safe to show the sandbox's owner. The
-// tenant's event streams are woken (AppendEvent).
+// tenant's event streams are woken (events.Log).
 func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
 	ctx, cancel := s.teardownContext(ctx)
 	defer cancel()
@@ -22,12 +21,18 @@ func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string,
 		TenantID:  rec.TenantID,
 		SandboxID: rec.ID,
 		Type:      typ,
-		Message:   truncate(msg, store.MaxEventMessage),
+		Message:   msg,
 		Data:      data,
 	}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "event.type", typ, "err", err)
 	}
+}
+
+// Emit records an event about rec as the service's own are (emit): for
+// the lifecycle policies, which act through the service.
+func (s *Service) Emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
+	s.emit(ctx, rec, typ, msg, data)
 }
 
 func (s *Service) emitCreated(ctx context.Context, rec *store.Sandbox) {
@@ -44,15 +49,4 @@ func (s *Service) emitFailed(ctx context.Context, rec *store.Sandbox, reason str
 func (s *Service) emitExpired(ctx context.Context, rec *store.Sandbox) {
 	s.emit(ctx, rec, api.EventSandboxExpired, fmt.Sprintf("sandbox expired after its timeout of %d s", rec.TimeoutS),
 		map[string]any{"timeout_s": rec.TimeoutS})
-}
-
-// truncate cuts s to at most n bytes without splitting a character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/edge/egress"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
@@ -68,7 +69,7 @@ func newEgressFixture(t *testing.T, mutate func(*Config)) (*liveFixture, *egress
 	f := newLiveFixture(t, func(c *Config) {
 		eg = &egressDriver{Driver: c.Drivers.Default().(*fake.Driver), dir: t.TempDir()}
 		c.Drivers = driver.Single(eg)
-		c.Egress = &egress.Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		c.Egress = &egress.Proxies{Config: &egress.Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}
 		if mutate != nil {
 			mutate(c)
 		}
@@ -321,8 +322,8 @@ func TestEgressWindows(t *testing.T) {
 // its budget loses the excess, counted in one events.dropped, and never
 // its lifecycle events.
 func TestLifecycleSurvivesFlood(t *testing.T) {
-	budget := EventBudget{Rate: 10, Burst: 20, Quiet: time.Hour, ReportEvery: time.Hour}
-	f := newLiveFixture(t, func(c *Config) { c.Events = NewEventLogWith(c.Store, budget, nil) })
+	budget := events.Budget{Rate: 10, Burst: 20, Quiet: time.Hour, ReportEvery: time.Hour}
+	f := newLiveFixture(t, func(c *Config) { c.Events = events.New(c.Store, events.Config{Budget: budget}) })
 	sb := f.create(t)
 	rec, err := f.st.GetSandbox(f.ctx, sb.ID)
 	if err != nil {
@@ -390,7 +391,7 @@ func TestLifecycleSurvivesFlood(t *testing.T) {
 // sandbox has been quiet, and one flood makes one report.
 func TestDropsReportedOnceQuiet(t *testing.T) {
 	f := newLiveFixture(t, func(c *Config) {
-		c.Events = NewEventLogWith(c.Store, EventBudget{Rate: 1, Burst: 5, Quiet: 200 * time.Millisecond, ReportEvery: time.Hour}, nil)
+		c.Events = events.New(c.Store, events.Config{Budget: events.Budget{Rate: 1, Burst: 5, Quiet: 200 * time.Millisecond, ReportEvery: time.Hour}})
 	})
 	sb := f.create(t)
 	rec, err := f.st.GetSandbox(f.ctx, sb.ID)
@@ -421,19 +422,19 @@ func TestDropsReportedOnceQuiet(t *testing.T) {
 // store.Record), each sandbox has its own, and a tenant's own events
 // (no sandbox) are not a sandbox's to spend.
 func TestBudgetPerSandbox(t *testing.T) {
-	budget := EventBudget{Rate: 0.001, Burst: 10, Quiet: time.Hour, ReportEvery: time.Hour}
-	f := newLiveFixture(t, func(c *Config) { c.Events = NewEventLogWith(c.Store, budget, nil) })
+	budget := events.Budget{Rate: 0.001, Burst: 10, Quiet: time.Hour, ReportEvery: time.Hour}
+	f := newLiveFixture(t, func(c *Config) { c.Events = events.New(c.Store, events.Config{Budget: budget}) })
 	noisy, quiet := f.create(t), f.create(t)
 	tenant := tenantOf(t, f)
 	log := f.svc.Config().Log
 	for range 100 {
-		store.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: noisy.ID, Type: api.EventProviderCall, Message: "refused"})
+		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: noisy.ID, Type: api.EventProviderCall, Message: "refused"})
 	}
 	for range 5 {
-		store.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: quiet.ID, Type: api.EventProviderCall, Message: "ok"})
+		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: quiet.ID, Type: api.EventProviderCall, Message: "ok"})
 	}
 	for range 50 {
-		store.Record(f.svc.events, log, &store.Event{TenantID: tenant, Type: api.EventSecretUpdated, Message: "replaced"})
+		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, Type: api.EventSecretUpdated, Message: "replaced"})
 	}
 	f.svc.events.FlushDrops("")
 	if got := len(allEvents(t, f.st, f.ctx, noisy.ID, api.EventProviderCall)); got != budget.Burst {

@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
@@ -68,7 +69,7 @@ func newFixture(t *testing.T, wrap func(store.Store) store.Store) *fixture {
 func (f *fixture) service(t *testing.T, st store.Store) *Service {
 	t.Helper()
 	cfg := f.config()
-	cfg.Store, cfg.Events = st, NewEventLog(st)
+	cfg.Store, cfg.Events = st, events.New(st, events.Config{})
 	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestExpiredEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc.reapExpired(tenancy.System(context.Background()), time.Now().Add(2*time.Second))
+	f.svc.Expire(tenancy.System(context.Background()), sb.ID, time.Now().Add(2*time.Second))
 	evs := f.events(t, sb.ID)
 	want := []string{api.EventSandboxCreated, api.EventSandboxExpired, api.EventSandboxDestroyed}
 	if got := types(evs); !slices.Equal(got, want) {
@@ -254,16 +255,64 @@ func TestRecoverEvents(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"abc", 5, "abc"}, {"abc", 3, "abc"}, {"abcdef", 3, "abc"}, {"aé", 2, "a"}, {"é", 1, ""}, {"✓✓", 4, "✓"},
-	} {
-		if got := truncate(tt.in, tt.n); got != tt.want {
-			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
+// TestServiceEventsWakeStreams: every event the service records wakes its
+// tenant's streams, and only after it is stored.
+func TestServiceEventsWakeStreams(t *testing.T) {
+	f := newFixture(t, nil)
+	sub, err := f.svc.events.Notifier().Subscribe(f.tenant, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	other, _ := f.svc.events.Notifier().Subscribe(ids.New(), 0)
+	defer other.Close()
+
+	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !woken(sub) {
+		t.Fatal("create did not wake the tenant's stream")
+	}
+	if evs := f.events(t, sb.ID); len(evs) != 1 {
+		t.Fatalf("woken before the event was stored: %v", types(evs))
+	}
+	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !woken(sub) {
+		t.Fatal("destroy did not wake the tenant's stream")
+	}
+	if woken(other) {
+		t.Fatal("another tenant's stream was woken")
+	}
+
+	// AppendEvent, for events recorded outside the lifecycle.
+	e := &store.Event{SandboxID: sb.ID, Type: api.EventProcessExited, Message: "process 7 exited with code 0",
+		Data: map[string]any{"pid": 7, "exit_code": 0}}
+	if err := f.svc.events.AppendEvent(f.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if w := woken(sub); e.ID == "" || e.TenantID != f.tenant || !w {
+		t.Fatalf("AppendEvent stored %+v, woke the stream: %v", e, w)
+	}
+
+	// A failed append wakes nobody.
+	bad := &store.Event{SandboxID: "no-such-sandbox", Type: api.EventProcessExited, Message: "x"}
+	if err := f.svc.events.AppendEvent(tenancy.With(context.Background(), tenancy.Principal{TenantID: f.tenant}), bad); err == nil {
+		t.Fatal("append about an unknown sandbox succeeded")
+	}
+	if woken(sub) {
+		t.Fatal("a failed append woke the stream")
+	}
+}
+
+// woken reports whether sub has a wake waiting, taking it.
+func woken(sub *events.Subscription) bool {
+	select {
+	case <-sub.Wake():
+		return true
+	default:
+		return false
 	}
 }

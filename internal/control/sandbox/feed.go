@@ -16,22 +16,23 @@ const (
 	feedRetryMax = 10 * time.Second
 )
 
-// followFeed follows the event feed of a sandbox's agent from attach to
-// detach and records a process.exited event for each exit it pushes: one
+// followFeed follows the event feed of a sandbox's agent from attach
+// until the service lets go of it, and records a process.exited event for each exit it pushes: one
 // stream per sandbox in place of one waiting request per process
 // (agentproto.FeatureEvents). The feed starts from the agent's retained
 // events, so exits while no control plane listened (a restart) are
 // recorded too, once: those already in the store are skipped.
-func (s *Service) followFeed(rec *store.Sandbox, a *agentclient.Client) {
+func (s *Service) followFeed(lv *live, rec *store.Sandbox, a *agentclient.Client) {
 	w := &s.procs
 	w.start()
 	ctx, cancel := context.WithCancel(w.ctx)
-	w.mu.Lock()
-	if stop, ok := w.feeds[rec.ID]; ok {
-		stop()
+	lv.mu.Lock()
+	old := lv.stopFeed
+	lv.stopFeed = cancel
+	lv.mu.Unlock()
+	if old != nil {
+		old()
 	}
-	w.feeds[rec.ID] = cancel
-	w.mu.Unlock()
 	w.wg.Go(func() {
 		defer cancel()
 		var after uint64
@@ -84,17 +85,5 @@ func (s *Service) readFeed(ctx context.Context, rec *store.Sandbox, f *agentclie
 			}
 		}
 		after = max(after, ev.Seq)
-	}
-}
-
-// stopFeed stops following a sandbox's event feed.
-func (s *Service) stopFeed(id string) {
-	w := &s.procs
-	w.start()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if stop, ok := w.feeds[id]; ok {
-		stop()
-		delete(w.feeds, id)
 	}
 }

@@ -2,17 +2,15 @@ package sandbox
 
 import (
 	"maps"
-	"net/http"
 
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 )
 
-// Gateway is the provider gateway as sandboxes meet it (internal/edge/gateway):
-// the environment a sandbox's processes call it with, and its handler on
-// one sandbox's egress channel, the only way to it.
+// Gateway is the provider gateway as the service sees it
+// (internal/edge/gateway): the environment a sandbox's processes call it
+// with, through the sandbox's egress proxy, the only way to it.
 type Gateway interface {
 	Env(sandboxID string) map[string]string
-	ForSandbox(sandboxID string) http.Handler
 }
 
 // env is a new sandbox's environment: the caller's, and over it the

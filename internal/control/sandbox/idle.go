@@ -11,27 +11,15 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Idle reaping. A running sandbox is busy while a call to it is in
+// Idle sandboxes. A running sandbox is busy while a call to it is in
 // flight (a terminal, a stream, a watch) and for its idle window after
-// the last call began or ended through the door (door.go) or its
-// processes last wrote output. Once idle for its window, and not kept
-// alive (KeepaliveUntil), the idle action in the settings (on_idle) is
-// done to it: pause, stop or destroy, each an event with its reason.
-//
-// Output is read from the agent's process list (the bytes each process
-// wrote) only for a sandbox idle for half its window or more, so a quiet
-// fleet costs no agent calls: output in the second half of the window
-// counts at once, output in the first half as of the half. The count
-// starts at zero when the service attaches to the agent: after a resume
-// or a restart, output already written counts as new once.
-//
-// Under host memory pressure (memory.go) the window shrinks and the
-// action is a pause; paused sandboxes are stopped after
-// paused_stop_after_s, and under critical pressure the longest paused
-// first.
-
-// outputProbeTimeout bounds the read of a sandbox's process list.
-const outputProbeTimeout = 2 * time.Second
+// the last call began or ended through the door (door.go) or it was
+// otherwise busy. The idle policy (internal/control/policy) reads that
+// (Activity), and the output its processes wrote (OutputBytes), and asks
+// for the idle action in the settings (on_idle): Idle pauses, stops or
+// destroys a sandbox still idle once its lock is held, each an event
+// with its reason. Under memory pressure the policy shrinks the window,
+// pauses, and stops paused sandboxes (StopPaused).
 
 // Keepalive keeps idle actions off the caller's sandbox id for the next
 // req.ForS seconds; 0 ends a keepalive. Its timeout still runs.
@@ -42,8 +30,8 @@ func (s *Service) Keepalive(ctx context.Context, id string, req api.KeepaliveReq
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		if sb.State == api.StateDestroyed || sb.State == api.StateFailed {
-			return errdefs.Conflict("sandbox_not_live", "sandbox %s is %s", sb.ID, sb.State)
+		if err := require(OpKeepalive, sb); err != nil {
+			return err
 		}
 		sb.KeepaliveUntil = nil
 		if req.ForS > 0 {
@@ -58,94 +46,79 @@ func (s *Service) Keepalive(ctx context.Context, id string, req api.KeepaliveReq
 	return s.toAPI(rec), nil
 }
 
-// reapIdle does the idle and memory policy's actions, each tick.
-func (s *Service) reapIdle(ctx context.Context, now time.Time) {
-	set := s.Settings()
-	p := s.pressure(set)
-	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StatePaused)
-	if err != nil {
-		s.log.Warn("reap idle", "err", err)
-		return
-	}
-	var paused []*store.Sandbox
-	for _, rec := range recs {
-		if !s.owns(rec) {
-			continue
-		}
-		if rec.State == api.StatePaused {
-			paused = append(paused, rec)
-			continue
-		}
-		window := p.window(seconds(cmp0(rec.IdleTimeoutS, set.IdleTimeoutS)))
-		if window <= 0 || (rec.KeepaliveUntil != nil && rec.KeepaliveUntil.After(now)) {
-			continue
-		}
-		if idle := s.idleFor(ctx, rec.ID, window, now); idle >= window {
-			s.idleAction(ctx, rec.ID, idle, p.action(set.OnIdle), p.reason, now)
-		}
-	}
-	s.stopPaused(ctx, paused, set, p, now)
+// Activity is what the door saw of a live sandbox: its calls in flight,
+// when it was last busy, and when the service last attached to its agent.
+type Activity struct {
+	Calls int
+	Last  time.Time
+	Since time.Time
 }
 
-// cmp0 is a, or b when a is 0.
-func cmp0(a, b int) int {
-	if a != 0 {
-		return a
+// Activity is sandbox id's, and false while it is not attached here (it
+// is paused, stopped or another server's).
+func (s *Service) Activity(id string) (Activity, bool) {
+	lv := s.lookup(id)
+	if lv == nil {
+		return Activity{}, false
 	}
-	return b
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return Activity{Calls: lv.calls, Last: lv.active, Since: lv.since}, lv.client != nil
 }
 
-// idleFor is how long sandbox id has gone without a call or output, as
-// far as a sandbox busy for less than window needs to be known.
-func (s *Service) idleFor(ctx context.Context, id string, window time.Duration, now time.Time) time.Duration {
-	s.mu.Lock()
-	calls := s.calls[id]
-	last, seen := s.active[id]
-	at, attached := s.agents[id]
-	if calls > 0 || !seen {
-		// Busy, or first seen (this server just started): a new window.
-		s.active[id] = now
-		s.mu.Unlock()
-		return 0
+// Busy records that sandbox id was busy at at (its processes wrote, or a
+// call was in flight), while it is attached.
+func (s *Service) Busy(id string, at time.Time) {
+	if lv := s.lookup(id); lv != nil {
+		lv.touch(at)
 	}
-	s.mu.Unlock()
-	idle := now.Sub(last)
-	if idle < window/2 || !attached {
-		return idle
+}
+
+// outputProbeTimeout bounds the read of a sandbox's process list.
+const outputProbeTimeout = 2 * time.Second
+
+// OutputBytes is how many bytes the processes of attached sandbox id
+// have written since its agent started, read from its agent's process
+// list. It is no call through the door: asking is not activity.
+func (s *Service) OutputBytes(ctx context.Context, id string) (int64, error) {
+	lv := s.lookup(id)
+	if lv == nil {
+		return 0, notLive(id)
 	}
-	pctx, cancel := context.WithTimeout(ctx, outputProbeTimeout)
+	a := lv.agent()
+	if a == nil {
+		return 0, notLive(id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, outputProbeTimeout)
 	defer cancel()
-	list, err := at.client.ListProcesses(pctx)
+	list, err := a.ListProcesses(ctx)
 	if err != nil {
-		return 0 // unknown: not idle
+		return 0, err
 	}
 	var out int64
 	for _, p := range list.Processes {
 		out += p.OutputBytes
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.output[id] != out {
-		s.output[id] = out
-		s.active[id] = now
-		return 0
-	}
-	return idle
+	return out, nil
 }
 
-// idleAction does action to sandbox id, idle for idle, under its lock,
-// once it is sure the sandbox is still running and idle.
-func (s *Service) idleAction(ctx context.Context, id string, idle time.Duration, action, reason string, now time.Time) {
+// notLive is the error of a sandbox the service is not attached to.
+func notLive(id string) error {
+	return errdefs.Conflict("sandbox_not_running", "sandbox %s is not running on this server", id)
+}
+
+// Idle does action (on_idle's: pause, stop or destroy) to sandbox id,
+// idle for idle by now, for reason, under its lock, once it is sure the
+// sandbox is still running, not kept alive and idle. A pause where its
+// driver cannot is a stop.
+func (s *Service) Idle(ctx context.Context, id string, idle time.Duration, action, reason string, now time.Time) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
 	if err != nil || rec.State != api.StateRunning || (rec.KeepaliveUntil != nil && rec.KeepaliveUntil.After(now)) {
 		return
 	}
-	s.mu.Lock()
-	busy := s.calls[id] > 0 || s.active[id].After(now.Add(-idle))
-	s.mu.Unlock()
-	if busy {
+	if a, ok := s.Activity(id); !ok || a.Calls > 0 || a.Last.After(now.Add(-idle)) {
 		return
 	}
 	if _, _, err := s.pauserOf(rec); action == api.OnExpiryPause && err != nil {
@@ -170,4 +143,19 @@ func (s *Service) idleAction(ctx context.Context, id string, idle time.Duration,
 		return
 	}
 	s.log.Info("idle sandbox", logattr.Sandbox(id), "action", action, "reason", reason, "idle_s", idleS)
+}
+
+// StopPaused stops sandbox id, paused too long or under memory pressure
+// (why, for its event, and reason), if it is still paused once its lock
+// is held.
+func (s *Service) StopPaused(ctx context.Context, id, why, reason string) {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.State != api.StatePaused {
+		return
+	}
+	if _, err := s.stop(ctx, rec, "paused sandbox stopped: "+why, holdClock, map[string]any{"reason": reason}); err != nil {
+		s.log.Warn("stop paused sandbox", logattr.Sandbox(id), "err", err)
+	}
 }

@@ -36,32 +36,24 @@ func (s *Service) Destroy(ctx context.Context, id string) error {
 	return s.destroy(tctx, rec)
 }
 
-// destroyable are the states a destroy starts from. Creating is there for
-// a record another server left mid-create.
-var destroyable = []api.SandboxState{api.StateCreating, api.StateRunning, api.StatePaused, api.StateStopped, api.StateFailed}
-
 // destroy runs under the sandbox's lock, on a teardown context.
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 	d, err := s.driverOf(rec)
 	if err != nil {
 		return err
 	}
-	rec, err = store.Transition(ctx, s.store, rec.ID, destroyable, api.StateDestroying, nil)
+	rec, err = s.transition(ctx, rec.ID, OpDestroy, api.StateDestroying, nil)
 	if err != nil {
 		return err
 	}
 	s.detach(rec.ID)
-	defer s.forgetOOM(rec.ID)
-	defer s.forgetDisk(rec.ID)
-	defer s.forgetMetrics(rec.ID)
-	defer s.forgetWarning(rec.ID)
 	if h, err := s.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
 			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not destroy sandbox %s", d.Name(), rec.ID)
 		}
 	}
-	rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateDestroyed, func(sb *store.Sandbox) {
+	rec, err = s.transition(ctx, rec.ID, OpDestroy, api.StateDestroyed, func(sb *store.Sandbox) {
 		sb.Handle, sb.ExpiresAt, sb.PausedAt = nil, nil, nil
 	})
 	if err != nil {
@@ -76,7 +68,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 // stopped sandbox is not an error.
 func (s *Service) Stop(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StateStopped, func(rec *store.Sandbox) (api.Sandbox, error) {
-		return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": reasonRequest})
+		return s.stop(ctx, rec, "sandbox stopped", holdClock, map[string]any{"reason": ReasonRequest})
 	})
 }
 
@@ -111,10 +103,10 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	if rec, err = s.takeDown(tctx, rec, d, "stop", func() error { return d.Stop(tctx, h) }); err != nil {
+	if rec, err = s.takeDown(tctx, rec, d, OpStop, func() error { return d.Stop(tctx, h) }); err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateStopped, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, id, OpStop, api.StateStopped, func(sb *store.Sandbox) {
 		clock(sb, time.Now())
 	})
 	if err != nil {
@@ -124,20 +116,20 @@ func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, cloc
 	return s.toAPI(rec), nil
 }
 
-// takeDown moves a running or paused sandbox to stopping, lets go of its
-// agent and runs op, the driver's call that ends its processes (a stop, a
-// restore); when op fails, so does the sandbox. ctx outlives the request.
-func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, verb string, op func() error) (*store.Sandbox, error) {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateRunning, api.StatePaused}, api.StateStopping, func(sb *store.Sandbox) {
+// takeDown moves a running or paused sandbox to stopping by op (a stop, a
+// restore), lets go of its agent and runs end, the driver's call that
+// ends its processes; when end fails, so does the sandbox. ctx outlives
+// the request.
+func (s *Service) takeDown(ctx context.Context, rec *store.Sandbox, d driver.Driver, op Op, end func() error) (*store.Sandbox, error) {
+	rec, err := s.transition(ctx, rec.ID, op, api.StateStopping, func(sb *store.Sandbox) {
 		sb.PausedAt = nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.detach(rec.ID)
-	s.forgetMetrics(rec.ID)
-	if err := op(); err != nil {
-		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), verb, rec.ID)
+	if err := end(); err != nil {
+		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not %s sandbox %s", d.Name(), op, rec.ID)
 		s.fail(ctx, rec.ID, err)
 		return nil, err
 	}
@@ -159,7 +151,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	case api.StateRunning:
 		return s.toAPI(rec), nil
 	case api.StatePaused:
-		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "start"}); err != nil {
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": ReasonRequest, "op": "start"}); err != nil {
 			return api.Sandbox{}, err
 		}
 		return s.toAPI(rec), nil
@@ -177,7 +169,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStopped}, api.StateStarting, nil)
+	rec, err = s.transition(ctx, id, OpStart, api.StateStarting, nil)
 	release()
 	if err != nil {
 		return api.Sandbox{}, err
@@ -188,7 +180,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		_, _, msg := errdefs.Classify(err)
 		tctx, cancel := s.teardownContext(ctx)
 		defer cancel()
-		if _, terr := store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateStopped,
+		if _, terr := s.transition(tctx, id, OpStart, api.StateStopped,
 			func(sb *store.Sandbox) { sb.Error = msg }); terr != nil {
 			s.log.Error("mark sandbox stopped after a failed start", logattr.Sandbox(id), "err", terr)
 		}
@@ -198,7 +190,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(ctx, s.store, id, []api.SandboxState{api.StateStarting}, api.StateRunning, func(sb *store.Sandbox) {
+	rec, err = s.transition(ctx, id, OpStart, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle, sb.Error = raw, ""
 		runClock(sb, time.Now())
 	})
@@ -227,7 +219,7 @@ func (s *Service) startStopDriver(rec *store.Sandbox) (driver.Driver, error) {
 // that in its events. A destroyed sandbox stays destroyed.
 func (s *Service) fail(ctx context.Context, id string, cause error) {
 	_, _, msg := errdefs.Classify(cause)
-	rec, err := store.Transition(context.WithoutCancel(ctx), s.store, id, failable, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(context.WithoutCancel(ctx), id, OpFail, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error = msg
 	})
 	if err != nil {
@@ -237,9 +229,6 @@ func (s *Service) fail(ctx context.Context, id string, cause error) {
 	}
 	s.log.Warn("sandbox failed", logattr.Sandbox(id), "err", cause)
 }
-
-// failable are the states a sandbox can fail from.
-var failable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
 
 // teardownContext outlives ctx's cancellation and has its own deadline, so a
 // client that hangs up never leaves a half-destroyed sandbox.

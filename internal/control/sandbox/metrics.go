@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -15,8 +14,9 @@ import (
 )
 
 // What a running or paused sandbox uses (GET /v1/sandboxes/{id}/metrics):
-// read from its driver when asked, and sampled by the lifecycle loop once
-// every metricsEvery into a short history per sandbox this server owns.
+// read from its driver when asked, and sampled (SampleMetrics, which the
+// metrics policy calls every tick) once every metricsEvery into a short
+// history kept with the live sandbox.
 
 const (
 	// metricsEvery is the period of the samples.
@@ -33,13 +33,6 @@ const (
 // meterFigures are the figures a driver.Meter reads: all unsupported when
 // the driver is none.
 var meterFigures = []string{"cpu", "memory", "pids", "network"}
-
-// metricRings are the histories of the sandboxes this server runs.
-type metricRings struct {
-	mu   sync.Mutex
-	slot time.Time              // the period sampled last
-	m    map[string]*metricRing // sandbox id → its history
-}
 
 // metricRing is one sandbox's history: its samples, oldest first, at most
 // metricsKeep+1 (each sample's CPU percent is over the span since the one
@@ -101,44 +94,30 @@ func cpuPercent(a, b point) float64 {
 	return float64(b.cpuNS-a.cpuNS) / float64(span.Nanoseconds()) * 100
 }
 
-// ring returns id's history, made when it has none. Hold mu.
-func (r *metricRings) ring(id string) *metricRing {
-	if r.m == nil {
-		r.m = map[string]*metricRing{}
-	}
-	mr := r.m[id]
-	if mr == nil {
-		mr = &metricRing{}
-		r.m[id] = mr
-	}
-	return mr
-}
-
-// sampleMetrics takes one sample of every running or paused sandbox this
-// server owns per metricsEvery period of the clock (the lifecycle loop
-// calls it every tick), and drops the history of every other sandbox.
-func (s *Service) sampleMetrics(ctx context.Context, now time.Time) {
+// SampleMetrics takes one sample of every running or paused sandbox this
+// server owns per metricsEvery period of the clock; called more often, it
+// does nothing until the next period.
+func (s *Service) SampleMetrics(ctx context.Context, now time.Time) {
 	slot := now.Truncate(metricsEvery)
-	s.metrics.mu.Lock()
-	due := slot.After(s.metrics.slot)
+	s.mu.Lock()
+	due := slot.After(s.sampled)
 	if due {
-		s.metrics.slot = slot
+		s.sampled = slot
 	}
-	s.metrics.mu.Unlock()
+	s.mu.Unlock()
 	if !due {
 		return
 	}
-	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StatePaused)
+	recs, err := s.Owned(ctx, api.StateRunning, api.StatePaused)
 	if err != nil {
 		s.log.Warn("sample metrics", "err", err)
 		return
 	}
-	live := make(map[string]bool, len(recs))
 	for _, rec := range recs {
-		if !s.owns(rec) {
+		lv := s.lookup(rec.ID)
+		if lv == nil {
 			continue
 		}
-		live[rec.ID] = true
 		st, ok, err := s.readStats(ctx, rec)
 		if err != nil {
 			if !errors.Is(err, errdefs.ErrConflict) { // not stopped meanwhile
@@ -149,29 +128,14 @@ func (s *Service) sampleMetrics(ctx context.Context, now time.Time) {
 		if !ok {
 			continue
 		}
-		s.metrics.mu.Lock()
-		mr := s.metrics.ring(rec.ID)
+		lv.mu.Lock()
+		mr := &lv.metrics
 		mr.points = append(mr.points, pointOf(now, st))
 		if n := len(mr.points) - (metricsKeep + 1); n > 0 {
 			mr.points = append(mr.points[:0], mr.points[n:]...)
 		}
-		s.metrics.mu.Unlock()
+		lv.mu.Unlock()
 	}
-	s.metrics.mu.Lock()
-	for id := range s.metrics.m {
-		if !live[id] {
-			delete(s.metrics.m, id)
-		}
-	}
-	s.metrics.mu.Unlock()
-}
-
-// forgetMetrics drops a sandbox's history once it stops or is gone: a
-// sandbox started again counts from zero.
-func (s *Service) forgetMetrics(id string) {
-	s.metrics.mu.Lock()
-	delete(s.metrics.m, id)
-	s.metrics.mu.Unlock()
 }
 
 // readStats reads what rec uses from its driver; ok is false when the
@@ -247,19 +211,20 @@ func (s *Service) Metrics(ctx context.Context, id string) (api.SandboxMetrics, e
 		out.Disk = api.DiskStats{UsageBytes: u.UsedBytes, LimitBytes: u.LimitBytes}
 	}
 
-	s.metrics.mu.Lock()
-	defer s.metrics.mu.Unlock()
-	var points []point
-	if mr := s.metrics.m[id]; mr != nil {
-		points = mr.points
+	lv := s.lookup(id)
+	if lv == nil {
+		return out, nil
 	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	mr := &lv.metrics
+	points := mr.points
 	for i := 1; i < len(points); i++ {
 		p := points[i]
 		out.History = append(out.History, api.Sample{At: p.at, CPUPercent: cpuPercent(points[i-1], p),
 			MemoryBytes: p.memory, Pids: p.pids, RxBytes: p.rx, TxBytes: p.tx})
 	}
 	if ok {
-		mr := s.metrics.ring(id)
 		cur := pointOf(now, st)
 		if base, found := mr.percentBase(now); found {
 			out.CPU.Percent = cpuPercent(base, cur)
@@ -277,19 +242,20 @@ func (s *Service) Metrics(ctx context.Context, id string) (api.SandboxMetrics, e
 // metricsEvery: where the filesystem keeps no count it is a walk of them,
 // and a client may ask every second.
 func (s *Service) metricsDisk(ctx context.Context, rec *store.Sandbox, now time.Time) *api.DiskUsage {
-	s.metrics.mu.Lock()
-	if mr := s.metrics.m[rec.ID]; mr != nil && mr.disk != nil && now.Sub(mr.diskAt) < metricsEvery {
-		u := mr.disk
-		s.metrics.mu.Unlock()
-		return u
+	lv := s.lookup(rec.ID)
+	if lv != nil {
+		lv.mu.Lock()
+		u, at := lv.metrics.disk, lv.metrics.diskAt
+		lv.mu.Unlock()
+		if u != nil && now.Sub(at) < metricsEvery {
+			return u
+		}
 	}
-	s.metrics.mu.Unlock()
-	u := s.diskUsage(ctx, rec)
-	if u != nil {
-		s.metrics.mu.Lock()
-		mr := s.metrics.ring(rec.ID)
-		mr.disk, mr.diskAt = u, now
-		s.metrics.mu.Unlock()
+	u := s.DiskUsage(ctx, rec)
+	if u != nil && lv != nil {
+		lv.mu.Lock()
+		lv.metrics.disk, lv.metrics.diskAt = u, now
+		lv.mu.Unlock()
 	}
 	return u
 }

@@ -38,10 +38,13 @@ func (f *liveFixture) metrics(t *testing.T, id string) api.SandboxMetrics {
 
 // hasHistory says whether the service keeps samples of sandbox id.
 func (s *Service) hasHistory(id string) bool {
-	s.metrics.mu.Lock()
-	defer s.metrics.mu.Unlock()
-	_, ok := s.metrics.m[id]
-	return ok
+	lv := s.lookup(id)
+	if lv == nil {
+		return false
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return len(lv.metrics.points) > 0
 }
 
 // TestMetrics: a running sandbox's figures are its driver's; the loop
@@ -80,8 +83,8 @@ func TestMetrics(t *testing.T) {
 		use.Pids = i
 		f.setStats(t, sb.ID, use)
 		at := start.Add(time.Duration(i) * metricsEvery)
-		f.svc.sampleMetrics(sys, at)
-		f.svc.sampleMetrics(sys, at.Add(time.Second))
+		f.svc.SampleMetrics(sys, at)
+		f.svc.SampleMetrics(sys, at.Add(time.Second))
 	}
 	m = f.metrics(t, sb.ID)
 	if len(m.History) != metricsKeep {
@@ -113,7 +116,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := f.svc.Metrics(f.ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !errdefs.HasCode(err, "sandbox_not_running") {
 		t.Fatalf("Metrics of a stopped sandbox = %v; want 409 sandbox_not_running", err)
 	}
-	f.svc.sampleMetrics(sys, time.Now())
+	f.svc.SampleMetrics(sys, time.Now())
 	if f.svc.hasHistory(sb.ID) {
 		t.Errorf("a stopped sandbox's history is kept")
 	}
@@ -137,7 +140,7 @@ func TestMetricsPaused(t *testing.T) {
 	if m := f.metrics(t, sb.ID); m.CPU.UsageNS != 7 {
 		t.Errorf("a paused sandbox's CPU time = %d, want 7", m.CPU.UsageNS)
 	}
-	f.svc.sampleMetrics(tenancy.System(context.Background()), time.Now())
+	f.svc.SampleMetrics(tenancy.System(context.Background()), time.Now())
 	if !f.svc.hasHistory(sb.ID) {
 		t.Errorf("a paused sandbox is not sampled")
 	}
@@ -160,7 +163,7 @@ func TestMetricsUnsupported(t *testing.T) {
 	if want := []string{"cpu", "memory", "pids", "network", "disk"}; !slices.Equal(m.Unsupported, want) {
 		t.Errorf("Unsupported = %q, want %q", m.Unsupported, want)
 	}
-	f.svc.sampleMetrics(sys, time.Now())
+	f.svc.SampleMetrics(sys, time.Now())
 	if f.svc.hasHistory(sb.ID) {
 		t.Errorf("history kept of a sandbox whose driver measures nothing")
 	}
@@ -171,14 +174,14 @@ func TestMetricsUnsupported(t *testing.T) {
 	if _, err := g.svc.Metrics(g.ctx, sb.ID); !errors.Is(err, errdefs.ErrUnavailable) || !errdefs.HasCode(err, "driver_failed") {
 		t.Errorf("Metrics with a failing driver = %v; want 503 driver_failed", err)
 	}
-	g.svc.sampleMetrics(sys, time.Now())
+	g.svc.SampleMetrics(sys, time.Now())
 	if g.svc.hasHistory(sb.ID) {
 		t.Errorf("a sample was kept of a failed reading")
 	}
 }
 
-// TestMetricsConcurrent reads metrics while the loop samples, for the
-// race detector.
+// TestMetricsConcurrent reads metrics while the loop samples and the
+// sandbox is paused and resumed, for the race detector.
 func TestMetricsConcurrent(t *testing.T) {
 	f := newLiveFixture(t, nil)
 	sys := tenancy.System(context.Background())
@@ -187,7 +190,7 @@ func TestMetricsConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 50 {
-			f.svc.sampleMetrics(sys, start.Add(time.Duration(i)*metricsEvery))
+			f.svc.SampleMetrics(sys, start.Add(time.Duration(i)*metricsEvery))
 		}
 	})
 	for range 4 {
@@ -200,9 +203,14 @@ func TestMetricsConcurrent(t *testing.T) {
 			}
 		})
 	}
-	wg.Go(func() {
-		for range 20 {
-			f.svc.forgetMetrics(sb.ID)
+	wg.Go(func() { // the live sandbox suspended and attached again
+		for range 5 {
+			if _, err := f.svc.Pause(f.ctx, sb.ID); err != nil {
+				t.Error(err)
+			}
+			if _, err := f.svc.Resume(f.ctx, sb.ID); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	wg.Wait()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,35 +12,29 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/edge/egress"
-	"github.com/hutchdev/hutch/internal/edge/gateway"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// egressConns are the egress proxies of running sandboxes.
-type egressConns struct {
-	mu sync.Mutex
-	m  map[string]*egressConn
-}
-
+// egressConn is a running sandbox's egress proxy.
 type egressConn struct {
-	ln    net.Listener
-	sb    *egress.Sandbox
+	proxy netpolicy.Proxy
 	tally *egressTally // counts its decisions into events
 }
 
 // startEgress starts a running sandbox's egress proxy (drivers whose
-// sandboxes reach out only through the control plane); dropAgent stops it.
-func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
+// sandboxes reach out only through the control plane); letting go of the
+// sandbox stops it.
+func (s *Service) startEgress(ctx context.Context, lv *live, rec *store.Sandbox, d driver.Driver, h driver.Handle) {
 	eg, ok := d.(driver.Egresser)
 	if !ok {
 		return
 	}
-	pol, err := egress.Parse(rec.Network)
+	pol, err := netpolicy.Parse(rec.Network)
 	if err != nil {
 		s.log.Error("stored network policy", logattr.Sandbox(rec.ID), "err", err)
-		pol, _ = egress.Parse(api.NetworkPolicy{Egress: api.EgressNone})
+		pol, _ = netpolicy.Parse(api.NetworkPolicy{Egress: api.EgressNone})
 	}
 	ln, err := eg.ListenEgress(ctx, h)
 	if err != nil {
@@ -50,45 +43,31 @@ func (s *Service) startEgress(ctx context.Context, rec *store.Sandbox, d driver.
 	}
 	// Decisions are counted into events, not recorded one by one.
 	tally := s.newEgressTally(rec)
-	c := &egressConn{ln: ln, sb: egress.NewSandbox(rec.ID, s.cfg.Egress, pol, tally.add), tally: tally}
-	if s.gateway != nil {
-		c.sb.Local, c.sb.LocalPrefix = s.gateway.ForSandbox(rec.ID), gateway.Prefix
-	}
-	s.egress.mu.Lock()
-	if s.egress.m == nil {
-		s.egress.m = map[string]*egressConn{}
-	}
-	old := s.egress.m[rec.ID]
-	s.egress.m[rec.ID] = c
-	s.egress.mu.Unlock()
+	c := &egressConn{proxy: s.cfg.Egress.Serve(rec.ID, ln, pol, tally.add), tally: tally}
+	lv.mu.Lock()
+	old := lv.egress
+	lv.egress = c
+	lv.mu.Unlock()
 	if old != nil {
 		old.close()
 	}
-	go func() {
-		if err := egress.Serve(ln, c.sb); err != nil {
-			s.log.Warn("egress proxy", logattr.Sandbox(rec.ID), "err", err)
-		}
-	}()
-}
-
-// detachEgress stops a sandbox's egress proxy and records what it
-// counted, and what the sandbox's event budget dropped: the sandbox is
-// stopping or going.
-func (s *Service) detachEgress(id string) {
-	s.egress.mu.Lock()
-	c := s.egress.m[id]
-	delete(s.egress.m, id)
-	s.egress.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-	s.events.FlushDrops(id)
 }
 
 // close stops accepting connections and records what was counted.
 func (c *egressConn) close() {
-	c.ln.Close()
+	c.proxy.Close()
 	c.tally.close()
+}
+
+// egressOf is sandbox id's egress proxy, or nil.
+func (s *Service) egressOf(id string) *egressConn {
+	lv := s.lookup(id)
+	if lv == nil {
+		return nil
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	return lv.egress
 }
 
 // Network returns a sandbox's egress policy and its counters since it
@@ -103,31 +82,24 @@ func (s *Service) Network(ctx context.Context, id string) (api.Network, error) {
 
 func (s *Service) network(rec *store.Sandbox) api.Network {
 	n := api.Network{Policy: rec.Network}
-	s.egress.mu.Lock()
-	c := s.egress.m[rec.ID]
-	s.egress.mu.Unlock()
-	if c != nil {
-		n.Allowed, n.Denied = c.sb.Allowed.Load(), c.sb.Denied.Load()
-		n.BytesOut, n.BytesIn = c.sb.BytesOut.Load(), c.sb.BytesIn.Load()
+	if c := s.egressOf(rec.ID); c != nil {
+		k := c.proxy.Counts()
+		n.Allowed, n.Denied, n.BytesOut, n.BytesIn = k.Allowed, k.Denied, k.BytesOut, k.BytesIn
 	}
 	return n
 }
 
-// settable are the states a sandbox's egress policy may change in: any
-// but the end of its life.
-var settable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateStopped, api.StateFailed}
-
 // SetNetwork changes a sandbox's egress policy; the next connection sees
 // it, and a stopped sandbox starts with it.
 func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
-	pol, err := egress.Parse(p)
+	pol, err := netpolicy.Parse(p)
 	if err != nil {
 		return api.Network{}, err
 	}
 	p.Egress = pol.Mode
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		if sb.State == api.StateDestroying || sb.State == api.StateDestroyed {
-			return store.StateConflict(sb, settable)
+		if err := require(OpNetwork, sb); err != nil {
+			return err
 		}
 		sb.Network = p
 		return nil
@@ -135,11 +107,9 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 	if err != nil {
 		return api.Network{}, err
 	}
-	s.egress.mu.Lock()
-	if c := s.egress.m[id]; c != nil {
-		c.sb.SetPolicy(pol)
+	if c := s.egressOf(id); c != nil {
+		c.proxy.SetPolicy(pol)
 	}
-	s.egress.mu.Unlock()
 	s.emit(ctx, rec, api.EventNetworkChanged, "egress policy changed to "+p.Egress, map[string]any{"egress": p.Egress, "allow": p.Allow})
 	return s.network(rec), nil
 }
@@ -163,17 +133,19 @@ func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	c := &activeConn{Conn: conn, s: s, id: id}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.agents[id]; !ok { // paused or stopped meanwhile
+	lv := s.lookup(id)
+	if lv == nil {
 		conn.Close()
 		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
 	}
-	if s.tunnels[id] == nil {
-		s.tunnels[id] = map[*activeConn]bool{}
+	c := &activeConn{Conn: conn, lv: lv}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.client == nil { // paused or stopped meanwhile
+		conn.Close()
+		return nil, errdefs.Conflict("sandbox_not_running", "sandbox %s stopped running while its tunnel opened", id)
 	}
-	s.tunnels[id][c] = true
+	lv.tunnels[c] = true
 	return c, nil
 }
 
@@ -185,31 +157,16 @@ func (s *Service) DialTunnel(ctx context.Context, id string, port int) (net.Conn
 // instead of waiting on a frozen program over a pooled tunnel.
 type activeConn struct {
 	net.Conn
-	s    *Service
-	id   string
+	lv   *live
 	last atomic.Int64 // unix nanoseconds of the last activity noted
 }
 
 // Close closes the tunnel and forgets it.
 func (c *activeConn) Close() error {
-	c.s.mu.Lock()
-	delete(c.s.tunnels[c.id], c)
-	if len(c.s.tunnels[c.id]) == 0 {
-		delete(c.s.tunnels, c.id)
-	}
-	c.s.mu.Unlock()
+	c.lv.mu.Lock()
+	delete(c.lv.tunnels, c)
+	c.lv.mu.Unlock()
 	return c.Conn.Close()
-}
-
-// closeTunnels closes every open tunnel of sandbox id.
-func (s *Service) closeTunnels(id string) {
-	s.mu.Lock()
-	open := s.tunnels[id]
-	delete(s.tunnels, id)
-	s.mu.Unlock()
-	for c := range open {
-		c.Conn.Close()
-	}
 }
 
 func (c *activeConn) Read(p []byte) (int, error) {
@@ -235,7 +192,7 @@ func (c *activeConn) note() {
 		return
 	}
 	c.last.Store(now.UnixNano())
-	c.s.touch(c.id, now)
+	c.lv.touch(now)
 }
 
 // Listener is a TCP port listening in a sandbox and the addresses it
@@ -274,11 +231,13 @@ func (s *Service) ListeningPorts(ctx context.Context, id string) ([]Listener, er
 // closeEgress stops every egress proxy (the server is going down; the
 // sandboxes' forwarders reconnect to the next server's).
 func (s *Service) closeEgress() {
-	s.egress.mu.Lock()
-	m := s.egress.m
-	s.egress.m = nil
-	s.egress.mu.Unlock()
-	for _, c := range m {
-		c.close()
+	for _, lv := range s.liveList() {
+		lv.mu.Lock()
+		c := lv.egress
+		lv.egress = nil
+		lv.mu.Unlock()
+		if c != nil {
+			c.close()
+		}
 	}
 }

@@ -11,14 +11,24 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// oomCounts are the out-of-memory kill counts last seen per sandbox. A
-// sandbox first seen with kills (after a restart) is recorded without an
-// event; its earlier kills were reported by the server that saw them.
-type oomCounts map[string]uint64
+// oomSeen is the out-of-memory kill count last seen of a live sandbox.
+// The first reading after the service attaches is the baseline: earlier
+// kills were reported by whoever saw them (this server before a stop or a
+// restart, or nobody for a new sandbox, which has none).
+type oomSeen struct {
+	n    uint64
+	seen bool
+}
 
-// observeOOM reads a running sandbox's OOM kill count from the driver and,
+// ObserveOOM reads a live sandbox's OOM kill count from its driver and,
 // when it grew since the last reading, appends a sandbox.oom event. It
-// returns the count, or false when the driver cannot tell.
+// returns the count, or false when the driver cannot tell. The lifecycle
+// policies call it for every running sandbox, so kills of background
+// processes nobody waited for are reported too.
+func (s *Service) ObserveOOM(ctx context.Context, rec *store.Sandbox) (uint64, bool) {
+	return s.observeOOM(ctx, rec)
+}
+
 func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, bool) {
 	d, err := s.driverOf(rec)
 	if err != nil {
@@ -26,6 +36,10 @@ func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, b
 	}
 	oc, ok := d.(driver.OOMCounter)
 	if !ok {
+		return 0, false
+	}
+	lv := s.lookup(rec.ID)
+	if lv == nil {
 		return 0, false
 	}
 	h, err := s.handleOf(rec)
@@ -37,46 +51,16 @@ func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, b
 		s.log.Warn("read oom kills", logattr.Sandbox(rec.ID), "err", err)
 		return 0, false
 	}
-	s.mu.Lock()
-	last, seen := s.ooms[rec.ID]
-	s.ooms[rec.ID] = n
-	s.mu.Unlock()
-	if seen && n > last {
+	lv.mu.Lock()
+	last := lv.oom
+	lv.oom = oomSeen{n: n, seen: true}
+	lv.mu.Unlock()
+	if last.seen && n > last.n {
 		s.emit(ctx, rec, api.EventSandboxOOM,
-			fmt.Sprintf("the out-of-memory killer killed %d process(es) at the sandbox's memory limit of %d MiB", n-last, rec.Limits.MemoryMB),
-			map[string]any{"kills": n - last, "total_kills": n, "memory_mb": rec.Limits.MemoryMB})
+			fmt.Sprintf("the out-of-memory killer killed %d process(es) at the sandbox's memory limit of %d MiB", n-last.n, rec.Limits.MemoryMB),
+			map[string]any{"kills": n - last.n, "total_kills": n, "memory_mb": rec.Limits.MemoryMB})
 	}
 	return n, true
-}
-
-// seedOOM starts a new sandbox's count at zero, so its first kill is
-// reported.
-func (s *Service) seedOOM(id string) {
-	s.mu.Lock()
-	s.ooms[id] = 0
-	s.mu.Unlock()
-}
-
-// forgetOOM drops a sandbox's count once it is gone.
-func (s *Service) forgetOOM(id string) {
-	s.mu.Lock()
-	delete(s.ooms, id)
-	s.mu.Unlock()
-}
-
-// watchOOM observes every running sandbox: the lifecycle loop's way to
-// report kills of background processes nobody waited for.
-func (s *Service) watchOOM(ctx context.Context) {
-	recs, err := s.store.AllSandboxes(ctx, api.StateRunning)
-	if err != nil {
-		s.log.Warn("watch oom", "err", err)
-		return
-	}
-	for _, rec := range recs {
-		if s.owns(rec) {
-			s.observeOOM(ctx, rec)
-		}
-	}
 }
 
 // execStream is a running command's events, as the agent sends them,

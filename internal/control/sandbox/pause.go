@@ -23,18 +23,18 @@ import (
 
 // Why a sandbox was paused or resumed, in its events' "reason".
 const (
-	reasonRequest  = "request"
-	reasonIdle     = "idle"
-	reasonExpiry   = "expiry"
-	reasonPressure = "memory_pressure"
-	reasonAuto     = "auto"
+	ReasonRequest  = "request"
+	ReasonIdle     = "idle"
+	ReasonExpiry   = "expiry"
+	ReasonPressure = "memory_pressure"
+	ReasonAuto     = "auto"
 )
 
 // Pause freezes a running sandbox. Pausing a paused sandbox is not an
 // error.
 func (s *Service) Pause(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StatePaused, func(rec *store.Sandbox) (api.Sandbox, error) {
-		return s.pause(ctx, rec, holdClock, map[string]any{"reason": reasonRequest})
+		return s.pause(ctx, rec, holdClock, map[string]any{"reason": ReasonRequest})
 	})
 }
 
@@ -53,7 +53,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	now := time.Now()
-	rec, err = store.Transition(tctx, s.store, rec.ID, []api.SandboxState{api.StateRunning}, api.StatePaused, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, rec.ID, OpPause, api.StatePaused, func(sb *store.Sandbox) {
 		clock(sb, now)
 		sb.PausedAt = &now
 	})
@@ -62,9 +62,9 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 	}
 	// Its calls in flight end (as a 409: the sandbox is paused); its
 	// agent is reached again once it is resumed.
-	s.detach(rec.ID)
+	s.suspend(rec.ID)
 	if err := p.Pause(tctx, h); err != nil {
-		if _, rerr := s.thawed(tctx, rec, d, h); rerr != nil {
+		if _, rerr := s.thawed(tctx, rec, OpPause, d, h); rerr != nil {
 			s.log.Error("mark sandbox running after a failed pause", logattr.Sandbox(rec.ID), "err", rerr)
 		}
 		if coded := new(errdefs.Error); errors.As(err, &coded) {
@@ -80,7 +80,7 @@ func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*sto
 // error.
 func (s *Service) Resume(ctx context.Context, id string) (api.Sandbox, error) {
 	return s.lifecycleCall(ctx, id, api.StateRunning, func(rec *store.Sandbox) (api.Sandbox, error) {
-		rec, err := s.resume(ctx, rec, map[string]any{"reason": reasonRequest})
+		rec, err := s.resume(ctx, rec, map[string]any{"reason": ReasonRequest})
 		if err != nil {
 			return api.Sandbox{}, err
 		}
@@ -108,7 +108,7 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	if err := p.Resume(tctx, h); err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not resume sandbox %s", d.Name(), rec.ID)
 	}
-	if rec, err = s.thawed(tctx, rec, d, h); err != nil {
+	if rec, err = s.thawed(tctx, rec, OpResume, d, h); err != nil {
 		// The store still says paused: freeze it again to match.
 		if perr := p.Pause(tctx, h); perr != nil {
 			s.log.Error("freeze a sandbox the store still calls paused", logattr.Sandbox(rec.ID), "err", perr)
@@ -120,10 +120,10 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	return rec, nil
 }
 
-// thawed records that a paused sandbox runs again (its clock too) and
-// follows its agent again.
-func (s *Service) thawed(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) (*store.Sandbox, error) {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StatePaused}, api.StateRunning, func(sb *store.Sandbox) {
+// thawed records that a paused sandbox runs again (its clock too), by op
+// (a resume, or a pause that failed), and follows its agent again.
+func (s *Service) thawed(ctx context.Context, rec *store.Sandbox, op Op, d driver.Driver, h driver.Handle) (*store.Sandbox, error) {
+	rec, err := s.transition(ctx, rec.ID, op, api.StateRunning, func(sb *store.Sandbox) {
 		sb.PausedAt = nil
 		runClock(sb, time.Now())
 	})
@@ -143,7 +143,7 @@ func (s *Service) autoResume(ctx context.Context, id, op string) (*store.Sandbox
 	if err != nil || rec.State != api.StatePaused {
 		return rec, err
 	}
-	return s.resume(ctx, rec, map[string]any{"reason": reasonAuto, "op": op})
+	return s.resume(ctx, rec, map[string]any{"reason": ReasonAuto, "op": op})
 }
 
 // pauserOf is the driver of rec, once it is sure the driver can pause.
@@ -175,6 +175,7 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
 		if err = p.Pause(ctx, h); err == nil {
+			s.keep(rec.ID) // live, suspended: its metrics are sampled
 			s.log.Info("paused sandbox recovered", logattr.Sandbox(rec.ID))
 			return
 		}
@@ -183,5 +184,5 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		reason = fmt.Sprintf("it could not be paused again after the control plane restarted (%s)", err)
 	}
-	s.lost(ctx, rec, d, h, []api.SandboxState{api.StatePaused}, reason)
+	s.lost(ctx, rec, d, h, reason)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
@@ -39,10 +38,12 @@ func ValidateProcess(req api.ProcessRequest) error {
 	return nil
 }
 
-// procWatch follows background processes until they exit, to record their
-// exits as events; it outlives the requests that started them. An agent
-// with an event feed is followed once per sandbox (feeds, feed.go); an
-// older one, with a waiting request per process (watching).
+// procWatch owns the goroutines that follow background processes until
+// they exit, to record their exits as events; they outlive the requests
+// that started them, and end at Close. An agent with an event feed is
+// followed once per sandbox (feed.go, stopped when the service lets go of
+// the sandbox); an older one, with a waiting request per process
+// (watching).
 type procWatch struct {
 	once     sync.Once
 	ctx      context.Context
@@ -50,7 +51,6 @@ type procWatch struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	watching map[procKey]bool
-	feeds    map[string]context.CancelFunc // sandbox id → stops its feed's follower
 }
 
 // procKey names one process of one sandbox; the start time tells a pid
@@ -65,7 +65,6 @@ func (w *procWatch) start() {
 	w.once.Do(func() {
 		w.ctx, w.cancel = context.WithCancel(tenancy.System(context.Background()))
 		w.watching = map[procKey]bool{}
-		w.feeds = map[string]context.CancelFunc{}
 	})
 }
 
@@ -150,7 +149,7 @@ func (s *Service) ProcessOutput(ctx context.Context, id string, pid int, cursor 
 // event; it stops, recording nothing, when the sandbox's agent goes away
 // (the sandbox's own events tell why).
 func (s *Service) watchProcess(rec *store.Sandbox, a *agentclient.Client, p api.Process) {
-	if a.Has(agentproto.FeatureEvents) {
+	if a.HasEvents() {
 		return // the sandbox's event feed reports the exit
 	}
 	w := &s.procs
@@ -206,7 +205,7 @@ func (s *Service) emitExited(ctx context.Context, rec *store.Sandbox, p api.Proc
 // running processes are followed again, and those that exited while no
 // server watched get their process.exited event now, unless it is there.
 func (s *Service) reattachProcesses(ctx context.Context, rec *store.Sandbox, a *agentclient.Client) {
-	if a.Has(agentproto.FeatureEvents) {
+	if a.HasEvents() {
 		return // the event feed replays what it retained since
 	}
 	list, err := a.ListProcesses(ctx)
@@ -269,7 +268,7 @@ type StdinStream struct {
 }
 
 // StdinStream opens a stream to a process's input, for an agent that has
-// one (agentproto.FeatureStdinStream; otherwise an error of code
+// one (otherwise an error of code
 // agent_too_old, and the caller writes input request by request). It ends
 // with ctx or Close.
 func (s *Service) StdinStream(ctx context.Context, id string, pid int) (*StdinStream, error) {

@@ -19,7 +19,7 @@ func (s *Service) Get(ctx context.Context, id string) (api.Sandbox, error) {
 		return api.Sandbox{}, err
 	}
 	sb := s.toAPI(rec)
-	sb.Disk = s.diskUsage(ctx, rec)
+	sb.Disk = s.DiskUsage(ctx, rec)
 	return sb, nil
 }
 

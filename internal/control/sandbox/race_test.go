@@ -16,6 +16,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
@@ -59,7 +60,7 @@ func newLiveFixtureAt(t *testing.T, path string, mutate func(*Config)) *liveFixt
 	f := &liveFixture{st: st, drv: drv, logs: &testutil.Buffer{},
 		ctx: tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, Role: api.RoleMember})}
 	cfg := Config{
-		Store: st, Drivers: driver.Single(drv), Events: NewEventLog(st), Node: "node-a",
+		Store: st, Drivers: driver.Single(drv), Events: events.New(st, events.Config{}), Node: "node-a",
 		Log:             slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		DefaultTemplate: "host",
 		DefaultLimits:   api.Limits{MemoryMB: 256, CPU: 1, Pids: 64},
@@ -312,7 +313,8 @@ func TestCallQuota(t *testing.T) {
 	if !ok || time.Since(at) > time.Minute {
 		t.Fatalf("last activity %v, %v; want recorded", at, ok)
 	}
-	if n := f.svc.calls[sb.ID]; n != 0 {
+	if a, _ := f.svc.Activity(sb.ID); a.Calls != 0 {
+		n := a.Calls
 		t.Fatalf("%d calls counted after every call ended", n)
 	}
 }

@@ -58,12 +58,12 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 		unlock()
 	}
-	return s.sweep(ctx)
+	return s.Sweep(ctx)
 }
 
 // destroyAfterCrash finishes a destroy a crash interrupted.
 func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) error {
-	rec, err := store.Transition(ctx, s.store, rec.ID, []api.SandboxState{api.StateDestroying}, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(ctx, rec.ID, OpRecover, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error = "the control plane restarted while the sandbox was being destroyed"
 	})
 	if err != nil {
@@ -93,7 +93,10 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 			}
 		}
 		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
-			rec, err = store.Transition(ctx, s.store, rec.ID, []api.SandboxState{rec.State}, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node })
+			var moved *store.Sandbox
+			if moved, err = s.transition(ctx, rec.ID, OpRecover, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node }); err == nil {
+				rec = moved
+			}
 		}
 		if err == nil {
 			a := s.attach(ctx, rec, d, h)
@@ -109,14 +112,13 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 	if err != nil {
 		reason = fmt.Sprintf("%s (%s)", reason, err)
 	}
-	s.lost(ctx, rec, d, h, []api.SandboxState{api.StateStarting, api.StateRunning, api.StateStopping}, reason)
+	s.lost(ctx, rec, d, h, reason)
 }
 
-// lost marks a sandbox whose agent recovery could not reach stopped, from
-// one of the states from, its clock held as a stop holds it, and stops
-// what is left of it.
-func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, from []api.SandboxState, reason string) {
-	_, uerr := store.Transition(ctx, s.store, rec.ID, from, api.StateStopped, func(sb *store.Sandbox) {
+// lost marks a sandbox whose agent recovery could not reach stopped, its
+// clock held as a stop holds it, and stops what is left of it.
+func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle, reason string) {
+	_, uerr := s.transition(ctx, rec.ID, OpRecover, api.StateStopped, func(sb *store.Sandbox) {
 		sb.Error, sb.Node, sb.PausedAt = reason, s.cfg.Node, nil
 		holdClock(sb, time.Now())
 	})
@@ -138,7 +140,7 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 			cancel()
 		}
 	}
-	rec, err := store.Transition(ctx, s.store, rec.ID, failable, api.StateFailed, func(sb *store.Sandbox) {
+	rec, err := s.transition(ctx, rec.ID, OpFail, api.StateFailed, func(sb *store.Sandbox) {
 		sb.Error, sb.Handle = reason, nil
 	})
 	if err != nil {
@@ -148,8 +150,8 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 	}
 }
 
-// sweep removes what each driver made that no live sandbox claims.
-func (s *Service) sweep(ctx context.Context) error {
+// Sweep removes what each driver made that no live sandbox claims.
+func (s *Service) Sweep(ctx context.Context) error {
 	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping,
 		api.StateStopped, api.StateDestroying)
 	if err != nil {
@@ -175,72 +177,27 @@ func (s *Service) sweep(ctx context.Context) error {
 	return s.sweepSnapshots(ctx)
 }
 
-// Run reaps expired sandboxes and reports out-of-memory kills every tick,
-// sweeps orphans every sweepEvery, and trims the event log at the first
-// tick and then every TrimEvery, until ctx ends. A trim runs beside the
-// loop, one at a time, so a long one delays no reaping; Run returns once
-// it has stopped.
-func (s *Service) Run(ctx context.Context, tick, sweepEvery time.Duration) {
-	ctx = tenancy.System(ctx)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	lastSweep := time.Now()
-	var lastTrim time.Time
-	trimmed := make(chan struct{}, 1)
-	trimmed <- struct{}{} // a token: no trim is running
-	defer func() { <-trimmed }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			s.reapExpired(ctx, now)
-			s.reapIdle(ctx, now)
-			s.watchOOM(ctx)
-			s.watchDisk(ctx)
-			s.sampleMetrics(ctx, now)
-			if now.Sub(lastSweep) >= sweepEvery {
-				lastSweep = now
-				if err := s.sweep(ctx); err != nil {
-					s.log.Warn("sweep", "err", err)
-				}
-			}
-			if now.Sub(lastTrim) >= TrimEvery {
-				select {
-				case <-trimmed:
-					lastTrim = now
-					go func() {
-						defer func() { trimmed <- struct{}{} }()
-						s.trimEvents(ctx, now)
-					}()
-				default: // the last one is still running
-				}
-			}
-		}
-	}
-}
-
-func (s *Service) reapExpired(ctx context.Context, now time.Time) {
-	recs, err := s.store.AllSandboxes(ctx, api.StateRunning, api.StateStopped)
+// Owned returns the sandboxes in one of states (any when none) that this
+// server looks after: its own, of a driver it loaded. The lifecycle
+// policies act on these.
+func (s *Service) Owned(ctx context.Context, states ...api.SandboxState) ([]*store.Sandbox, error) {
+	recs, err := s.store.AllSandboxes(ctx, states...)
 	if err != nil {
-		s.log.Warn("reap expired", "err", err)
-		return
+		return nil, err
 	}
+	out := recs[:0]
 	for _, rec := range recs {
-		if rec.ExpiresAt == nil || !s.owns(rec) {
-			continue
+		if s.owns(rec) {
+			out = append(out, rec)
 		}
-		if rec.ExpiresAt.After(now) {
-			s.warnExpiring(ctx, rec, now)
-			continue
-		}
-		s.reap(ctx, rec.ID, now)
 	}
+	return out, nil
 }
 
-// reap destroys one expired sandbox, under its lock, if it is still there
-// and expired once the lock is held.
-func (s *Service) reap(ctx context.Context, id string, now time.Time) {
+// Expire does what sandbox id's expiry asks (its on_expiry: destroy, stop
+// or pause), under its lock, if it is still there and expired at now once
+// the lock is held.
+func (s *Service) Expire(ctx context.Context, id string, now time.Time) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
@@ -248,10 +205,9 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 		return
 	}
 	s.emitExpired(ctx, rec)
-	s.forgetWarning(rec.ID)
 	if rec.OnExpiry == api.OnExpiryPause && rec.State == api.StateRunning {
 		// Paused, its clock rests as a stopped one's does.
-		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": reasonExpiry})
+		_, err := s.pause(ctx, rec, restClock, map[string]any{"reason": ReasonExpiry})
 		if err == nil {
 			s.log.Info("sandbox expired: paused", logattr.Sandbox(rec.ID), "timeout_s", rec.TimeoutS)
 			return
@@ -265,7 +221,7 @@ func (s *Service) reap(ctx context.Context, id string, now time.Time) {
 		// Stopped, its clock rests: its next start gives it its whole
 		// lifetime again.
 		if _, err := s.stop(ctx, rec, fmt.Sprintf("sandbox stopped at the end of its timeout of %d s", rec.TimeoutS), restClock,
-			map[string]any{"reason": reasonExpiry}); err != nil {
+			map[string]any{"reason": ReasonExpiry}); err != nil {
 			s.log.Warn("stop expired sandbox", logattr.Sandbox(rec.ID), "err", err)
 			return
 		}

@@ -29,7 +29,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/keylock"
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -43,9 +44,8 @@ const DefaultMaxCalls = 1024
 type Config struct {
 	Store   store.Store
 	Drivers *driver.Set
-	// Events is the event log the service appends to and event streams
-	// wake on.
-	Events *EventLog
+	// Events is the event log the service appends to.
+	Events *events.Log
 	// Gateway is the provider gateway; nil gives sandboxes none.
 	Gateway Gateway
 	// Templates resolves a tenant's image templates; nil offers only the
@@ -74,8 +74,10 @@ type Config struct {
 	// MaxCallsPerSandbox bounds the calls in flight to one sandbox;
 	// zero means DefaultMaxCalls.
 	MaxCallsPerSandbox int
-	// Egress is the operator's side of every sandbox's egress proxy.
-	Egress *egress.Config
+	// Egress serves the egress proxy of each running sandbox whose driver
+	// gives it a channel out (internal/edge/egress); required when a
+	// loaded driver does.
+	Egress netpolicy.Proxies
 	// Sealer seals what the store keeps of a sandbox that is its tenant's
 	// secret (env values, the agent's token); nil keeps them in clear
 	// (tests).
@@ -83,9 +85,6 @@ type Config struct {
 	// Observer is told how creates, commands and calls through the door
 	// went (observe.go); nil observes nothing.
 	Observer Observer
-	// HostMemory reads the host's memory for the memory policy
-	// (memory.go); nil reads /proc/meminfo.
-	HostMemory HostMemory
 	// Disk refuses calls that grow sandbox data while the data
 	// directory's filesystem is below its reserve; nil checks nothing.
 	Disk DiskGuard
@@ -96,12 +95,6 @@ type Config struct {
 	// one destination are counted into one event (egress_events.go);
 	// zero means DefaultEgressWindow.
 	EgressEventWindow time.Duration
-	// EventRetention and EventMaxPerTenant bound each tenant's event log:
-	// Run trims the events older than EventRetention and, of each
-	// tenant's, all but the newest EventMaxPerTenant. Zero keeps them.
-	EventRetention    time.Duration
-	EventMaxPerTenant int
-
 	// Admission (admission.go). Capacity bounds what this node's live
 	// sandboxes may be promised together (a zero field: no bound);
 	// TenantQuotas are the quotas of a tenant that has not set its own
@@ -136,7 +129,7 @@ type Service struct {
 	store   store.Store
 	drivers *driver.Set
 	log     *slog.Logger
-	events  *EventLog
+	events  *events.Log
 	gateway Gateway
 
 	settings atomic.Pointer[api.Settings] // in force (settings.go)
@@ -144,27 +137,17 @@ type Service struct {
 	locks   keylock.Map // serialises the lifecycle calls of each sandbox
 	admitMu sync.Mutex  // serialises admissions (admission.go)
 
-	mu     sync.Mutex
-	agents map[string]attached // sandbox id → its agent, for running sandboxes
-	ooms   oomCounts           // sandbox id → OOM kills last seen
-	// diskFull: sandbox id → its disk_full event was recorded (disk.go)
-	diskFull map[string]bool
+	// lost receives the sandboxes whose agent a call could not reach
+	// (agentcheck.go).
+	lostAgents chan string
+
+	mu      sync.Mutex
+	lives   map[string]*live // the sandboxes live on this server (live.go)
+	sampled time.Time        // the period the metrics were sampled last (metrics.go)
 	// capturing: snapshot id → its files are being made (snapshots.go)
 	capturing map[string]bool
-	// warned: sandbox id → the expiry its sandbox.expiring event was for
-	// (timeout.go)
-	warned map[string]time.Time
-	calls  map[string]int       // sandbox id → calls in flight (door.go)
-	active map[string]time.Time // sandbox id → last call (door.go)
-	output map[string]int64     // sandbox id → bytes its processes wrote, last read (idle.go)
-	// checking: sandbox id → its agent is being checked (agentcheck.go)
-	checking map[string]bool
-	tunnels  map[string]map[*activeConn]bool // sandbox id → its open tunnels (network.go)
 
-	procs  procWatch   // the exit watchers of background processes
-	egress egressConns // the egress proxies of running sandboxes
-
-	metrics metricRings // the recent samples of running sandboxes (metrics.go)
+	procs procWatch // the exit watchers of background processes
 }
 
 // New returns the service. It starts nothing; see Recover and Run.
@@ -184,32 +167,26 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Disk == nil {
 		cfg.Disk = noGuard{}
 	}
-	if cfg.HostMemory == nil {
-		cfg.HostMemory = ReadMeminfo
-	}
 	if cfg.Egress == nil {
-		cfg.Egress = &egress.Config{Log: cfg.Log}
+		for _, d := range cfg.Drivers.Loaded() {
+			if _, ok := d.(driver.Egresser); ok {
+				return nil, fmt.Errorf("sandbox service: the %s driver gives sandboxes a channel out, and no egress proxy serves it (Config.Egress)", d.Name())
+			}
+		}
 	}
 	if err := CheckSettings(cfg.Settings); err != nil {
 		return nil, fmt.Errorf("sandbox service: %w", err)
 	}
 	s := &Service{
-		cfg:       cfg,
-		store:     cfg.Store,
-		drivers:   cfg.Drivers,
-		log:       cfg.Log,
-		events:    cfg.Events,
-		gateway:   cfg.Gateway,
-		agents:    map[string]attached{},
-		ooms:      oomCounts{},
-		diskFull:  map[string]bool{},
-		capturing: map[string]bool{},
-		warned:    map[string]time.Time{},
-		calls:     map[string]int{},
-		active:    map[string]time.Time{},
-		output:    map[string]int64{},
-		checking:  map[string]bool{},
-		tunnels:   map[string]map[*activeConn]bool{},
+		cfg:        cfg,
+		store:      cfg.Store,
+		drivers:    cfg.Drivers,
+		log:        cfg.Log,
+		events:     cfg.Events,
+		gateway:    cfg.Gateway,
+		lostAgents: make(chan string, lostQueue),
+		lives:      map[string]*live{},
+		capturing:  map[string]bool{},
 	}
 	s.settings.Store(&cfg.Settings)
 	return s, nil

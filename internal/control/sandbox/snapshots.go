@@ -60,8 +60,8 @@ func (s *Service) Snapshot(ctx context.Context, id string, req api.CreateSnapsho
 // capture snapshots rec (under its lock) and records the snapshot.
 func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) (*store.Snapshot, driver.SnapshotStats, error) {
 	var st driver.SnapshotStats
-	if rec.State != api.StateRunning && rec.State != api.StatePaused && rec.State != api.StateStopped {
-		return nil, st, errdefs.Conflict("sandbox_not_ready", "sandbox %s is %s; only a running, paused or stopped sandbox can be snapshotted", rec.ID, rec.State)
+	if err := require(OpSnapshot, rec); err != nil {
+		return nil, st, err
 	}
 	_, sn, err := s.snapshotter(rec)
 	if err != nil {
@@ -172,7 +172,7 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 			snap.ID, snap.Driver, snap.Template, id, rec.Driver, rec.Template)
 	}
 	if rec.State == api.StatePaused {
-		if rec, err = s.resume(ctx, rec, map[string]any{"reason": reasonRequest, "op": "restore"}); err != nil {
+		if rec, err = s.resume(ctx, rec, map[string]any{"reason": ReasonRequest, "op": "restore"}); err != nil {
 			return api.Sandbox{}, err
 		}
 	}
@@ -189,7 +189,7 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	}
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	rec, err = s.takeDown(tctx, rec, d, "restore", func() (err error) {
+	rec, err = s.takeDown(tctx, rec, d, OpRestore, func() (err error) {
 		h, err = sn.Restore(tctx, h, s.snapshotDir(snap.ID))
 		return err
 	})
@@ -200,7 +200,7 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = store.Transition(tctx, s.store, id, []api.SandboxState{api.StateStopping}, api.StateRunning, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, id, OpRestore, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle = raw
 	})
 	if err != nil {

@@ -1,11 +1,9 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -33,9 +31,8 @@ func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequ
 	defer unlock()
 	now := time.Now()
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
-		settable := []api.SandboxState{api.StateRunning, api.StatePaused, api.StateStopped}
-		if !slices.Contains(settable, sb.State) {
-			return store.StateConflict(sb, settable)
+		if err := require(OpTimeout, sb); err != nil {
+			return err
 		}
 		sb.TimeoutS = req.TimeoutS
 		if sb.State == api.StateRunning {
@@ -78,36 +75,4 @@ func runClock(sb *store.Sandbox, now time.Time) {
 	}
 	exp := now.Add(time.Duration(sb.TimeoutS) * time.Second)
 	sb.ExpiresAt = &exp
-}
-
-// expiryDone says what an expiry does to a sandbox, for people.
-var expiryDone = map[string]string{api.OnExpiryDestroy: "destroyed", api.OnExpiryStop: "stopped", api.OnExpiryPause: "paused"}
-
-// warnExpiring records sandbox.expiring once for a running sandbox that
-// expires within the server's warning time (once for each expiry: a new
-// lifetime earns a new warning).
-func (s *Service) warnExpiring(ctx context.Context, rec *store.Sandbox, now time.Time) {
-	warning := seconds(s.Settings().ExpiryWarningS)
-	if warning <= 0 || rec.State != api.StateRunning || rec.ExpiresAt.Sub(now) > warning {
-		return
-	}
-	s.mu.Lock()
-	done := s.warned[rec.ID].Equal(*rec.ExpiresAt)
-	s.warned[rec.ID] = *rec.ExpiresAt
-	s.mu.Unlock()
-	if done {
-		return
-	}
-	action := cmp.Or(rec.OnExpiry, api.OnExpiryDestroy)
-	left := rec.ExpiresAt.Sub(now).Round(time.Second)
-	s.emit(ctx, rec, api.EventSandboxExpiring,
-		fmt.Sprintf("the sandbox's timeout ends in %s; then it is %s (POST /v1/sandboxes/%s/timeout gives it more)", left, expiryDone[action], rec.ID),
-		map[string]any{"expires_at": rec.ExpiresAt.UTC().Format(time.RFC3339), "on_expiry": action})
-}
-
-// forgetWarning drops what warnExpiring kept of a sandbox.
-func (s *Service) forgetWarning(id string) {
-	s.mu.Lock()
-	delete(s.warned, id)
-	s.mu.Unlock()
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 )
 
@@ -45,7 +45,7 @@ func (s *Service) complete(d driver.Driver, req api.CreateSandboxRequest) (compl
 	set := s.Settings()
 	out := completed{template: req.Template, env: req.Env, cwd: req.Cwd, labels: req.Labels, root: req.Root}
 	if req.Network != nil {
-		pol, err := egress.Parse(*req.Network)
+		pol, err := netpolicy.Parse(*req.Network)
 		if err != nil {
 			return out, err
 		}

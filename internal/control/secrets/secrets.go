@@ -27,6 +27,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -50,13 +51,13 @@ type Service struct {
 	cfg    Config
 	store  store.Store
 	sealer *Sealer
-	events store.EventAppender
+	events events.Appender
 	log    *slog.Logger
 }
 
 // New returns a Service sealing with sealer. events records secret.*
 // events (st when nil); log may be nil.
-func New(cfg Config, st store.Store, sealer *Sealer, events store.EventAppender, log *slog.Logger) *Service {
+func New(cfg Config, st store.Store, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}

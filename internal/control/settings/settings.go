@@ -30,6 +30,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -47,9 +48,9 @@ type Store interface {
 // empty; the rest is required.
 type Config struct {
 	Store Store
-	// Events records settings.changed (the server's sandbox.EventLog, so
+	// Events records settings.changed (the server's events.Log, so
 	// event streams see it at once).
-	Events store.EventAppender
+	Events events.Appender
 	// Flags are the settings hutch serve's flags give (config.Settings).
 	Flags api.Settings
 	// ReadOnly are the server's other settings; none may share a key
@@ -76,7 +77,7 @@ type Fixed struct {
 // and holds nothing to close.
 type Service struct {
 	store        Store
-	events       store.EventAppender
+	events       events.Appender
 	check, apply func(api.Settings) error
 	readOnly     map[string]Fixed
 	log          *slog.Logger

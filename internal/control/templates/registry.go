@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/edge/egress"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 )
 
 // RegistryPolicy is how the server reaches registries on a tenant's word.
@@ -53,7 +53,7 @@ func refusePrivate(_ context.Context, _, address string, _ syscall.RawConn) erro
 	if err != nil {
 		return fmt.Errorf("registry: dialling %q, not an address", address)
 	}
-	if egress.Private(ap.Addr()) || ap.Addr().Zone() != "" {
+	if netpolicy.Private(ap.Addr()) || ap.Addr().Zone() != "" {
 		return fmt.Errorf("registry: %s is a private address; the operator must name the registry (--registry-insecure) for hutch to reach it", ap.Addr())
 	}
 	return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/oci/image"
 	"github.com/hutchdev/hutch/internal/runtime/host/storage"
@@ -81,7 +82,7 @@ type Service struct {
 	store   store.Store
 	layers  *Layers
 	secrets Revealer
-	events  store.EventAppender
+	events  events.Appender
 	log     *slog.Logger
 	client  *http.Client
 
@@ -92,7 +93,7 @@ type Service struct {
 
 // New opens the layer store in cfg.Dir and returns the service. events
 // records template.* events (st when nil).
-func New(cfg Config, st store.Store, secrets Revealer, events store.EventAppender, log *slog.Logger) (*Service, error) {
+func New(cfg Config, st store.Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}

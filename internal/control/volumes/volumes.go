@@ -25,6 +25,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 	"github.com/hutchdev/hutch/internal/store"
@@ -42,13 +43,13 @@ type Service struct {
 	dir     string
 	storage storage.Backend
 	store   store.Store
-	events  store.EventAppender
+	events  events.Appender
 	log     *slog.Logger
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
 // events records volume.* events (st when nil).
-func New(dir string, backend storage.Backend, st store.Store, events store.EventAppender, log *slog.Logger) (*Service, error) {
+func New(dir string, backend storage.Backend, st store.Store, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
 	}

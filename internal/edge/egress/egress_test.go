@@ -16,29 +16,8 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 )
-
-func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		p  api.NetworkPolicy
-		ok bool
-	}{
-		{api.NetworkPolicy{}, true},
-		{api.NetworkPolicy{Egress: "none"}, true},
-		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"registry.npmjs.org", "*.example.com:443", "10.0.0.0/8", "192.0.2.1"}}, true},
-		{api.NetworkPolicy{Egress: "open"}, false},
-		{api.NetworkPolicy{Egress: "public", Allow: []string{"x.com"}}, false},
-		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"bad host"}}, false},
-		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"x.com:0"}}, false},
-		{api.NetworkPolicy{Egress: "allowlist", Allow: []string{"*."}}, false},
-	} {
-		_, err := Parse(tc.p)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errdefs.ErrInvalid)) {
-			t.Errorf("Parse(%+v) = %v, want ok=%v", tc.p, err, tc.ok)
-		}
-	}
-}
 
 // fixture is a target server on loopback and a sandbox's proxy.
 type fixture struct {
@@ -56,11 +35,11 @@ func newFixture(t *testing.T, cfg *Config, p api.NetworkPolicy) *fixture {
 		io.WriteString(w, "hello from "+r.URL.Path)
 	}))
 	t.Cleanup(f.target.Close)
-	pol, err := Parse(p)
+	pol, err := netpolicy.Parse(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.sb = NewSandbox("sb", cfg, pol, func(host string, port uint16, d Decision, out, in int64) {
+	f.sb = NewSandbox("sb", cfg, pol, func(host string, port uint16, d netpolicy.Decision, out, in int64) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		verdict := "denied"
@@ -181,7 +160,7 @@ func TestAllowlistPrivate(t *testing.T) {
 		t.Fatalf("allowed by name: %d %q", code, body)
 	}
 	// The next connection sees a new policy.
-	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	pol, _ := netpolicy.Parse(api.NetworkPolicy{Egress: "none"})
 	f.sb.SetPolicy(pol)
 	if code, _ := f.get(t, "http://"+port(f.target)+"/after", false); code != http.StatusForbidden {
 		t.Fatalf("after the change to none: %d, want 403", code)
@@ -237,7 +216,7 @@ func TestConnectionCap(t *testing.T) {
 	}
 	held = nil
 	// The places are free again: a request goes through.
-	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	pol, _ := netpolicy.Parse(api.NetworkPolicy{Egress: "none"})
 	f.sb.SetPolicy(pol)
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code == http.StatusForbidden {

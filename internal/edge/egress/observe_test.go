@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 )
 
 // observer passes on what it is told.
@@ -46,7 +47,7 @@ func TestObserver(t *testing.T) {
 		t.Errorf("a connection that failed observed %+v; want failed", o)
 	}
 
-	pol, _ := Parse(api.NetworkPolicy{Egress: "none"})
+	pol, _ := netpolicy.Parse(api.NetworkPolicy{Egress: "none"})
 	f.sb.SetPolicy(pol)
 	if code, _ := f.get(t, "http://"+port(f.target)+"/", true); code == 200 {
 		t.Fatal("none let a tunnel through")

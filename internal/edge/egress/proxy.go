@@ -1,3 +1,10 @@
+// Package egress is the control plane's side of a sandbox's way out: an
+// HTTP proxy (CONNECT and plain HTTP) that the sandbox's agent forwards its
+// 127.0.0.1:3128 to, one listener per sandbox, enforcing that sandbox's
+// policy (internal/control/netpolicy) on the address the proxy itself
+// resolved and dials, so DNS rebinding cannot get around it; every
+// decision is reported. Requests to the proxy itself reach the provider
+// gateway.
 package egress
 
 import (
@@ -18,10 +25,16 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 )
 
 // Config is the operator's side of every sandbox's egress.
 type Config struct {
+	// Local serves the requests addressed to a sandbox's proxy itself
+	// (origin form, not CONNECT) under LocalPrefix: the provider gateway,
+	// as it meets that sandbox. Nil serves none.
+	Local       func(sandboxID string) http.Handler
+	LocalPrefix string
 	// AllowPrivate are private ranges sandboxes may reach, when their
 	// policy is an allowlist that names the destination too.
 	AllowPrivate []netip.Prefix
@@ -41,18 +54,15 @@ type Config struct {
 // DefaultMaxConns is Config.MaxConns when it is zero.
 const DefaultMaxConns = 512
 
-// Report is told of every decision: the destination, the verdict, and for
-// an allowed connection, once it ends, the bytes it carried each way.
-type Report func(host string, port uint16, d Decision, bytesOut, bytesIn int64)
-
 // Sandbox is one sandbox's proxy: its policy, changeable at any time (the
 // next connection sees the new one), and its counters.
 type Sandbox struct {
 	ID     string
 	cfg    *Config
 	own    map[netip.Addr]bool
-	policy atomic.Pointer[Policy]
-	report Report
+	policy atomic.Pointer[netpolicy.Policy]
+	report netpolicy.Report
+	ln     net.Listener // while served by Proxies
 
 	Allowed, Denied, BytesOut, BytesIn atomic.Int64
 
@@ -64,17 +74,30 @@ type Sandbox struct {
 }
 
 // NewSandbox returns the proxy of one sandbox.
-func NewSandbox(id string, cfg *Config, p Policy, report Report) *Sandbox {
+func NewSandbox(id string, cfg *Config, p netpolicy.Policy, report netpolicy.Report) *Sandbox {
 	s := &Sandbox{ID: id, cfg: cfg, own: ownAddrs(), report: report}
 	s.policy.Store(&p)
 	return s
 }
 
 // SetPolicy replaces the policy for the connections that follow.
-func (s *Sandbox) SetPolicy(p Policy) { s.policy.Store(&p) }
+func (s *Sandbox) SetPolicy(p netpolicy.Policy) { s.policy.Store(&p) }
 
 // Policy is the policy now.
-func (s *Sandbox) Policy() Policy { return *s.policy.Load() }
+func (s *Sandbox) Policy() netpolicy.Policy { return *s.policy.Load() }
+
+// Counts are the decisions and bytes so far.
+func (s *Sandbox) Counts() netpolicy.Counts {
+	return netpolicy.Counts{Allowed: s.Allowed.Load(), Denied: s.Denied.Load(), BytesOut: s.BytesOut.Load(), BytesIn: s.BytesIn.Load()}
+}
+
+// Close stops the proxy Proxies serves from accepting connections.
+func (s *Sandbox) Close() error {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Close()
+}
 
 // ownAddrs are the host's own addresses (the control plane's).
 func ownAddrs() map[netip.Addr]bool {
@@ -109,9 +132,9 @@ func (s *Sandbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // dial connects to host:port under the policy: the name is checked, then
 // every address it resolves to, and the connection goes to the first
 // address allowed, by address, so what was checked is what is dialled.
-func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn, Decision, error) {
+func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn, netpolicy.Decision, error) {
 	p := s.Policy()
-	named := p.allowName(host, port)
+	named := p.AllowName(host, port)
 	if !named.Allowed {
 		return nil, named, nil
 	}
@@ -127,15 +150,15 @@ func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn,
 		}
 		var err error
 		if addrs, err = lookup(ctx, host); err != nil || len(addrs) == 0 {
-			return nil, Decision{Reason: fmt.Sprintf("%s does not resolve", host)}, nil
+			return nil, netpolicy.Decision{Reason: fmt.Sprintf("%s does not resolve", host)}, nil
 		}
 	}
 	explicit := p.Mode == "allowlist"
-	d := Decision{}
+	d := netpolicy.Decision{}
 	for _, ip := range addrs {
 		// What is checked is what is dialled: the canonical address.
-		ip = canonical(ip)
-		if d = p.allowAddr(ip, explicit, s.cfg.AllowPrivate, s.own); !d.Allowed {
+		ip = netpolicy.Canonical(ip)
+		if d = p.AllowAddr(ip, explicit, s.cfg.AllowPrivate, s.own); !d.Allowed {
 			continue
 		}
 		timeout := s.cfg.DialTimeout
@@ -152,13 +175,13 @@ func (s *Sandbox) dial(ctx context.Context, host string, port uint16) (net.Conn,
 // checkDialled checks once more, as the socket connects, the address the
 // kernel is given: whatever a resolver or a parser did, no connection
 // reaches an address the policy refuses.
-func (s *Sandbox) checkDialled(p Policy, named bool) func(context.Context, string, string, syscall.RawConn) error {
+func (s *Sandbox) checkDialled(p netpolicy.Policy, named bool) func(context.Context, string, string, syscall.RawConn) error {
 	return func(_ context.Context, _, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("egress: dialling %q, not an address", address)
 		}
-		if d := p.allowAddr(ap.Addr(), named, s.cfg.AllowPrivate, s.own); !d.Allowed || ap.Addr().Zone() != "" {
+		if d := p.AllowAddr(ap.Addr(), named, s.cfg.AllowPrivate, s.own); !d.Allowed || ap.Addr().Zone() != "" {
 			return fmt.Errorf("egress: refused at connect: %s", d.Reason)
 		}
 		return nil
@@ -167,7 +190,7 @@ func (s *Sandbox) checkDialled(p Policy, named bool) func(context.Context, strin
 
 // deny records a verdict that ends the request here: Denied by the
 // policy (VerdictDenied), or failed to connect (VerdictFailed).
-func (s *Sandbox) deny(host string, port uint16, d Decision, verdict string) {
+func (s *Sandbox) deny(host string, port uint16, d netpolicy.Decision, verdict string) {
 	s.Denied.Add(1)
 	if s.report != nil {
 		s.report(host, port, d, 0, 0)
@@ -175,7 +198,7 @@ func (s *Sandbox) deny(host string, port uint16, d Decision, verdict string) {
 	s.observe(verdict, 0, 0)
 }
 
-func (s *Sandbox) done(host string, port uint16, d Decision, out, in int64) {
+func (s *Sandbox) done(host string, port uint16, d netpolicy.Decision, out, in int64) {
 	s.Allowed.Add(1)
 	s.BytesOut.Add(out)
 	s.BytesIn.Add(in)
@@ -238,9 +261,9 @@ func (s *Sandbox) connect(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers a refused or failed destination.
-func (s *Sandbox) refuse(w http.ResponseWriter, host string, port uint16, d Decision, dialErr error) {
+func (s *Sandbox) refuse(w http.ResponseWriter, host string, port uint16, d netpolicy.Decision, dialErr error) {
 	if dialErr != nil {
-		s.deny(host, port, Decision{Reason: "connection failed: " + dialErr.Error()}, VerdictFailed)
+		s.deny(host, port, netpolicy.Decision{Reason: "connection failed: " + dialErr.Error()}, VerdictFailed)
 		http.Error(w, "hutch egress proxy: could not connect to "+net.JoinHostPort(host, strconv.Itoa(int(port))), http.StatusBadGateway)
 		return
 	}
@@ -283,7 +306,7 @@ func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hutch egress proxy: bad host", http.StatusBadRequest)
 		return
 	}
-	var decision Decision
+	var decision netpolicy.Decision
 	var counted countingConn
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -402,4 +425,28 @@ func Serve(l net.Listener, s *Sandbox) error {
 		return nil
 	}
 	return err
+}
+
+// Proxies serve every running sandbox's egress proxy under one Config:
+// the sandbox service's netpolicy.Proxies.
+type Proxies struct {
+	Config *Config
+}
+
+var _ netpolicy.Proxies = (*Proxies)(nil)
+
+// Serve serves sandbox id's proxy on ln, beside the caller, until the
+// proxy is closed.
+func (ps *Proxies) Serve(id string, ln net.Listener, p netpolicy.Policy, report netpolicy.Report) netpolicy.Proxy {
+	s := NewSandbox(id, ps.Config, p, report)
+	s.ln = ln
+	if ps.Config.Local != nil {
+		s.Local, s.LocalPrefix = ps.Config.Local(id), ps.Config.LocalPrefix
+	}
+	go func() {
+		if err := Serve(ln, s); err != nil && ps.Config.Log != nil {
+			ps.Config.Log.Warn("egress proxy", logattr.Sandbox(id), "err", err)
+		}
+	}()
+	return s
 }

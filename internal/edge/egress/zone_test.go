@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/netpolicy"
 )
 
 // TestZonedAddressesRefused: an address with a zone id names the same
@@ -59,9 +60,9 @@ func TestZonedAddressesRefused(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	// Unit level: every check sees the address without its zone.
-	p, _ := Parse(api.NetworkPolicy{Egress: "public"})
+	p, _ := netpolicy.Parse(api.NetworkPolicy{Egress: "public"})
 	for _, s := range []string{"::1%lo", "fe80::1%eth0", "fd00::1%x", "::ffff:10.0.0.1%lo"} {
-		if d := p.allowAddr(netip.MustParseAddr(s), false, nil, nil); d.Allowed {
+		if d := p.AllowAddr(netip.MustParseAddr(s), false, nil, nil); d.Allowed {
 			t.Errorf("allowAddr(%s) allowed it", s)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -59,6 +60,6 @@ func (g *Gateway) audit(c *call, refused string) {
 	g.log.Info("provider call", logattr.Sandbox(c.sandbox.ID), logattr.Tenant(c.sandbox.TenantID), "provider", c.provider,
 		"method", c.method, "path", c.path, "status", status, "bytes_out", c.out.Load(), "bytes_in", c.in.Load(),
 		"latency_ms", latency.Milliseconds(), "refused", refused)
-	store.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
+	events.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
 		Type: api.EventProviderCall, Message: msg, Data: data})
 }

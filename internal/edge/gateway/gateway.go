@@ -38,6 +38,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -61,7 +62,7 @@ type Config struct {
 	Key       []byte
 	Sandboxes SandboxGetter
 	Keys      Keys
-	Events    store.EventAppender
+	Events    events.Appender
 	// Observer is told of every call answered (observe.go); nil observes
 	// nothing.
 	Observer Observer

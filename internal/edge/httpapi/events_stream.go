@@ -10,14 +10,14 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Event streams are the event routes asked for with Accept:
 // text/event-stream. A stream sends every stored event after its cursor,
 // oldest first, then waits; whenever the sandbox service appends an event
-// of the tenant (sandbox.Notifier), and every eventStreamPoll in any case,
+// of the tenant (events.Notifier), and every eventStreamPoll in any case,
 // it reads the store again after the last id it sent. Ids increase in
 // commit order, so each read starts exactly where the last one ended:
 // nothing is skipped or sent twice, whether an event was committed during
@@ -61,7 +61,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 	q.Limit = 0
 	p, _ := tenancy.From(ctx)
 	sub, err := a.notifier().Subscribe(p.TenantID, maxEventStreams)
-	if errors.Is(err, sandbox.ErrTooManyStreams) {
+	if errors.Is(err, events.ErrTooManyStreams) {
 		// 429: the same request succeeds once one of the tenant's
 		// streams ends.
 		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
@@ -127,7 +127,7 @@ func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *store.EventQuer
 // the poll timer), sending heartbeats while it waits. It returns false
 // when the stream must end: the client left, a write failed or the server
 // is draining (ctx: the server's one drain context is its base).
-func (a *API) waitForEvents(ctx context.Context, sse *sseWriter, sub *sandbox.Subscription, poll *time.Ticker, idle *time.Timer) bool {
+func (a *API) waitForEvents(ctx context.Context, sse *sseWriter, sub *events.Subscription, poll *time.Ticker, idle *time.Timer) bool {
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,4 +155,4 @@ func writeWithin(sse *sseWriter, write func() error) error {
 
 // notifier is the event log's, or nil (streams then only poll) for an
 // API without one.
-func (a *API) notifier() *sandbox.Notifier { return a.cfg.Events }
+func (a *API) notifier() *events.Notifier { return a.cfg.Events }

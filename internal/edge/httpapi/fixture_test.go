@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
@@ -63,7 +64,7 @@ type apiFixture struct {
 	srv    *httptest.Server
 	drv    *fake.Driver
 	svc    *sandbox.Service
-	events *sandbox.EventLog
+	events *events.Log
 	drain  context.CancelFunc
 	ca, cb *client.Client // tenant a's and b's
 	ctx    context.Context
@@ -85,7 +86,7 @@ func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 	}
 	t.Cleanup(func() { fake.Shutdown(f.drv) })
 	log := slog.New(slog.DiscardHandler)
-	f.events = sandbox.NewEventLog(f.st)
+	f.events = events.New(f.st, events.Config{})
 	var err error
 	cfg := sandbox.Config{
 		Store: f.st, Drivers: driver.Single(f.drv), Events: f.events, Log: log, Node: "node-a",

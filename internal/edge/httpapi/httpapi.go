@@ -14,7 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
-	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/control/templates"
@@ -30,7 +30,7 @@ type Config struct {
 	Sandboxes Sandboxes
 	// Events wakes event streams when an event is appended; nil: streams
 	// only poll the store.
-	Events *sandbox.Notifier
+	Events *events.Notifier
 	// Previews serves the preview routes; nil: they answer 501.
 	Previews Previews
 	Secrets  *secrets.Service // nil: the secret routes answer 503

@@ -41,6 +41,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
@@ -103,7 +104,7 @@ type Config struct {
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 	// Events, if set, records reconnect storms (storm.go).
-	Events store.EventAppender
+	Events events.Appender
 	// PublicURL, when a proxy in front of hutch (one that ends TLS, say)
 	// is what clients reach, is its scheme and port, as a URL whose host
 	// is the preview domain: "https://preview.example.com". Preview links,

@@ -2,7 +2,8 @@
 // promise its sandboxes together: memory (/proc/meminfo), tasks
 // (kernel.pid_max, kernel.threads-max) and CPUs. The sandbox service's
 // admission and the namespace driver's parent cgroup both size themselves
-// from it, with the same reserve for the control plane (Budget).
+// from it, with the same reserve for the control plane (Budget); the
+// memory policy reads the memory available now (Memory).
 package hostinfo
 
 import (
@@ -26,14 +27,11 @@ type Facts struct {
 // Read reads the facts of this host.
 func Read() (Facts, error) {
 	f := Facts{CPUs: runtime.NumCPU()}
-	mi, err := os.Open("/proc/meminfo")
+	_, total, err := Memory()
 	if err != nil {
-		return f, fmt.Errorf("hostinfo: %w", err)
-	}
-	defer mi.Close()
-	if f.MemoryMB, err = memTotalMB(mi); err != nil {
 		return f, err
 	}
+	f.MemoryMB = int(total >> 20)
 	if f.PidMax, err = readInt("/proc/sys/kernel/pid_max"); err != nil {
 		return f, err
 	}
@@ -54,24 +52,43 @@ func Budget(total, reserve int) int {
 	return max(total-max(reserve, 0), total/2)
 }
 
-// memTotalMB finds MemTotal (in kB) in a /proc/meminfo text.
-func memTotalMB(r io.Reader) (int, error) {
+// Memory reads the host's available memory (MemAvailable) and its total
+// (MemTotal) in bytes from /proc/meminfo.
+func Memory() (available, total uint64, err error) {
+	mi, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, 0, fmt.Errorf("hostinfo: %w", err)
+	}
+	defer mi.Close()
+	return meminfo(mi)
+}
+
+// meminfo finds MemAvailable and MemTotal (in kB) in a /proc/meminfo
+// text, in bytes.
+func meminfo(r io.Reader) (available, total uint64, err error) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
-		if !ok {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (name != "MemTotal" && name != "MemAvailable") {
 			continue
 		}
-		kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-		if err != nil || kb <= 0 {
-			return 0, fmt.Errorf("hostinfo: /proc/meminfo: bad MemTotal %q", rest)
+		kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("hostinfo: /proc/meminfo: bad %s %q", name, rest)
 		}
-		return kb >> 10, nil
+		if name == "MemTotal" {
+			total = kb << 10
+		} else {
+			available = kb << 10
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("hostinfo: /proc/meminfo: %w", err)
+		return 0, 0, fmt.Errorf("hostinfo: /proc/meminfo: %w", err)
 	}
-	return 0, fmt.Errorf("hostinfo: /proc/meminfo has no MemTotal")
+	if total == 0 {
+		return 0, 0, fmt.Errorf("hostinfo: /proc/meminfo has no MemTotal")
+	}
+	return available, total, nil
 }
 
 // readInt reads a file holding one positive integer.

@@ -5,21 +5,22 @@ import (
 	"testing"
 )
 
-func TestMemTotal(t *testing.T) {
+func TestMeminfo(t *testing.T) {
 	for _, tt := range []struct {
-		in      string
-		want    int
-		wantErr bool
+		in           string
+		avail, total uint64
+		wantErr      bool
 	}{
-		{"MemTotal:       24683656 kB\nMemFree:        22606360 kB\n", 24105, false},
-		{"MemFree: 1 kB\nMemTotal: 1048576 kB\n", 1024, false},
-		{"MemFree: 1 kB\n", 0, true},
-		{"MemTotal: lots kB\n", 0, true},
-		{"MemTotal: -5 kB\n", 0, true},
+		{"MemTotal:       24683656 kB\nMemFree:        22606360 kB\nMemAvailable:   23000000 kB\n", 23000000 << 10, 24683656 << 10, false},
+		{"MemFree: 1 kB\nMemTotal: 1048576 kB\n", 0, 1 << 30, false},
+		{"MemFree: 1 kB\n", 0, 0, true},
+		{"MemTotal: lots kB\n", 0, 0, true},
+		{"MemTotal: -5 kB\n", 0, 0, true},
+		{"MemTotal: 1024 kB\nMemAvailable: x kB\n", 0, 0, true},
 	} {
-		got, err := memTotalMB(strings.NewReader(tt.in))
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("memTotalMB(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		avail, total, err := meminfo(strings.NewReader(tt.in))
+		if avail != tt.avail || total != tt.total || (err != nil) != tt.wantErr {
+			t.Errorf("meminfo(%q) = %d, %d, %v; want %d, %d, error %v", tt.in, avail, total, err, tt.avail, tt.total, tt.wantErr)
 		}
 	}
 }

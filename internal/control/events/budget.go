@@ -1,4 +1,4 @@
-package sandbox
+package events
 
 import (
 	"context"
@@ -17,24 +17,25 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// EventBudget bounds what one sandbox can put in its tenant's event log,
+// Budget bounds what one sandbox can put in its tenant's event log,
 // whoever records it (the service, the router, the gateway): a token
 // bucket per sandbox. An event beyond it is dropped and counted, and one
 // api.EventEventsDropped event says how many once the sandbox has been
 // quiet for Quiet, or after ReportEvery if it never is. The lifecycle
 // events are never dropped (and take no token), nor are events about a
 // tenant rather than a sandbox.
-type EventBudget struct {
+type Budget struct {
 	Rate        float64       // events a second, sustained
 	Burst       int           // events at once
 	Quiet       time.Duration // how long without a drop before the report
 	ReportEvery time.Duration // the longest a report of drops waits
 }
 
-// DefaultEventBudget is the budget of NewEventLog. It is well above what
-// a sandbox causes when its egress is coalesced (egress_events.go): at
-// most two events per destination named and ten seconds.
-var DefaultEventBudget = EventBudget{Rate: 10, Burst: 200, Quiet: 5 * time.Second, ReportEvery: time.Minute}
+// DefaultBudget is the budget of a Log whose Config names none. It is
+// well above what a sandbox causes when its egress is coalesced (the
+// sandbox service's egress_events.go): at most two events per destination
+// named and ten seconds.
+var DefaultBudget = Budget{Rate: 10, Burst: 200, Quiet: 5 * time.Second, ReportEvery: time.Minute}
 
 // budgetPruneAbove is the number of sandboxes' budgets past which the
 // idle ones (full, nothing dropped) are forgotten: a new one is the same.
@@ -52,7 +53,7 @@ var undroppable = map[string]bool{
 
 // budgets are the event budgets of sandboxes.
 type budgets struct {
-	cfg EventBudget
+	cfg Budget
 
 	mu sync.Mutex
 	m  map[budgetKey]*sandboxBudget
@@ -83,7 +84,7 @@ type dropReport struct {
 
 // admit takes a token for e, or counts it as dropped and returns false.
 // tenant is e's tenant (the caller's, when e names none).
-func (l *EventLog) admit(e *store.Event, tenant string) bool {
+func (l *Log) admit(e *Event, tenant string) bool {
 	if e.SandboxID == "" || undroppable[e.Type] {
 		return true
 	}
@@ -142,7 +143,7 @@ func (sb *sandboxBudget) take(k budgetKey) (dropReport, bool) {
 // reportDrops runs on a sandbox's report timer: it records the drops once
 // the sandbox has been quiet for Quiet or they have waited ReportEvery,
 // else it looks again when that will be.
-func (l *EventLog) reportDrops(k budgetKey) {
+func (l *Log) reportDrops(k budgetKey) {
 	b := &l.budgets
 	now := time.Now()
 	b.mu.Lock()
@@ -164,7 +165,7 @@ func (l *EventLog) reportDrops(k budgetKey) {
 
 // FlushDrops records at once what was dropped of sandboxID's events, or
 // of every sandbox's when sandboxID is empty (shutdown).
-func (l *EventLog) FlushDrops(sandboxID string) {
+func (l *Log) FlushDrops(sandboxID string) {
 	b := &l.budgets
 	var rs []dropReport
 	b.mu.Lock()
@@ -183,14 +184,14 @@ func (l *EventLog) FlushDrops(sandboxID string) {
 }
 
 // recordDrops appends the report of r's drops, past the budget.
-func (l *EventLog) recordDrops(r dropReport) {
+func (l *Log) recordDrops(r dropReport) {
 	types := make(map[string]any, len(r.types))
 	var parts []string
 	for _, t := range slices.Sorted(maps.Keys(r.types)) {
 		types[t] = r.types[t]
 		parts = append(parts, fmt.Sprintf("%s %d", t, r.types[t]))
 	}
-	e := &store.Event{
+	e := &Event{
 		TenantID: r.tenant, SandboxID: r.sandbox, Type: api.EventEventsDropped,
 		Message: truncate(fmt.Sprintf("%d events of this sandbox were not recorded: it caused more than %g a second (%s)",
 			r.dropped, l.budgets.cfg.Rate, strings.Join(parts, ", ")), store.MaxEventMessage),

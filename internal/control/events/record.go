@@ -1,4 +1,4 @@
-package store
+package events
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 )
 
-// EventAppender records events: the store, or the sandbox service, which
-// also wakes the tenant's event streams.
-type EventAppender interface {
+// Appender records events: a Log, which also wakes the tenant's event
+// streams and holds each sandbox to its budget.
+type Appender interface {
 	AppendEvent(ctx context.Context, e *Event) error
 }
+
+var _ Appender = (*Log)(nil)
 
 // recordTimeout bounds recording an event after the work it tells of.
 const recordTimeout = 10 * time.Second
@@ -21,7 +23,7 @@ const recordTimeout = 10 * time.Second
 // Record appends e in its own tenant (e.TenantID) on a context of its
 // own, for work that happened outside any request of that tenant's, and
 // logs a failure: an event that cannot be recorded never fails the work.
-func Record(a EventAppender, log *slog.Logger, e *Event) {
+func Record(a Appender, log *slog.Logger, e *Event) {
 	ctx, cancel := context.WithTimeout(tenancy.With(context.Background(), tenancy.Principal{TenantID: e.TenantID}), recordTimeout)
 	defer cancel()
 	if err := a.AppendEvent(ctx, e); err != nil {

@@ -1,14 +1,10 @@
-package sandbox
+package events
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"sync"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // ErrTooManyStreams is found (errors.Is) in the error Subscribe returns
@@ -112,58 +108,4 @@ func (s *Subscription) Close() {
 			delete(s.n.subs, s.tenant)
 		}
 	})
-}
-
-// EventLog appends events to the store and wakes the event streams of
-// their tenant: every event this server records goes through it, so
-// streams see it at once rather than on their timer. The sandbox service,
-// the secret store, the gateway and the router share one. It also holds
-// each sandbox to its EventBudget (events_budget.go).
-type EventLog struct {
-	store    store.Store
-	notifier *Notifier
-	log      *slog.Logger
-	budgets  budgets
-}
-
-// NewEventLog returns the event log of st, with DefaultEventBudget.
-func NewEventLog(st store.Store) *EventLog {
-	return NewEventLogWith(st, DefaultEventBudget, nil)
-}
-
-// NewEventLogWith returns the event log of st, with budget b for each
-// sandbox; log nil means slog.Default().
-func NewEventLogWith(st store.Store, b EventBudget, log *slog.Logger) *EventLog {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &EventLog{store: st, notifier: NewNotifier(), log: log, budgets: budgets{cfg: b}}
-}
-
-// Notifier is what event streams subscribe to.
-func (l *EventLog) Notifier() *Notifier { return l.notifier }
-
-// AppendEvent appends e to its tenant's log (store.Store.AppendEvent, on
-// ctx's scope) and wakes that tenant's event streams. An event of a
-// sandbox beyond its budget is dropped and counted, not appended: that
-// is not an error, and e.ID stays empty.
-func (l *EventLog) AppendEvent(ctx context.Context, e *store.Event) error {
-	tenant := e.TenantID // as the store decides it
-	if !tenancy.IsSystem(ctx) || tenant == "" {
-		p, _ := tenancy.From(ctx)
-		tenant = p.TenantID
-	}
-	if !l.admit(e, tenant) {
-		return nil
-	}
-	return l.append(ctx, e)
-}
-
-// append appends e past the budget.
-func (l *EventLog) append(ctx context.Context, e *store.Event) error {
-	if err := l.store.AppendEvent(ctx, e); err != nil {
-		return err
-	}
-	l.notifier.Notify(e.TenantID)
-	return nil
 }

@@ -1,9 +1,11 @@
-// Package egress is the control plane's side of a sandbox's way out: an
-// HTTP proxy (CONNECT and plain HTTP) that the sandbox's agent forwards its
-// 127.0.0.1:3128 to, one listener per sandbox, enforcing that sandbox's
-// policy on the address the proxy itself resolved and dials, so DNS
-// rebinding cannot get around it; every decision is reported.
-package egress
+// Package netpolicy is a sandbox's network policy (none, public or an
+// allowlist) as the control plane checks and applies it: the policy an
+// API request names, parsed once (Parse); what it lets through, by name
+// and by resolved address (AllowName, AllowAddr), with the ranges no
+// public service has (Private); and the egress proxy that enforces it for
+// one running sandbox, as the sandbox service starts it (Proxies, Proxy;
+// internal/edge/egress is the proxy).
+package netpolicy
 
 import (
 	"fmt"
@@ -30,7 +32,7 @@ var deniedPrefixes = mustPrefixes(
 // (loopback, RFC 1918, link-local, unique-local…): what hutch itself never
 // dials on a user's word unless the operator names it.
 func Private(ip netip.Addr) bool {
-	ip = canonical(ip)
+	ip = Canonical(ip)
 	for _, d := range deniedPrefixes {
 		if d.Contains(ip) {
 			return true
@@ -146,9 +148,9 @@ type Decision struct {
 	Reason  string // why, in words a person acts on
 }
 
-// allowName says whether the policy lets a name on port through, before
+// AllowName says whether the policy lets a name on port through, before
 // any address is known (allowlist names; none refuses everything).
-func (p Policy) allowName(host string, port uint16) Decision {
+func (p Policy) AllowName(host string, port uint16) Decision {
 	switch p.Mode {
 	case api.EgressNone:
 		return Decision{Reason: "the sandbox's egress policy is none"}
@@ -171,14 +173,14 @@ func (p Policy) allowName(host string, port uint16) Decision {
 	return Decision{Reason: fmt.Sprintf("%s:%d is not on the sandbox's allowlist", host, port)}
 }
 
-// canonical is the host address ip names, as every check must see it: no
+// Canonical is the host address ip names, as every check must see it: no
 // zone (the kernel ignores one it does not need, so "::1%lo" is ::1, and
 // netip.Prefix.Contains is false for any zoned address) and no IPv4
 // mapping (::ffff:127.0.0.1 is 127.0.0.1).
-func canonical(ip netip.Addr) netip.Addr { return ip.WithZone("").Unmap() }
+func Canonical(ip netip.Addr) netip.Addr { return ip.WithZone("").Unmap() }
 
 func (p Policy) inCIDRs(ip netip.Addr) bool {
-	ip = canonical(ip)
+	ip = Canonical(ip)
 	for _, c := range p.cidrs {
 		if c.Contains(ip) {
 			return true
@@ -187,11 +189,11 @@ func (p Policy) inCIDRs(ip netip.Addr) bool {
 	return false
 }
 
-// allowAddr says whether a resolved address may be dialled: never one in
+// AllowAddr says whether a resolved address may be dialled: never one in
 // deniedPrefixes or the host's own, unless the operator allows its range
 // and the sandbox's allowlist names it.
-func (p Policy) allowAddr(ip netip.Addr, named bool, operator []netip.Prefix, own map[netip.Addr]bool) Decision {
-	ip = canonical(ip)
+func (p Policy) AllowAddr(ip netip.Addr, named bool, operator []netip.Prefix, own map[netip.Addr]bool) Decision {
+	ip = Canonical(ip)
 	private := own[ip] || Private(ip)
 	if !private {
 		if p.Mode == api.EgressAllowlist && !named && !p.inCIDRs(ip) {

@@ -1,15 +1,10 @@
-package sandbox
+package events
 
 import (
-	"context"
 	"errors"
 	"testing"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/base/ids"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // woken reports whether sub has a wake waiting, taking it.
@@ -93,56 +88,4 @@ func TestNilNotifier(t *testing.T) {
 		t.Fatal("a nil notifier's subscription can be woken")
 	}
 	s.Close()
-}
-
-// TestServiceEventsWakeStreams: every event the service records wakes its
-// tenant's streams, and only after it is stored.
-func TestServiceEventsWakeStreams(t *testing.T) {
-	f := newFixture(t, nil)
-	sub, err := f.svc.events.Notifier().Subscribe(f.tenant, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	other, _ := f.svc.events.Notifier().Subscribe(ids.New(), 0)
-	defer other.Close()
-
-	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !woken(sub) {
-		t.Fatal("create did not wake the tenant's stream")
-	}
-	if evs := f.events(t, sb.ID); len(evs) != 1 {
-		t.Fatalf("woken before the event was stored: %v", types(evs))
-	}
-	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil {
-		t.Fatal(err)
-	}
-	if !woken(sub) {
-		t.Fatal("destroy did not wake the tenant's stream")
-	}
-	if woken(other) {
-		t.Fatal("another tenant's stream was woken")
-	}
-
-	// AppendEvent, for events recorded outside the lifecycle.
-	e := &store.Event{SandboxID: sb.ID, Type: api.EventProcessExited, Message: "process 7 exited with code 0",
-		Data: map[string]any{"pid": 7, "exit_code": 0}}
-	if err := f.svc.events.AppendEvent(f.ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	if w := woken(sub); e.ID == "" || e.TenantID != f.tenant || !w {
-		t.Fatalf("AppendEvent stored %+v, woke the stream: %v", e, w)
-	}
-
-	// A failed append wakes nobody.
-	bad := &store.Event{SandboxID: "no-such-sandbox", Type: api.EventProcessExited, Message: "x"}
-	if err := f.svc.events.AppendEvent(tenancy.With(context.Background(), tenancy.Principal{TenantID: f.tenant}), bad); err == nil {
-		t.Fatal("append about an unknown sandbox succeeded")
-	}
-	if woken(sub) {
-		t.Fatal("a failed append woke the stream")
-	}
 }

@@ -1,0 +1,117 @@
+// Package events is the event log of every tenant: what happened to its
+// sandboxes, apps, secrets and settings, appended by every part of the
+// control plane through one Log and read by the API. The Log stores each
+// event (the store keeps it), wakes the tenant's event streams at once
+// (notify.go), holds each sandbox to a budget so that no sandbox floods
+// its tenant's log (budget.go), and trims the log to the retention
+// settings on a timer (retention.go).
+//
+// Lifecycle: New (no side effects), Run for the trim until its context
+// ends, FlushDrops("") at shutdown so no count of dropped events is lost.
+package events
+
+import (
+	"context"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// Event is one entry of a tenant's log, as the store keeps it.
+type Event = store.Event
+
+// Query filters and pages List.
+type Query = store.EventQuery
+
+// Store is the part of the store the event log keeps its events in.
+type Store interface {
+	AppendEvent(ctx context.Context, e *store.Event) error
+	ListEvents(ctx context.Context, q store.EventQuery) ([]store.Event, string, error)
+	TrimEvents(ctx context.Context, tr store.EventTrim) (int, error)
+}
+
+// Config is what a Log applies.
+type Config struct {
+	// Budget bounds what one sandbox can put in the log; zero is
+	// DefaultBudget.
+	Budget Budget
+	// Retention and MaxPerTenant bound each tenant's log: Run trims the
+	// events older than Retention and, of each tenant's, all but the
+	// newest MaxPerTenant. Zero keeps them.
+	Retention    time.Duration
+	MaxPerTenant int
+	Log          *slog.Logger
+}
+
+// Log appends events to the store and wakes the event streams of their
+// tenant: every event this server records goes through it, so streams
+// see it at once rather than on their timer. The sandbox service, the
+// apps, the secret store, the gateway and the router share one.
+type Log struct {
+	store    Store
+	cfg      Config
+	notifier *Notifier
+	log      *slog.Logger
+	budgets  budgets
+}
+
+// New returns the event log of st.
+func New(st Store, cfg Config) *Log {
+	if cfg.Budget == (Budget{}) {
+		cfg.Budget = DefaultBudget
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Log{store: st, cfg: cfg, notifier: NewNotifier(), log: cfg.Log, budgets: budgets{cfg: cfg.Budget}}
+}
+
+// Notifier is what event streams subscribe to.
+func (l *Log) Notifier() *Notifier { return l.notifier }
+
+// AppendEvent appends e to its tenant's log (store.Store.AppendEvent, on
+// ctx's scope) and wakes that tenant's event streams. A message longer
+// than an event holds is cut, never between the bytes of a character.
+// An event of a sandbox beyond its budget is dropped and counted, not
+// appended: that is not an error, and e.ID stays empty.
+func (l *Log) AppendEvent(ctx context.Context, e *Event) error {
+	e.Message = truncate(e.Message, store.MaxEventMessage)
+	tenant := e.TenantID // as the store decides it
+	if !tenancy.IsSystem(ctx) || tenant == "" {
+		p, _ := tenancy.From(ctx)
+		tenant = p.TenantID
+	}
+	if !l.admit(e, tenant) {
+		return nil
+	}
+	return l.append(ctx, e)
+}
+
+// append appends e past the budget.
+func (l *Log) append(ctx context.Context, e *Event) error {
+	if err := l.store.AppendEvent(ctx, e); err != nil {
+		return err
+	}
+	l.notifier.Notify(e.TenantID)
+	return nil
+}
+
+// List returns a page of the caller's tenant's events matching q, oldest
+// first, and the cursor of the next page (store.Store.ListEvents).
+func (l *Log) List(ctx context.Context, q Query) ([]Event, string, error) {
+	return l.store.ListEvents(ctx, q)
+}
+
+// truncate cuts s to at most n bytes without splitting a character.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
