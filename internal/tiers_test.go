@@ -72,7 +72,6 @@ var rules = []rule{
 // The test fails when one is mended and still listed, so the list only
 // shrinks.
 var allowed = map[string]string{
-	"internal/agent/nsinit → internal/runtime/host/cgroups":   "the agent's side of joining a cgroup belongs to nsinit",
 	"internal/control/apps → internal/agent/agentproto":       "the agent client converts app status, checkpoints and logs",
 	"internal/control/sandbox → internal/agent/agentproto":    "the agent client says which features its agent has",
 	"internal/control/sandbox → internal/edge/egress":         "the service meets the egress proxy through an interface",
