@@ -32,6 +32,7 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/confine"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
 	"github.com/hutchdev/hutch/internal/agent/nsinit"
+	"github.com/hutchdev/hutch/internal/agent/proc"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 )
 
@@ -137,7 +138,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	}
 	cfg := agent.ConfigFromEnvelope(env, log.With(logattr.Sandbox(env.SandboxID)))
 	if env.Namespace != nil {
-		box, err := nsinit.Setup(env.Namespace, listenOnce, agent.OnForkThread)
+		box, err := nsinit.Setup(env.Namespace, listenOnce, proc.OnForkThread)
 		if ln != nil {
 			defer func() {
 				if retErr != nil {
@@ -172,7 +173,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		}
 	}()
 	if env.CommandCaps != nil {
-		if err := agent.OnForkThread(func() error { return confine.DropBounding(env.CommandCaps) }); err != nil {
+		if err := proc.OnForkThread(func() error { return confine.DropBounding(env.CommandCaps) }); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agent/httpio"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -72,13 +73,8 @@ func (s *Server) checkBody(r *http.Request, nonce, body string) error {
 	return nil
 }
 
-// errBodyUnverified is what reading a body that does not match its
-// signature ends with, in place of io.EOF: a handler that reads to the
-// end before it commits (JSON, file writes) then commits nothing.
-var errBodyUnverified = unauthorized("the request's body does not match its signature")
-
 // verifiedBody ends a body that does not match its signature with
-// errBodyUnverified: a hashed body is hashed as it is read and compared at
+// httpio.ErrBodyUnverified: a hashed body is hashed as it is read and compared at
 // its end (h and want set); a framed one checks its own MAC.
 type verifiedBody struct {
 	r    io.Reader
@@ -96,11 +92,11 @@ func (v *verifiedBody) Read(p []byte) (int, error) {
 	if v.h != nil {
 		v.h.Write(p[:n])
 		if err == io.EOF && !agentproto.Equal(hex.EncodeToString(v.h.Sum(nil)), v.want) {
-			err = errBodyUnverified
+			err = httpio.ErrBodyUnverified
 		}
 	}
 	if errors.Is(err, agentproto.ErrBodyMismatch) {
-		err = errBodyUnverified
+		err = httpio.ErrBodyUnverified
 	}
 	if err != nil {
 		v.err = err
@@ -109,15 +105,6 @@ func (v *verifiedBody) Read(p []byte) (int, error) {
 }
 
 func (v *verifiedBody) Close() error { return v.c.Close() }
-
-// drainVerified reads what is left of a body to its end, so its signature
-// is checked, and returns errBodyUnverified if it does not match; a
-// handler whose reader may stop before the end (a tar reader stops at the
-// archive's end marker) calls it before it answers.
-func drainVerified(body io.Reader) error {
-	_, err := io.Copy(io.Discard, body)
-	return err
-}
 
 func unauthorized(format string, args ...any) error {
 	return errdefs.New(errdefs.ErrUnauthorized, "unauthorized", format, args...)

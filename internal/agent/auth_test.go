@@ -18,25 +18,15 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/testutil/agenttest"
 )
-
-// rawClient speaks HTTP to a Unix socket with no signing of its own.
-func rawClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-}
 
 // signed is what a request's MAC covers.
 type signed struct{ method, path, query, body string }
 
 // sign sets the nonce, HeaderBody and MAC of a protocol 2 request.
 func sign(req *http.Request, token, nonce string, s signed) {
-	req.Header.Set(agentproto.HeaderNonce, nonce)
-	req.Header.Set(agentproto.HeaderBody, s.body)
-	req.Header.Set(agentproto.HeaderAuth, agentproto.RequestMAC(token, nonce, s.method, s.path, s.query, s.body))
+	agenttest.Sign(req, token, nonce, s.method, s.path, s.query, s.body)
 }
 
 func sha(b string) string {
@@ -45,8 +35,8 @@ func sha(b string) string {
 }
 
 func TestAuth(t *testing.T) {
-	f := newFixture(t)
-	hc := rawClient(f.sock)
+	f := agenttest.New(t, nil)
+	hc := f.RawClient()
 	do := func(req *http.Request) (*http.Response, api.Error) {
 		t.Helper()
 		resp, err := hc.Do(req)
@@ -79,17 +69,17 @@ func TestAuth(t *testing.T) {
 		status       int
 		proof        bool
 	}{
-		{"good", testToken, nonce(), "GET", "/health", get("/health"), http.StatusOK, true},
+		{"good", agenttest.Token, nonce(), "GET", "/health", get("/health"), http.StatusOK, true},
 		{"wrong token", "wrong-token-wrong-token-wrong-token", nonce(), "GET", "/health", get("/health"), http.StatusUnauthorized, true},
-		{"signed for another path", testToken, nonce(), "GET", "/files/stat?path=x", signed{"GET", "/health", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
-		{"signed for another method", testToken, nonce(), "POST", "/shutdown", get("/shutdown"), http.StatusUnauthorized, true},
-		{"signed for another query", testToken, nonce(), "GET", "/files/stat?path=/etc", signed{"GET", "/files/stat", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
-		{"query signed", testToken, nonce(), "GET", "/files/stat?path=.", signed{"GET", "/files/stat", "path=.", agentproto.EmptyBody}, http.StatusOK, true},
-		{"no body header", testToken, nonce(), "GET", "/health", signed{"GET", "/health", "", ""}, http.StatusUnauthorized, true},
-		{"body neither hashed nor framed", testToken, nonce(), "GET", "/health", signed{"GET", "/health", "", "stream"}, http.StatusUnauthorized, true},
-		{"protocol 1 signature", testToken, nonce(), "GET", "/health", signed{}, http.StatusUnauthorized, true},
-		{"no nonce", testToken, "", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
-		{"short nonce", testToken, "abcd", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
+		{"signed for another path", agenttest.Token, nonce(), "GET", "/files/stat?path=x", signed{"GET", "/health", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
+		{"signed for another method", agenttest.Token, nonce(), "POST", "/shutdown", get("/shutdown"), http.StatusUnauthorized, true},
+		{"signed for another query", agenttest.Token, nonce(), "GET", "/files/stat?path=/etc", signed{"GET", "/files/stat", "path=x", agentproto.EmptyBody}, http.StatusUnauthorized, true},
+		{"query signed", agenttest.Token, nonce(), "GET", "/files/stat?path=.", signed{"GET", "/files/stat", "path=.", agentproto.EmptyBody}, http.StatusOK, true},
+		{"no body header", agenttest.Token, nonce(), "GET", "/health", signed{"GET", "/health", "", ""}, http.StatusUnauthorized, true},
+		{"body neither hashed nor framed", agenttest.Token, nonce(), "GET", "/health", signed{"GET", "/health", "", "stream"}, http.StatusUnauthorized, true},
+		{"protocol 1 signature", agenttest.Token, nonce(), "GET", "/health", signed{}, http.StatusUnauthorized, true},
+		{"no nonce", agenttest.Token, "", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
+		{"short nonce", agenttest.Token, "abcd", "GET", "/health", get("/health"), http.StatusUnauthorized, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +99,7 @@ func TestAuth(t *testing.T) {
 				t.Errorf("error %+v, want code unauthorized", e)
 			}
 			gotProof := resp.Header.Get(agentproto.HeaderProof)
-			if tt.proof && gotProof != agentproto.Proof(testToken, tt.nonce) {
+			if tt.proof && gotProof != agentproto.Proof(agenttest.Token, tt.nonce) {
 				t.Errorf("proof %q, want the agent's proof of the nonce", gotProof)
 			}
 			if !tt.proof && gotProof != "" {
@@ -124,11 +114,11 @@ func TestAuth(t *testing.T) {
 	t.Run("body swapped", func(t *testing.T) {
 		body := `{"path":"swapped"}`
 		req, _ := http.NewRequest("POST", "http://agent/files/mkdir", strings.NewReader(body))
-		sign(req, testToken, nonce(), signed{"POST", "/files/mkdir", "", sha(`{"path":"signed"}`)})
+		sign(req, agenttest.Token, nonce(), signed{"POST", "/files/mkdir", "", sha(`{"path":"signed"}`)})
 		if resp, e := do(req); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
 			t.Errorf("status %d %+v, want 401 unauthorized", resp.StatusCode, e)
 		}
-		if _, err := os.Lstat(filepath.Join(f.work, "swapped")); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(f.Work, "swapped")); !os.IsNotExist(err) {
 			t.Errorf("the swapped body was acted on: %v", err)
 		}
 	})
@@ -137,8 +127,8 @@ func TestAuth(t *testing.T) {
 	// file is not written; a tar upload is rolled back.
 	upload := func(path, query, data string, frameNonce func(string) string) (*http.Response, api.Error) {
 		n := nonce()
-		req, _ := http.NewRequest("PUT", "http://agent"+path+"?"+query, agentproto.FrameBody(strings.NewReader(data), testToken, frameNonce(n)))
-		sign(req, testToken, n, signed{"PUT", path, query, agentproto.BodyFramed})
+		req, _ := http.NewRequest("PUT", "http://agent"+path+"?"+query, agentproto.FrameBody(strings.NewReader(data), agenttest.Token, frameNonce(n)))
+		sign(req, agenttest.Token, n, signed{"PUT", path, query, agentproto.BodyFramed})
 		return do(req)
 	}
 	other := func(string) string { return nonce() }
@@ -147,7 +137,7 @@ func TestAuth(t *testing.T) {
 		if resp, e := upload("/files", "path=up.txt", "what arrived", other); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
 			t.Errorf("status %d %+v, want 401 unauthorized", resp.StatusCode, e)
 		}
-		if _, err := os.Lstat(filepath.Join(f.work, "up.txt")); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(f.Work, "up.txt")); !os.IsNotExist(err) {
 			t.Errorf("the unverified upload was written: %v", err)
 		}
 		var tb bytes.Buffer
@@ -158,7 +148,7 @@ func TestAuth(t *testing.T) {
 		if resp, e := upload("/files/tar", "path=untarred", tb.String(), other); resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
 			t.Errorf("tar: status %d %+v, want 401 unauthorized", resp.StatusCode, e)
 		}
-		if _, err := os.Lstat(filepath.Join(f.work, "untarred")); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(f.Work, "untarred")); !os.IsNotExist(err) {
 			t.Errorf("the unverified tar upload was not rolled back: %v", err)
 		}
 	})
@@ -166,40 +156,40 @@ func TestAuth(t *testing.T) {
 		if resp, e := upload("/files", "path=up.txt", "what arrived", same); resp.StatusCode != http.StatusOK {
 			t.Errorf("status %d %+v, want 200", resp.StatusCode, e)
 		}
-		if b, err := os.ReadFile(filepath.Join(f.work, "up.txt")); err != nil || string(b) != "what arrived" {
+		if b, err := os.ReadFile(filepath.Join(f.Work, "up.txt")); err != nil || string(b) != "what arrived" {
 			t.Errorf("read %q, %v", b, err)
 		}
 	})
 
 	t.Run("replayed nonce", func(t *testing.T) {
 		nonce := agentproto.NewNonce()
-		if resp, _ := send(testToken, nonce, "GET", "/health", get("/health")); resp.StatusCode != http.StatusOK {
+		if resp, _ := send(agenttest.Token, nonce, "GET", "/health", get("/health")); resp.StatusCode != http.StatusOK {
 			t.Fatalf("first use: status %d", resp.StatusCode)
 		}
-		resp, e := send(testToken, nonce, "GET", "/health", get("/health"))
+		resp, e := send(agenttest.Token, nonce, "GET", "/health", get("/health"))
 		if resp.StatusCode != http.StatusUnauthorized || e.Error.Code != "unauthorized" {
 			t.Errorf("replay: status %d %+v, want 401 unauthorized", resp.StatusCode, e)
 		}
 	})
 
 	t.Run("client with the wrong token", func(t *testing.T) {
-		c := agentclient.New("unix", f.sock, "wrong-token-wrong-token-wrong-token")
+		c := agentclient.New("unix", f.Sock, "wrong-token-wrong-token-wrong-token")
 		defer c.Close()
 		// The agent answers 401 with its own proof, which this client cannot
 		// verify, so it cannot trust even the 401.
 		_, err := c.Health(context.Background())
-		wantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unverified")
+		agenttest.WantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unverified")
 	})
 
 	t.Run("unknown route", func(t *testing.T) {
-		resp, e := send(testToken, agentproto.NewNonce(), "POST", "/health", signed{"POST", "/health", "", agentproto.EmptyBody})
+		resp, e := send(agenttest.Token, agentproto.NewNonce(), "POST", "/health", signed{"POST", "/health", "", agentproto.EmptyBody})
 		if resp.StatusCode != http.StatusNotFound || e.Error.Code != "unknown_route" {
 			t.Errorf("POST /health: status %d %+v, want 404 unknown_route", resp.StatusCode, e)
 		}
 	})
 
 	t.Run("client with the right token", func(t *testing.T) {
-		h, err := f.c.Health(context.Background())
+		h, err := f.Client.Health(context.Background())
 		if err != nil || !h.OK || h.SandboxID != "sb-test" || h.Pid != os.Getpid() {
 			t.Errorf("Health = %+v, %v", h, err)
 		}
@@ -220,7 +210,7 @@ func TestImpostor(t *testing.T) {
 	}{
 		{"no proof", func(string) string { return "" }},
 		{"proof with another token", func(n string) string { return agentproto.Proof("another-token-another-token-another", n) }},
-		{"proof of another nonce", func(string) string { return agentproto.Proof(testToken, agentproto.NewNonce()) }},
+		{"proof of another nonce", func(string) string { return agentproto.Proof(agenttest.Token, agentproto.NewNonce()) }},
 		{"the client's own MAC echoed", nil},
 	}
 	for i, tt := range tests {
@@ -243,21 +233,21 @@ func TestImpostor(t *testing.T) {
 			srv.Protocols.SetUnencryptedHTTP2(true)
 			go srv.Serve(ln)
 			t.Cleanup(func() { srv.Close() })
-			c := agentclient.New("unix", sock, testToken)
+			c := agentclient.New("unix", sock, agenttest.Token)
 			defer c.Close()
 			_, err = c.Health(context.Background())
-			wantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unverified")
+			agenttest.WantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unverified")
 			_, err = c.ReadFile(context.Background(), "x")
-			wantErr(t, "ReadFile", err, errdefs.ErrUnavailable, "agent_unverified")
+			agenttest.WantErr(t, "ReadFile", err, errdefs.ErrUnavailable, "agent_unverified")
 		})
 	}
 }
 
 func TestUnreachable(t *testing.T) {
-	c := agentclient.New("unix", filepath.Join(t.TempDir(), "nobody-listens"), testToken)
+	c := agentclient.New("unix", filepath.Join(t.TempDir(), "nobody-listens"), agenttest.Token)
 	defer c.Close()
 	_, err := c.Health(context.Background())
-	wantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unreachable")
+	agenttest.WantErr(t, "Health", err, errdefs.ErrUnavailable, "agent_unreachable")
 	_, err = c.Exec(context.Background(), api.ExecRequest{Cmd: []string{"true"}})
-	wantErr(t, "Exec", err, errdefs.ErrUnavailable, "agent_unreachable")
+	agenttest.WantErr(t, "Exec", err, errdefs.ErrUnavailable, "agent_unreachable")
 }

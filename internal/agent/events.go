@@ -56,6 +56,11 @@ func (f *eventFeed) since(after uint64) ([]agentproto.Event, uint64, <-chan stru
 	return out, f.seq, f.wake
 }
 
+// processExited publishes the exit of a background process.
+func (s *Server) processExited(info agentproto.Process) {
+	s.events.publish(agentproto.Event{Type: agentproto.EventProcessExited, Process: &info})
+}
+
 // handleEvents answers GET /events?after=N: NDJSON, a hello with the last
 // number, the retained events above after, then each event as it
 // happens, until the client goes or the agent shuts down.

@@ -9,16 +9,17 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/testutil/agenttest"
 )
 
 // TestEventFeed: the feed pushes each process's exit once, numbered; a
 // client that reconnects after an event gets only what came later, and
 // one that starts from 0 gets what the agent retained.
 func TestEventFeed(t *testing.T) {
-	f := newFixture(t)
+	f := agenttest.New(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	feed, err := f.c.Events(ctx, 0)
+	feed, err := f.Client.Events(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestEventFeed(t *testing.T) {
 	}
 	var pids []int
 	for _, code := range []string{"3", "4"} {
-		p, err := f.c.StartProcess(ctx, api.ProcessRequest{Cmd: []string{"sh", "-c", "exit " + code}})
+		p, err := f.Client.StartProcess(ctx, api.ProcessRequest{Cmd: []string{"sh", "-c", "exit " + code}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestEventFeed(t *testing.T) {
 			t.Fatalf("event %+v (process %+v), want the exit of %d with %s as event %d", ev, ev.Process, p.PID, code, len(pids))
 		}
 	}
-	again, err := f.c.Events(ctx, 1)
+	again, err := f.Client.Events(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +58,8 @@ func TestEventFeed(t *testing.T) {
 	if ev := next(again); ev.Seq != 2 || ev.Process.PID != pids[1] {
 		t.Fatalf("after 1: %+v, want only the second exit", ev)
 	}
-	old := agentclient.New("unix", f.sock, testToken, agentclient.Speaking(agentproto.Info{}))
+	old := agentclient.New("unix", f.Sock, agenttest.Token, agentclient.Speaking(agentproto.Info{}))
 	defer old.Close()
 	_, err = old.Events(ctx, 0)
-	wantErr(t, "Events of a protocol 1 agent", err, errdefs.ErrUnsupported, "agent_too_old")
+	agenttest.WantErr(t, "Events of a protocol 1 agent", err, errdefs.ErrUnsupported, "agent_too_old")
 }

@@ -1,9 +1,11 @@
 // Package agent is hutch-agent's server: the HTTP API it serves to the
-// control plane on its Unix socket (exec with streamed output, the file
-// API confined to the sandbox root, tar upload and download, health and
-// shutdown), the mutual authentication of every request, and the
-// supervision of what it starts: one reaper owns every wait, and shutdown
-// kills the agent's whole process tree.
+// control plane on its Unix socket, the mutual authentication of every
+// request, the event feed, health and shutdown, which kills the agent's
+// whole process tree. The parts of the API are packages of their own,
+// each with its routes: proc (exec and background processes), files (the
+// file API confined to the sandbox root, tar, file history), watch (file
+// watches), tunnel (tunnels to the sandbox's ports, the listening ports,
+// the egress forwarder) and supervisor (the app's processes).
 //
 // Lifecycle: New (opens the root, starts the process-wide reaper), Serve on
 // a listener, then Shutdown once, when a signal arrives or
@@ -13,24 +15,27 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/confine"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/agent/files"
+	"github.com/hutchdev/hutch/internal/agent/httpio"
+	"github.com/hutchdev/hutch/internal/agent/proc"
+	"github.com/hutchdev/hutch/internal/agent/supervisor"
+	"github.com/hutchdev/hutch/internal/agent/tunnel"
+	"github.com/hutchdev/hutch/internal/agent/watch"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -51,6 +56,14 @@ const DefaultMaxTarBytes = 1 << 30
 // times a large node_modules tree; each costs an inode and a directory a
 // block, whatever its size in the archive.
 const DefaultMaxTarEntries = 1 << 20
+
+// DefaultProcessOutputBytes is each background process's output buffer
+// when Config.ProcessOutputBytes is zero.
+const DefaultProcessOutputBytes = 1 << 20
+
+// appCloseTimeout bounds how long Close waits for the app's processes to
+// stop.
+const appCloseTimeout = 10 * time.Second
 
 // Config is what the server needs; ConfigFromEnvelope fills it from the
 // bootstrap envelope.
@@ -105,7 +118,7 @@ type Config struct {
 	// sandbox to it.
 	EgressDial func(ctx context.Context) (net.Conn, error)
 	// HistoryDir is where the file histories of tracked directories are
-	// kept (history.go), in the agent's view; empty means
+	// kept (internal/agent/files), in the agent's view; empty means
 	// <Root>/.hutch-history (mode 0700): in the namespace driver the
 	// sandbox's own /.hutch-history, which its commands (another uid)
 	// cannot read or write, and under Root in the process driver, the
@@ -144,20 +157,6 @@ func credential(r *envelope.RunAs) *syscall.Credential {
 	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
 }
 
-// credential is who a command runs as: the sandbox's user, or, when it
-// asks for root, uid and gid 0 of the sandbox's user namespace. An agent
-// that is not root there (the process driver's, which runs as the
-// sandbox's own host uid) cannot give a command root.
-func (s *Server) credential(root bool) (*syscall.Credential, error) {
-	if !root || s.cfg.Credential == nil && os.Geteuid() == 0 {
-		return s.cfg.Credential, nil
-	}
-	if os.Geteuid() != 0 {
-		return nil, errdefs.Forbidden("root_unavailable", "commands cannot run as root in this sandbox: its driver runs everything as the sandbox's own unprivileged user")
-	}
-	return &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: s.cfg.Credential.NoSetGroups}, nil
-}
-
 func (c *Config) validate() error {
 	switch {
 	case c.Token == "":
@@ -165,7 +164,7 @@ func (c *Config) validate() error {
 	case !path.IsAbs(c.Root) || path.Clean(c.Root) != c.Root:
 		return fmt.Errorf("agent: root %q is not a clean absolute path", c.Root)
 	case !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) != c.Workdir ||
-		(c.Root != "/" && c.Workdir != c.Root && !hasDirPrefix(c.Workdir, c.Root)):
+		(c.Root != "/" && c.Workdir != c.Root && !strings.HasPrefix(c.Workdir, c.Root+"/")):
 		return fmt.Errorf("agent: workdir %q is not a clean path inside root %q", c.Workdir, c.Root)
 	case c.MaxFileBytes <= 0:
 		return errors.New("agent: MaxFileBytes must be positive")
@@ -181,37 +180,21 @@ func (c *Config) validate() error {
 	return nil
 }
 
-func hasDirPrefix(p, dir string) bool {
-	return len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
-}
-
 // maxStreams bounds the streams open at once on one HTTP/2 connection; the
 // control plane bounds calls per sandbox well below it.
 const maxStreams = 4096
-
-// errShuttingDown refuses to start a process once shutdown has begun.
-var errShuttingDown = errors.New("the agent is shutting down")
 
 // Server serves one sandbox's agent API.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
-	root   *fsRoot
-	reaper *reaper
+	root   *files.Root
 	nonces *nonceCache
-	procs  *procTable
 	events *eventFeed
-	egress *forwarder  // nil without EgressDial
-	app    *supervisor // the app's processes, inert until PUT /app
-	// history holds the file histories, each opened on first use.
-	history *historyStores
-	http    *http.Server
-
-	// startMu orders process starts against shutdown: a start either
-	// happens before draining is set (and its process is killed with the
-	// tree) or is refused.
-	startMu  sync.Mutex
-	draining bool
+	procs  *proc.Service
+	app    *supervisor.Supervisor // the app's processes, inert until PUT /app
+	egress *tunnel.Forwarder      // nil without EgressDial
+	http   *http.Server
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{}
@@ -241,7 +224,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	root, err := openRoot(cfg.Root)
+	root, err := files.OpenRoot(cfg.Root, cfg.Workdir)
 	if err != nil {
 		return nil, err
 	}
@@ -249,13 +232,41 @@ func New(cfg Config) (*Server, error) {
 		cfg:         cfg,
 		log:         cfg.Logger,
 		root:        root,
-		reaper:      processReaper(),
 		nonces:      newNonceCache(),
-		procs:       newProcTable(cfg.ProcessOutputBytes, DefaultExitedProcesses),
 		events:      newEventFeed(),
 		shutdownReq: make(chan struct{}),
 		stopping:    make(chan struct{}),
 	}
+	s.procs = proc.New(proc.Config{
+		Root:            root,
+		Env:             cfg.Env,
+		CommandRlimits:  cfg.CommandRlimits,
+		Prlimit:         cfg.Prlimit,
+		Credential:      cfg.Credential,
+		Adopt:           cfg.Adopt,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		OutputBytes:     cfg.ProcessOutputBytes,
+		Exited:          s.processExited,
+		Log:             cfg.Logger,
+	})
+	s.app = supervisor.New(supervisor.Config{
+		Commands:        s.procs,
+		Root:            root,
+		Stopping:        s.stopping,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		Log:             cfg.Logger,
+	})
+	fileAPI := files.New(files.Config{
+		Root:            root,
+		MaxFileBytes:    cfg.MaxFileBytes,
+		MaxTarBytes:     cfg.MaxTarBytes,
+		MaxTarEntries:   cfg.MaxTarEntries,
+		MaxRequestBytes: cfg.MaxRequestBytes,
+		HistoryDir:      cfg.HistoryDir,
+		Log:             cfg.Logger,
+	})
+	watches := watch.New(watch.Config{Root: root, Stopping: s.stopping, Log: cfg.Logger})
+	tunnels := tunnel.New(tunnel.Config{Log: cfg.Logger})
 	// HTTP/1.1 for a control plane of protocol 1, and HTTP/2 with prior
 	// knowledge (h2c) on the same socket for protocol 2: one connection
 	// then carries every call, stream and pushed event.
@@ -263,7 +274,7 @@ func New(cfg Config) (*Server, error) {
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
 	s.http = &http.Server{
-		Handler:           s.authenticate(s.routes()),
+		Handler:           s.authenticate(s.routes(fileAPI, watches, tunnels)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -284,45 +295,26 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.http.RegisterOnShutdown(func() { close(s.stopping) })
-	s.app = newSupervisor(s)
-	s.history = newHistoryStores(cfg)
 	if cfg.EgressDial != nil {
-		if s.egress, err = startForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
-			root.close()
+		if s.egress, err = tunnel.StartForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
+			root.Close()
 			return nil, fmt.Errorf("agent: egress forwarder: %w", err)
 		}
 	}
 	return s, nil
 }
 
-func (s *Server) routes() http.Handler {
+// routes is the agent's API: the server's own routes, then each part's.
+func (s *Server) routes(fileAPI *files.Service, watches *watch.Service, tunnels *tunnel.Service) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
-	mux.HandleFunc("POST /exec", s.handleExec)
-	mux.HandleFunc("POST /processes", s.handleStartProcess)
-	mux.HandleFunc("GET /processes", s.handleListProcesses)
-	mux.HandleFunc("GET /processes/{pid}", s.handleGetProcess)
-	mux.HandleFunc("GET /processes/{pid}/output", s.handleProcessOutput)
-	mux.HandleFunc("POST /processes/{pid}/stdin", s.handleProcessStdin)
-	mux.HandleFunc("POST /processes/{pid}/signal", s.handleProcessSignal)
-	mux.HandleFunc("POST /processes/{pid}/resize", s.handleProcessResize)
-	mux.HandleFunc("GET /processes/{pid}/wait", s.handleProcessWait)
 	mux.HandleFunc("GET /events", s.handleEvents)
-	mux.Handle("GET /tunnel/{port}", s.tunnelHandler())
-	mux.HandleFunc("GET /ports", s.handlePorts)
-	mux.HandleFunc("GET /files", s.handleRead)
-	mux.HandleFunc("PUT /files", s.handleWrite)
-	mux.HandleFunc("DELETE /files", s.handleRemove)
-	mux.HandleFunc("GET /files/list", s.handleList)
-	mux.HandleFunc("GET /files/stat", s.handleStat)
-	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
-	mux.HandleFunc("POST /files/move", s.handleMove)
-	mux.HandleFunc("GET /files/tar", s.handleTarDownload)
-	mux.HandleFunc("PUT /files/tar", s.handleTarUpload)
-	mux.HandleFunc("GET /files/watch", s.handleWatch)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
-	s.appRoutes(mux)
-	s.historyRoutes(mux)
+	s.procs.Routes(mux) // /exec, /processes
+	fileAPI.Routes(mux) // /files, /history
+	watches.Routes(mux) // /files/watch
+	tunnels.Routes(mux) // /tunnel/{port}, /ports
+	s.app.Routes(mux)   // /app
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))
 	})
@@ -345,22 +337,20 @@ func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdownReq }
 // reaper), waits for the requests in flight to end and closes the root.
 // It gives up waiting when ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.startMu.Lock()
-	s.draining = true
-	s.startMu.Unlock()
+	s.procs.Drain()
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.http.Shutdown(ctx) }()
 	s.log.Info("shutdown: killing the process tree")
-	s.app.shutdown() // first, so it restarts nothing the kill ends
-	killErr := killDescendants(ctx, os.Getpid())
-	appErr := s.app.wait(ctx)
+	s.app.Shutdown() // first, so it restarts nothing the kill ends
+	killErr := proc.KillDescendants(ctx, os.Getpid())
+	appErr := s.app.Wait(ctx)
 	httpErr := <-httpDone
 	if httpErr != nil {
 		s.http.Close()
 	}
 	s.log.Info("shutdown: stopped serving")
 	s.closeEgress()
-	return errors.Join(killErr, appErr, httpErr, s.root.close())
+	return errors.Join(killErr, appErr, httpErr, s.root.Close())
 }
 
 // Close stops serving at once and closes the root; it leaves processes
@@ -368,30 +358,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.closeEgress()
 	httpErr := s.http.Close()
-	s.app.shutdown()
+	s.app.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), appCloseTimeout)
 	defer cancel()
-	return errors.Join(httpErr, s.app.wait(ctx), s.root.close())
+	return errors.Join(httpErr, s.app.Wait(ctx), s.root.Close())
 }
 
 func (s *Server) closeEgress() {
 	if s.egress != nil {
-		s.egress.close()
+		s.egress.Close()
 	}
-}
-
-// startProcess starts one child through the reaper unless shutdown began.
-func (s *Server) startProcess(fork func() (int, error)) (int, <-chan unix.WaitStatus, error) {
-	s.startMu.Lock()
-	defer s.startMu.Unlock()
-	if s.draining {
-		return 0, nil, errShuttingDown
-	}
-	return s.reaper.start(fork)
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.health())
+	httpio.WriteJSON(w, http.StatusOK, s.health())
 }
 
 func (s *Server) health() agentproto.Health {
@@ -399,55 +379,10 @@ func (s *Server) health() agentproto.Health {
 }
 
 func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusAccepted, s.health())
+	httpio.WriteJSON(w, http.StatusAccepted, s.health())
 	s.shutdownOnce.Do(func() { close(s.shutdownReq) })
 }
 
-// resolve checks p lexically against the configured root and workdir.
-func (s *Server) resolve(p string) (sandboxPath, error) {
-	return resolvePath(s.cfg.Root, s.cfg.Workdir, p)
-}
-
-// writeError answers err as an agentproto.Error with the status errdefs gives its
-// class. Internal detail goes to the log only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code, msg := errdefs.HTTPStatus(err)
-	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	} else {
-		s.log.Debug("request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
-	}
-	writeJSON(w, status, agentproto.Error{Error: agentproto.ErrorBody{Code: code, Message: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-// decodeJSON reads one JSON value of at most limit bytes into v. Fields
-// it does not know are ignored: a newer control plane may send them, and
-// gates on the agent's features whatever needs them understood.
-func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	err := dec.Decode(v)
-	if err == nil {
-		// To the end, so a signed body's check runs.
-		if err := dec.Decode(&struct{}{}); err != io.EOF {
-			if errors.Is(err, errBodyUnverified) {
-				return err
-			}
-			return errdefs.Invalid("invalid_json", "the request body holds more than one JSON value")
-		}
-		return nil
-	}
-	if errors.Is(err, errBodyUnverified) {
-		return err
-	}
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return errdefs.New(errdefs.ErrTooLarge, "request_too_large", "the request body is larger than %d bytes", limit)
-	}
-	return errdefs.Wrap(errdefs.ErrInvalid, "invalid_json", err, "the request body is not valid JSON: %s", err.Error())
+	httpio.WriteError(w, r, s.log, err)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // ListeningSocket is one TCP socket listening in the sandbox, as the
-// agent's GET /ports reports it (internal/agent.ListeningSocket).
+// agent's GET /ports reports it (internal/agent/tunnel.ListeningSocket).
 type ListeningSocket struct {
 	Port int `json:"port"`
 	// Family is "ipv4" or "ipv6" (the socket's: a dual-stack [::] is

@@ -3,7 +3,7 @@
 // blobs and one manifest per checkpoint, restored exactly (deletions,
 // binary files, modes, owners and times included), compared, and bounded
 // by a retention policy. It is a filesystem engine with no HTTP and no
-// dependency on git; the agent serves it (internal/agent/history.go).
+// dependency on git; the agent serves it (internal/agent/files/history.go).
 //
 // Lifecycle: Open a Store on a directory only its owner may write (it is
 // created 0700 when missing; what a crash left half-written is cleaned),

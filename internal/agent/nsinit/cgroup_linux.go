@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hutchdev/hutch/internal/runtime/host/cgroups"
 )
 
 // Box puts commands into the sandbox's cgroup once they start, where the
@@ -68,7 +66,7 @@ func (b *Box) DialEgress(ctx context.Context) (net.Conn, error) {
 // v2 a process moves whole: the host placed the agent in the box, the fork
 // thread takes its namespace there, the agent moves itself out to its own
 // cgroup, and each command is moved into the box right after it starts.
-func enterCgroup(j *cgroups.Join, onForkThread func(func() error) error) (*Box, error) {
+func enterCgroup(j *CgroupJoin, onForkThread func(func() error) error) (*Box, error) {
 	if j == nil {
 		// No cgroup of its own (rootless): the namespace still hides the
 		// host's cgroup paths.
@@ -77,7 +75,7 @@ func enterCgroup(j *cgroups.Join, onForkThread func(func() error) error) (*Box, 
 	switch j.Version {
 	case 1:
 		err := onForkThread(func() error {
-			if err := cgroups.JoinThread(j.BoxTasks, unix.Gettid()); err != nil {
+			if err := JoinThread(j.BoxTasks, unix.Gettid()); err != nil {
 				return err
 			}
 			return unshareCgroup()
@@ -94,7 +92,7 @@ func enterCgroup(j *cgroups.Join, onForkThread func(func() error) error) (*Box, 
 		}
 		// Written from a thread still in the host's cgroup namespace, which
 		// sees both cgroups; 0 names the writing process.
-		if err := cgroups.MoveProcess(j.AgentProcs, 0); err != nil {
+		if err := MoveProcess(j.AgentProcs, 0); err != nil {
 			procs.Close()
 			return nil, err
 		}

@@ -8,8 +8,8 @@
 // into the sandbox's cgroup and gives it a cgroup namespace rooted there,
 // pivots into the new root, and sets the hostname and brings up lo.
 //
-// It links only the standard library, golang.org/x/sys and
-// internal/runtime/host/cgroups, because hutch-agent does.
+// It links only the standard library and golang.org/x/sys, because
+// hutch-agent does.
 package nsinit
 
 import (
@@ -17,8 +17,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-
-	"github.com/hutchdev/hutch/internal/runtime/host/cgroups"
 )
 
 // Config is the namespace part of the agent's bootstrap envelope.
@@ -66,7 +64,7 @@ type Config struct {
 	UserLimits map[string]int64 `json:"user_limits,omitempty"`
 	// Cgroup says how commands join the sandbox's cgroup; nil leaves them
 	// in the agent's (in a cgroup namespace of their own all the same).
-	Cgroup *cgroups.Join `json:"cgroup,omitempty"`
+	Cgroup *CgroupJoin `json:"cgroup,omitempty"`
 }
 
 // Bind is a volume bound into the sandbox's root: Source, relative to the

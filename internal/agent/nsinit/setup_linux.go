@@ -14,7 +14,7 @@ import (
 // in view (the agent's socket lives in the sandbox's host directory, out
 // of the sandbox's reach once the root pivots). onForkThread runs a
 // function on the one OS thread the agent forks every command from (see
-// internal/agent), which is how commands are born in the sandbox's cgroup
+// internal/agent/proc), which is how commands are born in the sandbox's cgroup
 // and cgroup namespace. The returned Box places each command after it
 // starts where the cgroup version needs that.
 //

@@ -1,6 +1,6 @@
 // Package router serves previews: a request whose Host is
 // "<port>-<sandbox id>.<preview domain>" reaches 127.0.0.1:<port> inside
-// that sandbox, through a tunnel its agent opens (internal/agent,
+// that sandbox, through a tunnel its agent opens (internal/agent/tunnel,
 // GET /tunnel/{port}). HTTP, streamed responses (unbuffered) and WebSocket
 // upgrades all pass.
 //

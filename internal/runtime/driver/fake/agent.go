@@ -18,6 +18,7 @@ import (
 
 	agentsrv "github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agent/proc"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/hostproc"
 )
@@ -69,7 +70,7 @@ func startAgent(h driver.Handle, b bootstrap, log *slog.Logger) (*agent, error) 
 	if err != nil {
 		return nil, err
 	}
-	env := map[string]string{"HOME": b.Root, "PATH": agentsrv.DefaultPath, "HUTCH_SANDBOX_ID": b.Spec.SandboxID}
+	env := map[string]string{"HOME": b.Root, "PATH": proc.DefaultPath, "HUTCH_SANDBOX_ID": b.Spec.SandboxID}
 	for k, v := range b.Spec.Env {
 		env[k] = v
 	}

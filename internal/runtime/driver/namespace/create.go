@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
@@ -278,7 +279,7 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	if err := d.attachMounts(sp.st); err != nil {
 		return sp.st, err
 	}
-	var join *cgroups.Join
+	var join *nsinit.CgroupJoin
 	if d.cg != nil {
 		sp.st.Cgroup, sp.st.Limits = spec.SandboxID, spec.Limits
 		if err := launch.WriteState(dir, sp.st); err != nil {

@@ -20,7 +20,7 @@ const defaultTmpBytes = 1 << 30
 // envelope is what the agent of one sandbox needs: how its root is made,
 // who its commands run as, and how it confines itself before it serves;
 // startsFrom adds where it listens and where its template is.
-func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *cgroups.Join) *envelope.Envelope {
+func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *nsinit.CgroupJoin) *envelope.Envelope {
 	shell, readOnly := d.tmpl.Shell, d.tmpl.ReadOnly
 	if spec.Image != nil && !spec.Image.Host {
 		shell, readOnly = "/bin/sh", nil

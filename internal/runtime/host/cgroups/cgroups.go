@@ -17,12 +17,10 @@
 // overhead (AgentMemoryOverhead, AgentPidsOverhead), so the agent can still
 // work when the box is full.
 //
-// The host side (Manager, Group) makes, limits, measures (Stats), kills and
-// removes groups.
-// The agent side (Join, JoinThread, MoveProcess) lets the agent, which runs
-// as the sandbox's root user in a user namespace, put its commands in the
-// box. The package links only the standard library and golang.org/x/sys,
-// because the static in-sandbox agent links it too.
+// Manager and Group make, limit, measure (Stats), kill and remove groups,
+// and tell the agent how to put its commands in the box (Group.Join); the
+// agent's side of that, which runs as the sandbox's root user in a user
+// namespace, is internal/agent/nsinit's.
 package cgroups
 
 import (

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 )
 
 // Group is the cgroup of one sandbox in every hierarchy hutch uses. It is a
@@ -90,7 +92,7 @@ func (g *Group) ID() string { return g.id }
 // CPU time stays unknown.
 func (g *Group) Place(pid int) error {
 	if g.m.version == 2 {
-		return MoveProcess(g.path(g.m.hiers[0], "box", "cgroup.procs"), pid)
+		return writeFile(g.path(g.m.hiers[0], "box", "cgroup.procs"), strconv.Itoa(pid))
 	}
 	for _, h := range g.m.hiers {
 		procs := g.path(h, "cgroup.procs")
@@ -105,16 +107,16 @@ func (g *Group) Place(pid int) error {
 }
 
 // Join returns what the agent needs to put its commands in the box.
-func (g *Group) Join() Join {
+func (g *Group) Join() nsinit.CgroupJoin {
 	if g.m.version == 2 {
 		h := g.m.hiers[0]
-		return Join{
+		return nsinit.CgroupJoin{
 			Version:    2,
 			BoxProcs:   g.path(h, "box", "cgroup.procs"),
 			AgentProcs: g.path(h, "agent", "cgroup.procs"),
 		}
 	}
-	j := Join{Version: 1}
+	j := nsinit.CgroupJoin{Version: 1}
 	for _, h := range g.m.hiers {
 		j.BoxTasks = append(j.BoxTasks, g.path(h, "box", "tasks"))
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 )
 
 // requireRoot skips tests that make real cgroups.
@@ -280,10 +282,10 @@ func startMix(t *testing.T, g *Group) []*proc {
 	}
 	toBox := func(p *proc) {
 		if g.m.version == 2 {
-			if err := MoveProcess(g.Join().BoxProcs, p.pid()); err != nil {
+			if err := nsinit.MoveProcess(g.Join().BoxProcs, p.pid()); err != nil {
 				t.Fatal(err)
 			}
-		} else if err := JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
+		} else if err := nsinit.JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
 			t.Fatal(err)
 		}
 	}

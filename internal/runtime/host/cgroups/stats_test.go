@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 )
 
 // TestStats reads a box's figures on v1 and on this host's cgroup2 mount
@@ -109,9 +111,9 @@ func toBox(t *testing.T, g *Group, pid int) {
 	j := g.Join()
 	var err error
 	if j.Version == 2 {
-		err = MoveProcess(j.BoxProcs, pid)
+		err = nsinit.MoveProcess(j.BoxProcs, pid)
 	} else {
-		err = JoinThread(j.BoxTasks, pid)
+		err = nsinit.JoinThread(j.BoxTasks, pid)
 	}
 	if err != nil {
 		t.Fatal(err)

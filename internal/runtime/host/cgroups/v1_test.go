@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 )
 
 // unlimitedV1 is what memory.limit_in_bytes reads without a limit: the
@@ -137,7 +139,7 @@ func TestV1JoinThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j Join
+	var j nsinit.CgroupJoin
 	if err := json.Unmarshal(b, &j); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestV1JoinThread(t *testing.T) {
 		t.Fatalf("Join() = %s", b)
 	}
 	p := start(t, "sleep", "1000")
-	if err := JoinThread(j.BoxTasks, p.pid()); err != nil {
+	if err := nsinit.JoinThread(j.BoxTasks, p.pid()); err != nil {
 		t.Fatalf("JoinThread: %v", err)
 	}
 	want := "/" + m.parent + "/" + g.id + "/box"
@@ -174,7 +176,7 @@ func TestV1OOMKills(t *testing.T) {
 		t.Fatalf("OOMKills() before = %d, %v; want 0", n, err)
 	}
 	p := startHeld(t, "sh", "-c", "head -c 200000000 /dev/zero | tail -n 1 >/dev/null")
-	if err := JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
+	if err := nsinit.JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
 		t.Fatal(err)
 	}
 	p.release(t)
@@ -243,7 +245,7 @@ func TestV1Remove(t *testing.T) {
 	m := newV1Manager(t)
 	g := create(t, m, Limits{})
 	p := start(t, "sleep", "1000")
-	if err := JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
+	if err := nsinit.JoinThread(g.Join().BoxTasks, p.pid()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

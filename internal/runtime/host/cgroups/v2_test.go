@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 )
 
 // TestV2 drives the v2 code on this host's cgroup2 mount, which on a hybrid
@@ -88,7 +90,7 @@ func TestV2(t *testing.T) {
 	if got := cgroupOf(t, p.pid(), ""); got != base+"/box" {
 		t.Errorf("after Place pid %d is in %s, want %s/box", p.pid(), got, base)
 	}
-	if err := MoveProcess(j.AgentProcs, p.pid()); err != nil {
+	if err := nsinit.MoveProcess(j.AgentProcs, p.pid()); err != nil {
 		t.Fatalf("MoveProcess(agent): %v", err)
 	}
 	if got := cgroupOf(t, p.pid(), ""); got != base+"/agent" {
