@@ -32,7 +32,7 @@ func TestEventFeed(t *testing.T) {
 		}
 		return ev
 	}
-	if ev := next(feed); ev.Type != agentproto.EventHello || ev.Seq != 0 {
+	if ev := next(feed); !ev.Hello || ev.Seq != 0 {
 		t.Fatalf("first event %+v, want hello 0", ev)
 	}
 	var pids []int
@@ -43,8 +43,8 @@ func TestEventFeed(t *testing.T) {
 		}
 		pids = append(pids, p.PID)
 		ev := next(feed)
-		if ev.Type != agentproto.EventProcessExited || ev.Process.PID != p.PID || *ev.Process.ExitCode != int(code[0]-'0') || ev.Seq != uint64(len(pids)) {
-			t.Fatalf("event %+v (process %+v), want the exit of %d with %s as event %d", ev, ev.Process, p.PID, code, len(pids))
+		if ev.Exited == nil || ev.Exited.PID != p.PID || *ev.Exited.ExitCode != int(code[0]-'0') || ev.Seq != uint64(len(pids)) {
+			t.Fatalf("event %+v (process %+v), want the exit of %d with %s as event %d", ev, ev.Exited, p.PID, code, len(pids))
 		}
 	}
 	again, err := f.Client.Events(ctx, 1)
@@ -52,10 +52,10 @@ func TestEventFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if ev := next(again); ev.Type != agentproto.EventHello || ev.Seq != 2 {
+	if ev := next(again); !ev.Hello || ev.Seq != 2 {
 		t.Fatalf("hello %+v, want 2", ev)
 	}
-	if ev := next(again); ev.Seq != 2 || ev.Process.PID != pids[1] {
+	if ev := next(again); ev.Seq != 2 || ev.Exited == nil || ev.Exited.PID != pids[1] {
 		t.Fatalf("after 1: %+v, want only the second exit", ev)
 	}
 	old := agentclient.New("unix", f.Sock, agenttest.Token, agentclient.Speaking(agentproto.Info{}))

@@ -117,6 +117,15 @@ func (c *Client) Info() agentproto.Info { return c.info }
 // Has reports whether the agent has feature f (agentproto.Feature…).
 func (c *Client) Has(f string) bool { return c.info.Has(f) }
 
+// Call is one JSON call of the agent protocol as the typed methods make
+// it: signed, its answer checked, in sent and the answer decoded into out
+// (each nil for none). It is for what speaks the protocol itself, the
+// agent's own tests; the control plane calls the typed methods, which
+// convert the protocol's types into its own.
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	return c.doJSON(ctx, method, path, query, in, out)
+}
+
 // HasEvents says whether the agent pushes its processes' exits on an
 // event feed (Events), so that no request need wait on each.
 func (c *Client) HasEvents() bool { return c.Has(agentproto.FeatureEvents) }

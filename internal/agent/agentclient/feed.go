@@ -13,12 +13,15 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
-// Event is one of the agent's pushed events: a hello (Type
-// agentproto.EventHello) first, then process exits.
+// Event is one of the agent's pushed events: a hello first, then process
+// exits, numbered by Seq.
 type Event struct {
-	Type    string
-	Seq     uint64
-	Process api.Process // of a process.exited
+	Seq uint64
+	// Hello opens the feed: its Seq is the agent's newest event's, and a
+	// Seq below what the reader saw means another agent (a restart).
+	Hello bool
+	// Exited is the process that exited, for the others.
+	Exited *api.Process
 }
 
 // Feed is the agent's event feed (agentproto.FeatureEvents).
@@ -48,9 +51,10 @@ func (f *Feed) Next() (Event, error) {
 	if err := f.dec.Decode(&ev); err != nil {
 		return Event{}, errdefs.Wrap(errdefs.ErrUnavailable, "agent_stream_broken", err, "the agent's event feed broke")
 	}
-	out := Event{Type: ev.Type, Seq: ev.Seq}
-	if ev.Process != nil {
-		out.Process = apiProcess(*ev.Process)
+	out := Event{Seq: ev.Seq, Hello: ev.Type == agentproto.EventHello}
+	if ev.Type == agentproto.EventProcessExited && ev.Process != nil {
+		p := apiProcess(*ev.Process)
+		out.Exited = &p
 	}
 	return out, nil
 }

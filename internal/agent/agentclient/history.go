@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 )
 
@@ -13,43 +14,61 @@ import (
 // (ErrUnsupported). An unknown checkpoint is checkpoint_not_found
 // (ErrNotFound).
 
-// Checkpoint records req.Dir as a new checkpoint.
-func (c *Client) Checkpoint(ctx context.Context, req agentproto.CheckpointRequest) (agentproto.Checkpoint, error) {
+// Checkpoint records dir as a new checkpoint, with a message and of a
+// kind (api.CheckpointTask, api.CheckpointManual, …).
+func (c *Client) Checkpoint(ctx context.Context, dir, message, kind string) (api.Checkpoint, error) {
 	if !c.Has(agentproto.FeatureHistory) {
-		return agentproto.Checkpoint{}, c.tooOld("checkpointing a directory", agentproto.FeatureHistory)
+		return api.Checkpoint{}, c.tooOld("checkpointing a directory", agentproto.FeatureHistory)
 	}
 	var cp agentproto.Checkpoint
-	err := c.doJSON(ctx, http.MethodPost, "/history/checkpoints", nil, req, &cp)
-	return cp, err
+	req := agentproto.CheckpointRequest{Dir: dir, Message: message, Kind: kind}
+	if err := c.doJSON(ctx, http.MethodPost, "/history/checkpoints", nil, req, &cp); err != nil {
+		return api.Checkpoint{}, err
+	}
+	return apiCheckpoint(cp), nil
 }
 
 // Checkpoints lists the checkpoints of dir, newest first; none when dir
 // was never checkpointed.
-func (c *Client) Checkpoints(ctx context.Context, dir string) ([]agentproto.Checkpoint, error) {
+func (c *Client) Checkpoints(ctx context.Context, dir string) ([]api.Checkpoint, error) {
 	if !c.Has(agentproto.FeatureHistory) {
 		return nil, c.tooOld("listing a directory's checkpoints", agentproto.FeatureHistory)
 	}
-	var out agentproto.CheckpointList
-	if err := c.doJSON(ctx, http.MethodGet, "/history/checkpoints", url.Values{"dir": {dir}}, nil, &out); err != nil {
+	var list agentproto.CheckpointList
+	if err := c.doJSON(ctx, http.MethodGet, "/history/checkpoints", url.Values{"dir": {dir}}, nil, &list); err != nil {
 		return nil, err
 	}
-	return out.Checkpoints, nil
+	out := make([]api.Checkpoint, len(list.Checkpoints))
+	for i, cp := range list.Checkpoints {
+		out[i] = apiCheckpoint(cp)
+	}
+	return out, nil
 }
 
-// RestoreCheckpoint makes req.Dir exactly the checkpoint req names, after
-// checkpointing it as it is (the result's PreUndo).
-func (c *Client) RestoreCheckpoint(ctx context.Context, req agentproto.RestoreRequest) (agentproto.RestoreResult, error) {
+// Restored is what a restore did: the checkpoint the directory now
+// matches, the one taken of it just before (restoring it undoes the
+// restore), and what changed.
+type Restored struct {
+	Restored, PreUndo api.Checkpoint
+	Changes           []api.FileChange
+}
+
+// RestoreCheckpoint makes dir exactly its checkpoint id, after
+// checkpointing it as it is (PreUndo).
+func (c *Client) RestoreCheckpoint(ctx context.Context, dir, id string) (Restored, error) {
 	if !c.Has(agentproto.FeatureHistory) {
-		return agentproto.RestoreResult{}, c.tooOld("restoring a checkpoint", agentproto.FeatureHistory)
+		return Restored{}, c.tooOld("restoring a checkpoint", agentproto.FeatureHistory)
 	}
 	var res agentproto.RestoreResult
-	err := c.doJSON(ctx, http.MethodPost, "/history/restore", nil, req, &res)
-	return res, err
+	if err := c.doJSON(ctx, http.MethodPost, "/history/restore", nil, agentproto.RestoreRequest{Dir: dir, ID: id}, &res); err != nil {
+		return Restored{}, err
+	}
+	return Restored{Restored: apiCheckpoint(res.Restored), PreUndo: apiCheckpoint(res.PreUndo), Changes: apiChanges(res.Changes)}, nil
 }
 
 // HistoryDiff lists how dir changed from checkpoint from to checkpoint
 // to, or, with to empty, to dir as it is now.
-func (c *Client) HistoryDiff(ctx context.Context, dir, from, to string) ([]agentproto.Change, error) {
+func (c *Client) HistoryDiff(ctx context.Context, dir, from, to string) ([]api.FileChange, error) {
 	if !c.Has(agentproto.FeatureHistory) {
 		return nil, c.tooOld("comparing checkpoints", agentproto.FeatureHistory)
 	}
@@ -61,5 +80,17 @@ func (c *Client) HistoryDiff(ctx context.Context, dir, from, to string) ([]agent
 	if err := c.doJSON(ctx, http.MethodGet, "/history/diff", q, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Changes, nil
+	return apiChanges(out.Changes), nil
+}
+
+func apiCheckpoint(cp agentproto.Checkpoint) api.Checkpoint {
+	return api.Checkpoint{ID: cp.ID, Message: cp.Message, Kind: cp.Kind, Files: cp.Files, Bytes: cp.Bytes, CreatedAt: cp.CreatedAt}
+}
+
+func apiChanges(cs []agentproto.Change) []api.FileChange {
+	out := make([]api.FileChange, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, api.FileChange{Path: c.Path, Change: c.Change})
+	}
+	return out
 }

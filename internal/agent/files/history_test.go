@@ -2,6 +2,8 @@ package files_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +35,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	agenttest.WriteHost(t, filepath.Join(app, "lib/util.js"), "util")
 	agenttest.WriteHost(t, filepath.Join(app, "node_modules/dep/index.js"), "dep")
 
-	cp, err := f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: app, Message: "before task 1", Kind: agentproto.CheckpointTask})
+	cp, err := checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: app, Message: "before task 1", Kind: agentproto.CheckpointTask})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(app, "lib")); err != nil {
 		t.Fatal(err)
 	}
-	changes, err := f.Client.HistoryDiff(ctx, app, cp.ID, "")
+	changes, err := diff(ctx, f, app, cp.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Errorf("diff %v, want %v", changes, want)
 	}
 
-	res, err := f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, Steps: 1})
+	res, err := restore(ctx, f, agentproto.RestoreRequest{Dir: app, Steps: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Errorf("new.js after restore: %v", err)
 	}
 
-	list, err := f.Client.Checkpoints(ctx, app)
+	list, err := checkpoints(ctx, f, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +87,11 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Errorf("checkpoints %+v", list)
 	}
 	// Between two checkpoints, and the undo of the undo.
-	changes, err = f.Client.HistoryDiff(ctx, app, cp.ID, res.PreUndo.ID)
+	changes, err = diff(ctx, f, app, cp.ID, res.PreUndo.ID)
 	if err != nil || len(changes) != 4 {
 		t.Errorf("diff between checkpoints: %v, %v", changes, err)
 	}
-	if _, err := f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, ID: res.PreUndo.ID}); err != nil {
+	if _, err := restore(ctx, f, agentproto.RestoreRequest{Dir: app, ID: res.PreUndo.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readHost(t, filepath.Join(app, "new.js")); got != "new" {
@@ -102,7 +104,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 func TestHistoryStore(t *testing.T) {
 	f := agenttest.New(t, nil)
 	ctx := context.Background()
-	list, err := f.Client.Checkpoints(ctx, f.Work)
+	list, err := checkpoints(ctx, f, f.Work)
 	if err != nil || len(list) != 0 {
 		t.Errorf("checkpoints of an untracked directory: %v, %v", list, err)
 	}
@@ -112,7 +114,7 @@ func TestHistoryStore(t *testing.T) {
 	}
 	agenttest.WriteHost(t, filepath.Join(f.Work, "a"), "a")
 	// The root itself holds the stores: they are skipped.
-	cp, err := f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: f.Root})
+	cp, err := checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: f.Root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,11 +132,11 @@ func TestHistoryStore(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("store mode: %v, %v", fi.Mode(), err)
 	}
-	changes, err := f.Client.HistoryDiff(ctx, f.Root, cp.ID, "")
+	changes, err := diff(ctx, f, f.Root, cp.ID, "")
 	if err != nil || len(changes) != 0 {
 		t.Errorf("the stores show in a diff of the root: %v, %v", changes, err)
 	}
-	if _, err := f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: filepath.Join(base, des[0].Name())}); !errdefs.HasCode(err, "invalid_parameter") {
+	if _, err := checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: filepath.Join(base, des[0].Name())}); !errdefs.HasCode(err, "invalid_parameter") {
 		t.Errorf("checkpoint of a store: %v", err)
 	}
 }
@@ -143,7 +145,7 @@ func TestHistoryStore(t *testing.T) {
 func TestHistoryConfiguredDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "stores")
 	f := agenttest.New(t, func(c *agent.Config) { c.HistoryDir = dir })
-	if _, err := f.Client.Checkpoint(context.Background(), agentproto.CheckpointRequest{Dir: f.Work}); err != nil {
+	if _, err := checkpoint(context.Background(), f, agentproto.CheckpointRequest{Dir: f.Work}); err != nil {
 		t.Fatal(err)
 	}
 	if des, err := os.ReadDir(dir); err != nil || len(des) != 1 {
@@ -158,14 +160,14 @@ func TestHistoryRestoreRemovedDir(t *testing.T) {
 	ctx := context.Background()
 	app := filepath.Join(f.Work, "app")
 	agenttest.WriteHost(t, filepath.Join(app, "deep/file"), "content")
-	cp, err := f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: app, Kind: agentproto.CheckpointTask})
+	cp, err := checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: app, Kind: agentproto.CheckpointTask})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(app); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, ID: cp.ID}); err != nil {
+	if _, err := restore(ctx, f, agentproto.RestoreRequest{Dir: app, ID: cp.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readHost(t, filepath.Join(app, "deep/file")); got != "content" {
@@ -179,33 +181,33 @@ func TestHistoryErrors(t *testing.T) {
 	app := filepath.Join(f.Work, "app")
 	agenttest.WriteHost(t, filepath.Join(app, "a"), "a")
 
-	_, err := f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, Steps: 1})
+	_, err := restore(ctx, f, agentproto.RestoreRequest{Dir: app, Steps: 1})
 	agenttest.WantErr(t, "restore of an untracked directory", err, errdefs.ErrNotFound, "checkpoint_not_found")
-	_, err = f.Client.HistoryDiff(ctx, app, "00000001", "")
+	_, err = diff(ctx, f, app, "00000001", "")
 	agenttest.WantErr(t, "diff of an untracked directory", err, errdefs.ErrNotFound, "checkpoint_not_found")
 
-	if _, err := f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: app}); err != nil {
+	if _, err := checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: app}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, ID: "00000042"})
+	_, err = restore(ctx, f, agentproto.RestoreRequest{Dir: app, ID: "00000042"})
 	agenttest.WantErr(t, "restore of an unknown checkpoint", err, errdefs.ErrNotFound, "checkpoint_not_found")
-	_, err = f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app, Steps: 2})
+	_, err = restore(ctx, f, agentproto.RestoreRequest{Dir: app, Steps: 2})
 	agenttest.WantErr(t, "restore past the oldest", err, errdefs.ErrNotFound, "checkpoint_not_found")
-	_, err = f.Client.RestoreCheckpoint(ctx, agentproto.RestoreRequest{Dir: app})
+	_, err = restore(ctx, f, agentproto.RestoreRequest{Dir: app})
 	agenttest.WantErr(t, "restore of nothing", err, errdefs.ErrInvalid, "invalid_parameter")
-	_, err = f.Client.HistoryDiff(ctx, app, "", "")
+	_, err = diff(ctx, f, app, "", "")
 	agenttest.WantErr(t, "diff from nothing", err, errdefs.ErrInvalid, "invalid_parameter")
-	_, err = f.Client.HistoryDiff(ctx, app, "00000001", "00000042")
+	_, err = diff(ctx, f, app, "00000001", "00000042")
 	agenttest.WantErr(t, "diff to an unknown checkpoint", err, errdefs.ErrNotFound, "checkpoint_not_found")
-	_, err = f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: "app"})
+	_, err = checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: "app"})
 	agenttest.WantErr(t, "relative dir", err, errdefs.ErrInvalid, "invalid_parameter")
-	_, err = f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: "/outside/the/root"})
+	_, err = checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: "/outside/the/root"})
 	agenttest.WantErr(t, "dir outside the root", err, errdefs.ErrInvalid, "path_outside_sandbox")
-	_, err = f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: filepath.Join(f.Work, "missing")})
+	_, err = checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: filepath.Join(f.Work, "missing")})
 	agenttest.WantErr(t, "missing dir", err, errdefs.ErrNotFound, "file_not_found")
-	_, err = f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: filepath.Join(app, "a")})
+	_, err = checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: filepath.Join(app, "a")})
 	agenttest.WantErr(t, "a file", err, errdefs.ErrInvalid, "not_a_directory")
-	_, err = f.Client.Checkpoint(ctx, agentproto.CheckpointRequest{Dir: app, Kind: "Bad Kind"})
+	_, err = checkpoint(ctx, f, agentproto.CheckpointRequest{Dir: app, Kind: "Bad Kind"})
 	agenttest.WantErr(t, "bad kind", err, errdefs.ErrInvalid, "invalid_parameter")
 }
 
@@ -217,8 +219,39 @@ func TestHistoryAgentTooOld(t *testing.T) {
 	info.Features = slices.DeleteFunc(info.Features, func(s string) bool { return s == agentproto.FeatureHistory })
 	c := agentclient.New("unix", f.Sock, agenttest.Token, agentclient.Speaking(info))
 	defer c.Close()
-	_, err := c.Checkpoint(context.Background(), agentproto.CheckpointRequest{Dir: f.Work})
+	_, err := c.Checkpoint(context.Background(), f.Work, "", "")
 	agenttest.WantErr(t, "checkpoint", err, errdefs.ErrUnsupported, "agent_too_old")
 	_, err = c.Checkpoints(context.Background(), f.Work)
 	agenttest.WantErr(t, "list", err, errdefs.ErrUnsupported, "agent_too_old")
+}
+
+// The history's calls of the wire protocol, whose answers the tests read
+// whole (the client's typed methods convert them for the control plane).
+
+func checkpoint(ctx context.Context, f *agenttest.Fixture, req agentproto.CheckpointRequest) (agentproto.Checkpoint, error) {
+	var cp agentproto.Checkpoint
+	err := f.Client.Call(ctx, http.MethodPost, "/history/checkpoints", nil, req, &cp)
+	return cp, err
+}
+
+func checkpoints(ctx context.Context, f *agenttest.Fixture, dir string) ([]agentproto.Checkpoint, error) {
+	var list agentproto.CheckpointList
+	err := f.Client.Call(ctx, http.MethodGet, "/history/checkpoints", url.Values{"dir": {dir}}, nil, &list)
+	return list.Checkpoints, err
+}
+
+func restore(ctx context.Context, f *agenttest.Fixture, req agentproto.RestoreRequest) (agentproto.RestoreResult, error) {
+	var res agentproto.RestoreResult
+	err := f.Client.Call(ctx, http.MethodPost, "/history/restore", nil, req, &res)
+	return res, err
+}
+
+func diff(ctx context.Context, f *agenttest.Fixture, dir, from, to string) ([]agentproto.Change, error) {
+	q := url.Values{"dir": {dir}, "from": {from}}
+	if to != "" {
+		q.Set("to", to)
+	}
+	var list agentproto.ChangeList
+	err := f.Client.Call(ctx, http.MethodGet, "/history/diff", q, nil, &list)
+	return list.Changes, err
 }

@@ -1,9 +1,7 @@
 package supervisor_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/supervisor"
@@ -55,20 +54,29 @@ func writeManifest(t *testing.T, dir, content string) {
 
 const loopCmd = `while :; do sleep 1; done`
 
+// app is one call of the supervisor's wire protocol, whose status the
+// tests read whole (the client's typed methods convert it for the control
+// plane).
+func app(ctx context.Context, f *agenttest.Fixture, method, path string, in any) (agentproto.AppStatus, error) {
+	var st agentproto.AppStatus
+	err := f.Client.Call(ctx, method, path, nil, in, &st)
+	return st, err
+}
+
 func configure(t *testing.T, f *agenttest.Fixture, env map[string]string) agentproto.AppStatus {
 	t.Helper()
-	st, err := f.Client.AppConfigure(context.Background(), agentproto.AppConfig{Dir: f.Work, Env: env})
+	st, err := app(context.Background(), f, http.MethodPut, "/app", agentproto.AppConfig{Dir: f.Work, Env: env})
 	if err != nil {
-		t.Fatalf("AppConfigure: %v", err)
+		t.Fatalf("configure: %v", err)
 	}
 	return st
 }
 
 func appStatus(t *testing.T, f *agenttest.Fixture) agentproto.AppStatus {
 	t.Helper()
-	st, err := f.Client.AppStatus(context.Background())
+	st, err := app(context.Background(), f, http.MethodGet, "/app", nil)
 	if err != nil {
-		t.Fatalf("AppStatus: %v", err)
+		t.Fatalf("status: %v", err)
 	}
 	return st
 }
@@ -123,18 +131,17 @@ func freePort(t *testing.T) int {
 }
 
 // logLines reads a process's log (tail lines, no follow).
-func logLines(t *testing.T, f *agenttest.Fixture, name string, tail int) []agentproto.LogLine {
+func logLines(t *testing.T, f *agenttest.Fixture, name string, tail int) []api.AppLogLine {
 	t.Helper()
-	rc, err := f.Client.AppLogs(context.Background(), name, tail, false)
+	logs, err := f.Client.AppLogs(context.Background(), name, tail, false)
 	if err != nil {
 		t.Fatalf("AppLogs(%s): %v", name, err)
 	}
-	defer rc.Close()
-	var out []agentproto.LogLine
-	dec := json.NewDecoder(rc)
+	defer logs.Close()
+	var out []api.AppLogLine
 	for {
-		var l agentproto.LogLine
-		if err := dec.Decode(&l); err == io.EOF {
+		l, err := logs.Next()
+		if err == io.EOF {
 			return out
 		} else if err != nil {
 			t.Fatalf("logs of %s: %v", name, err)
@@ -143,8 +150,8 @@ func logLines(t *testing.T, f *agenttest.Fixture, name string, tail int) []agent
 	}
 }
 
-func hasLine(lines []agentproto.LogLine, stream, sub string) bool {
-	return slices.ContainsFunc(lines, func(l agentproto.LogLine) bool { return l.Stream == stream && strings.Contains(l.Line, sub) })
+func hasLine(lines []api.AppLogLine, stream, sub string) bool {
+	return slices.ContainsFunc(lines, func(l api.AppLogLine) bool { return l.Stream == stream && strings.Contains(l.Line, sub) })
 }
 
 // groupMembers lists the live processes of process group pgid.
@@ -216,7 +223,7 @@ workers:
 	// Running says the run lasted the fast-fail window, not that its
 	// output is in the log yet: the shell may not have run echo, or the
 	// pump read it, on a loaded machine.
-	runs := func(lines []agentproto.LogLine) int {
+	runs := func(lines []api.AppLogLine) int {
 		n := 0
 		for _, l := range lines {
 			if strings.Contains(l.Line, "worker up") {
@@ -225,7 +232,7 @@ workers:
 		}
 		return n
 	}
-	var lines []agentproto.LogLine
+	var lines []api.AppLogLine
 	agenttest.WaitFor(t, "the second run's output in the log", func() bool {
 		lines = logLines(t, f, "worker", 100)
 		return runs(lines) >= 2
@@ -270,7 +277,7 @@ workers:
 	steady := waitProc(t, f, "steady", "running", running)
 
 	agenttest.WriteHost(t, filepath.Join(f.Work, "fixed"), "")
-	st, err := f.Client.AppRestart(context.Background(), []string{"flaky"})
+	st, err := app(context.Background(), f, http.MethodPost, "/app/restart", agentproto.AppRestartRequest{Names: []string{"flaky"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,11 +294,11 @@ workers:
 	}
 
 	// All of them, by no name.
-	if _, err := f.Client.AppRestart(context.Background(), nil); err != nil {
+	if _, err := app(context.Background(), f, http.MethodPost, "/app/restart", agentproto.AppRestartRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	waitProc(t, f, "steady", "restarted", func(p agentproto.AppProcess) bool { return running(p) && p.PID != steady.PID && p.Restarts == 1 })
-	_, err = f.Client.AppRestart(context.Background(), []string{"nope"})
+	_, err = app(context.Background(), f, http.MethodPost, "/app/restart", agentproto.AppRestartRequest{Names: []string{"nope"}})
 	agenttest.WantErr(t, "restart of an unknown process", err, errdefs.ErrNotFound, "app_process_not_found")
 }
 
@@ -319,7 +326,7 @@ workers:
     command: 42
     bogus: true
 `)
-	st, err := f.Client.AppReload(context.Background())
+	st, err := app(context.Background(), f, http.MethodPost, "/app/reload", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +386,7 @@ workers:
 	if err := os.Remove(filepath.Join(f.Work, "sandbox.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	st, err = f.Client.AppReload(context.Background())
+	st, err = app(context.Background(), f, http.MethodPost, "/app/reload", nil)
 	if err != nil || st.ManifestError == nil || st.ManifestError.Code != agentproto.ManifestMissing || len(st.Processes) != 2 {
 		t.Fatalf("reload without a manifest: %+v, %v", st, err)
 	}
@@ -444,13 +451,12 @@ workers:
 		t.Fatal(err)
 	}
 	defer follow.Close()
-	followed := make(chan []agentproto.LogLine)
+	followed := make(chan []api.AppLogLine)
 	go func() {
-		var lines []agentproto.LogLine
-		dec := json.NewDecoder(follow)
+		var lines []api.AppLogLine
 		for {
-			var l agentproto.LogLine
-			if dec.Decode(&l) != nil {
+			l, err := follow.Next()
+			if err != nil {
 				followed <- lines
 				return
 			}
@@ -486,7 +492,7 @@ workers:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the followed log did not end with the stop")
 	}
-	_, err = f.Client.AppReload(context.Background())
+	_, err = app(context.Background(), f, http.MethodPost, "/app/reload", nil)
 	agenttest.WantErr(t, "reload after the stop", err, errdefs.ErrConflict, "app_not_configured")
 
 	// PUT /app again resumes.
@@ -513,16 +519,16 @@ workers:
 
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := f.Client.AppLogs(ctx, "talker", 0, true)
+	logs, err := f.Client.AppLogs(ctx, "talker", 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(rc)
 	var last int = -1
-	for n := 0; n < 10 && sc.Scan(); n++ {
-		var l agentproto.LogLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatal(err)
+	var lerr error
+	for n := 0; n < 10; n++ {
+		var l api.AppLogLine
+		if l, lerr = logs.Next(); lerr != nil {
+			break
 		}
 		if l.Stream != agentproto.Stdout {
 			continue
@@ -534,12 +540,12 @@ workers:
 		last = i
 	}
 	if last < 0 {
-		t.Fatalf("no line followed: %v", sc.Err())
+		t.Fatalf("no line followed: %v", lerr)
 	}
 	cancel()
-	for sc.Scan() {
+	for _, err := logs.Next(); err == nil; _, err = logs.Next() {
 	}
-	rc.Close()
+	logs.Close()
 	agenttest.WaitFor(t, "the follow's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
@@ -552,9 +558,9 @@ func TestAppNotConfigured(t *testing.T) {
 	if st.Configured || len(st.Processes) != 0 || st.Manifest != nil {
 		t.Errorf("status of a plain sandbox: %+v", st)
 	}
-	_, err := f.Client.AppReload(ctx)
+	_, err := app(ctx, f, http.MethodPost, "/app/reload", nil)
 	agenttest.WantErr(t, "reload", err, errdefs.ErrConflict, "app_not_configured")
-	_, err = f.Client.AppRestart(ctx, nil)
+	_, err = app(ctx, f, http.MethodPost, "/app/restart", agentproto.AppRestartRequest{})
 	agenttest.WantErr(t, "restart", err, errdefs.ErrConflict, "app_not_configured")
 	_, err = f.Client.AppLogs(ctx, "web", 10, false)
 	agenttest.WantErr(t, "logs", err, errdefs.ErrNotFound, "app_process_not_found")
@@ -562,10 +568,10 @@ func TestAppNotConfigured(t *testing.T) {
 		t.Errorf("stop of nothing: %v", err)
 	}
 	for _, dir := range []string{"relative", "/outside/the/root", f.Work + "/../work"} {
-		_, err = f.Client.AppConfigure(ctx, agentproto.AppConfig{Dir: dir})
+		_, err = app(ctx, f, http.MethodPut, "/app", agentproto.AppConfig{Dir: dir})
 		agenttest.WantErr(t, "dir "+dir, err, errdefs.ErrInvalid, "invalid_app_dir")
 	}
-	_, err = f.Client.AppConfigure(ctx, agentproto.AppConfig{Dir: f.Work, Env: map[string]string{"A=B": "c"}})
+	_, err = app(ctx, f, http.MethodPut, "/app", agentproto.AppConfig{Dir: f.Work, Env: map[string]string{"A=B": "c"}})
 	agenttest.WantErr(t, "bad env", err, errdefs.ErrInvalid, "invalid_env")
 
 	// A client of an agent without the feature does not ask it.

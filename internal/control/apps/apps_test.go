@@ -5,9 +5,8 @@ import (
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
-	"github.com/hutchdev/hutch/internal/agent/manifest"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -44,12 +43,12 @@ func TestDelivered(t *testing.T) {
 
 // TestProcessesRunning: what a promotion's process check says.
 func TestProcessesRunning(t *testing.T) {
-	m := &manifest.Manifest{Version: 1, Web: &manifest.Web{Command: "x", Port: 1}}
-	ok := agentproto.AppStatus{Manifest: m, Processes: []agentproto.AppProcess{{Name: "web", State: api.AppProcessRunning}}}
+	m := &sandbox.AppManifest{Web: &sandbox.AppWeb{Port: 1, HealthPath: "/"}}
+	ok := sandbox.AppStatus{Manifest: m, Processes: []api.AppProcess{{Name: "web", State: api.AppProcessRunning}}}
 	if err := processesRunning(ok); err != nil {
 		t.Errorf("running: %v", err)
 	}
-	crashed := agentproto.AppStatus{Manifest: m, Processes: []agentproto.AppProcess{
+	crashed := sandbox.AppStatus{Manifest: m, Processes: []api.AppProcess{
 		{Name: "web", State: api.AppProcessRunning}, {Name: "queue", State: api.AppProcessCrashed, Message: "exited 5 times"}}}
 	if err := processesRunning(crashed); err == nil || !strings.Contains(err.Error(), "queue is crashed (exited 5 times)") {
 		t.Errorf("crashed: %v", err)
@@ -57,7 +56,7 @@ func TestProcessesRunning(t *testing.T) {
 	// The last good manifest runs on while the file is invalid: that is
 	// not a failed check; no manifest at all is.
 	invalid := ok
-	invalid.ManifestError = &agentproto.ManifestError{Code: agentproto.ManifestInvalid, Message: "sandbox.yaml:2: bad"}
+	invalid.ManifestError = &sandbox.ManifestError{Code: "manifest_invalid", Message: "sandbox.yaml:2: bad"}
 	if err := processesRunning(invalid); err != nil {
 		t.Errorf("invalid file, good manifest running: %v", err)
 	}
@@ -65,7 +64,7 @@ func TestProcessesRunning(t *testing.T) {
 	if err := processesRunning(invalid); err == nil {
 		t.Error("no manifest at all passed")
 	}
-	if !transient(agentproto.AppStatus{Processes: []agentproto.AppProcess{{State: api.AppProcessStarting}}}) || transient(ok) {
+	if !transient(sandbox.AppStatus{Processes: []api.AppProcess{{State: api.AppProcessStarting}}}) || transient(ok) {
 		t.Error("transient")
 	}
 }

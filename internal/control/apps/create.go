@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/apps/presets"
@@ -109,7 +108,7 @@ func (s *Service) buildSandboxes(ctx context.Context, id string, pre presets.Pre
 	if err := s.applyPreset(ctx, dev.ID, pre); err != nil {
 		return err
 	}
-	if _, err := s.sbx.Checkpoint(ctx, dev.ID, agentproto.CheckpointRequest{Dir: Dir, Message: "preset " + pre.Name, Kind: api.CheckpointInitial}); err != nil {
+	if _, err := s.sbx.Checkpoint(ctx, dev.ID, Dir, "preset "+pre.Name, api.CheckpointInitial); err != nil {
 		return fmt.Errorf("first checkpoint: %w", err)
 	}
 	if _, err := s.supervise(ctx, a, dev.ID, api.RoleDev); err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -66,7 +66,7 @@ const settleWait = 10 * time.Second
 
 // settled is the supervisor's status once no process is starting or just
 // exited, or as it is after settleWait.
-func (s *Service) settled(ctx context.Context, id string) (agentproto.AppStatus, error) {
+func (s *Service) settled(ctx context.Context, id string) (sandbox.AppStatus, error) {
 	deadline := time.Now().Add(settleWait)
 	for {
 		st, err := s.sbx.AppStatus(ctx, id)
@@ -82,7 +82,7 @@ func (s *Service) settled(ctx context.Context, id string) (agentproto.AppStatus,
 }
 
 // transient reports whether a process is starting or just exited.
-func transient(st agentproto.AppStatus) bool {
+func transient(st sandbox.AppStatus) bool {
 	for _, p := range st.Processes {
 		if p.State == api.AppProcessStarting || p.State == api.AppProcessExited {
 			return true
@@ -92,7 +92,7 @@ func transient(st agentproto.AppStatus) bool {
 }
 
 // processesRunning says which process of the manifest is not running.
-func processesRunning(st agentproto.AppStatus) error {
+func processesRunning(st sandbox.AppStatus) error {
 	if st.ManifestError != nil && st.Manifest == nil {
 		return fmt.Errorf("sandbox.yaml is invalid: %v", st.ManifestError)
 	}

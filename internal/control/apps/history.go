@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -15,12 +14,12 @@ func (s *Service) Checkpoint(ctx context.Context, id string, req api.CreateCheck
 	if err != nil {
 		return api.Checkpoint{}, err
 	}
-	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: req.Message, Kind: api.CheckpointManual})
+	cp, err := s.sbx.Checkpoint(ctx, a.Dev, Dir, req.Message, api.CheckpointManual)
 	if err != nil {
 		return api.Checkpoint{}, err
 	}
 	s.emit(a, api.EventCheckpoint, "checkpoint "+cp.ID+" taken", map[string]any{"checkpoint": cp.ID, "kind": cp.Kind})
-	return checkpointView(cp), nil
+	return cp, nil
 }
 
 // Checkpoints lists the dev sandbox's checkpoints, newest first.
@@ -33,11 +32,7 @@ func (s *Service) Checkpoints(ctx context.Context, id string) (api.CheckpointLis
 	if err != nil {
 		return api.CheckpointList{}, err
 	}
-	out := api.CheckpointList{Checkpoints: make([]api.Checkpoint, 0, len(cps))}
-	for _, cp := range cps {
-		out.Checkpoints = append(out.Checkpoints, checkpointView(cp))
-	}
-	return out, nil
+	return api.CheckpointList{Checkpoints: cps}, nil
 }
 
 // Undo restores the dev sandbox's app files to a checkpoint (Steps back,
@@ -63,14 +58,14 @@ func (s *Service) Undo(ctx context.Context, id string, req api.UndoRequest) (api
 			return api.UndoResult{}, err
 		}
 	}
-	res, err := s.sbx.RestoreCheckpoint(ctx, a.Dev, agentproto.RestoreRequest{Dir: Dir, ID: target})
+	res, err := s.sbx.RestoreCheckpoint(ctx, a.Dev, Dir, target)
 	if err != nil {
 		return api.UndoResult{}, err
 	}
 	if _, err := s.sbx.AppRestart(ctx, a.Dev, nil); err != nil && !errdefs.HasCode(err, "app_not_configured") {
 		return api.UndoResult{}, fmt.Errorf("restart the app after the undo: %w", err)
 	}
-	out := api.UndoResult{Restored: checkpointView(res.Restored), PreUndo: checkpointView(res.PreUndo), Changes: changesView(res.Changes)}
+	out := api.UndoResult{Restored: res.Restored, PreUndo: res.PreUndo, Changes: res.Changes}
 	s.emit(a, api.EventAppUndone, fmt.Sprintf("files restored to checkpoint %s (%d changed)", res.Restored.ID, len(out.Changes)),
 		map[string]any{"checkpoint": res.Restored.ID, "pre_undo": res.PreUndo.ID, "files_changed": len(out.Changes)})
 	return out, nil
@@ -94,16 +89,4 @@ func (s *Service) stepsBack(ctx context.Context, sandboxID string, n int) (strin
 		}
 	}
 	return "", errdefs.NotFound("checkpoint_not_found", "the app's history holds fewer than %d checkpoints to go back to", n)
-}
-
-func checkpointView(cp agentproto.Checkpoint) api.Checkpoint {
-	return api.Checkpoint{ID: cp.ID, Message: cp.Message, Kind: cp.Kind, Files: cp.Files, Bytes: cp.Bytes, CreatedAt: cp.CreatedAt}
-}
-
-func changesView(cs []agentproto.Change) []api.FileChange {
-	out := make([]api.FileChange, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, api.FileChange{Path: c.Path, Change: c.Change})
-	}
-	return out
 }

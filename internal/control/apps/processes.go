@@ -2,10 +2,10 @@ package apps
 
 import (
 	"context"
-	"io"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -35,19 +35,15 @@ func (s *Service) Processes(ctx context.Context, id, role string) (api.AppProces
 	if err != nil {
 		return api.AppProcesses{}, err
 	}
-	out := api.AppProcesses{Role: role, Sandbox: sb, Processes: make([]api.AppProcess, 0, len(st.Processes))}
+	out := api.AppProcesses{Role: role, Sandbox: sb, Processes: st.Processes}
 	if st.ManifestError != nil {
 		out.ManifestError = st.ManifestError.Error()
-	}
-	for _, p := range st.Processes {
-		out.Processes = append(out.Processes, api.AppProcess{Name: p.Name, Command: p.Command, Web: p.Web, State: p.State, Pid: p.PID,
-			Restarts: p.Restarts, LastExitCode: p.LastExitCode, Message: p.Message, StartedAt: p.StartedAt})
 	}
 	return out, nil
 }
 
-// Logs streams one process's log from role's sandbox (NDJSON lines).
-func (s *Service) Logs(ctx context.Context, id, role, name string, tail int, follow bool) (io.ReadCloser, error) {
+// Logs streams one process's log from role's sandbox, line by line.
+func (s *Service) Logs(ctx context.Context, id, role, name string, tail int, follow bool) (sandbox.Stream[api.AppLogLine], error) {
 	_, sb, _, err := s.roleSandbox(ctx, id, role)
 	if err != nil {
 		return nil, err

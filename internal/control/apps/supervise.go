@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -39,23 +39,23 @@ func (s *Service) roleEnv(ctx context.Context, a *store.App, role string) (map[s
 // the sandbox if it is stopped), keeps the web process's port for the
 // router, and returns the supervisor's status. Configuring an agent that
 // already runs the same configuration changes nothing.
-func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) (agentproto.AppStatus, error) {
+func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) (sandbox.AppStatus, error) {
 	unlock := s.superviseLocks.Lock(id)
 	defer unlock()
 	sb, err := s.sbx.Get(ctx, id)
 	if err != nil {
-		return agentproto.AppStatus{}, err
+		return sandbox.AppStatus{}, err
 	}
 	if sb.State == api.StateStopped {
 		if _, err := s.sbx.Start(ctx, id); err != nil {
-			return agentproto.AppStatus{}, err
+			return sandbox.AppStatus{}, err
 		}
 	}
 	env, err := s.roleEnv(ctx, a, role)
 	if err != nil {
-		return agentproto.AppStatus{}, err
+		return sandbox.AppStatus{}, err
 	}
-	st, err := s.sbx.AppConfigure(ctx, id, agentproto.AppConfig{Dir: Dir, Env: env})
+	st, err := s.sbx.AppConfigure(ctx, id, sandbox.AppConfig{Dir: Dir, Env: env})
 	if err != nil {
 		return st, fmt.Errorf("app %s: supervise %s sandbox %s: %w", a.Name, role, id, err)
 	}
@@ -64,7 +64,7 @@ func (s *Service) supervise(ctx context.Context, a *store.App, id, role string) 
 }
 
 // webPort is the port of the web process the supervisor runs, 0 for none.
-func webPort(st agentproto.AppStatus) int {
+func webPort(st sandbox.AppStatus) int {
 	if st.Manifest == nil || st.Manifest.Web == nil {
 		return 0
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/apps/presets"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -205,7 +205,7 @@ func (s *Service) runTask(r *taskRun) {
 // run does the task's steps; the outcome is in r.t.
 func (r *taskRun) run() error {
 	s, a, ctx := r.s, r.a, r.ctx
-	cp, err := s.sbx.Checkpoint(ctx, a.Dev, agentproto.CheckpointRequest{Dir: Dir, Message: taskMessage(r.t), Kind: api.CheckpointTask})
+	cp, err := s.sbx.Checkpoint(ctx, a.Dev, Dir, taskMessage(r.t), api.CheckpointTask)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -227,7 +227,7 @@ func (r *taskRun) run() error {
 	if err != nil {
 		return fmt.Errorf("files changed: %w", err)
 	}
-	r.save(func(t *api.Task) { t.FilesChanged = changesView(changes) })
+	r.save(func(t *api.Task) { t.FilesChanged = changes })
 	st, err := r.restartAfter(after)
 	if err != nil {
 		return err
@@ -276,7 +276,7 @@ func (r *taskRun) exec(req api.ExecRequest) (int, error) {
 // restartAfter restarts the processes the manifest marks
 // restart_after_task, after reading the manifest again (the task may have
 // changed it), and returns the supervisor's status.
-func (r *taskRun) restartAfter(ctx context.Context) (agentproto.AppStatus, error) {
+func (r *taskRun) restartAfter(ctx context.Context) (sandbox.AppStatus, error) {
 	st, err := r.s.sbx.AppReload(ctx, r.a.Dev)
 	if err != nil {
 		return st, fmt.Errorf("reload the manifest: %w", err)
@@ -287,12 +287,7 @@ func (r *taskRun) restartAfter(ctx context.Context) (agentproto.AppStatus, error
 	if st.Manifest == nil {
 		return st, nil
 	}
-	var names []string
-	for _, p := range st.Manifest.Processes() {
-		if p.RestartAfterTask {
-			names = append(names, p.Name)
-		}
-	}
+	names := st.Manifest.RestartAfterTask
 	if len(names) == 0 {
 		return st, nil
 	}
@@ -302,15 +297,15 @@ func (r *taskRun) restartAfter(ctx context.Context) (agentproto.AppStatus, error
 
 // buildStatus runs the build check: the manifest's build command, the
 // preset's when the manifest leaves it out, skipped when it is "".
-func (r *taskRun) buildStatus(ctx context.Context, st agentproto.AppStatus) string {
+func (r *taskRun) buildStatus(ctx context.Context, st sandbox.AppStatus) string {
 	cmd, timeout := "", 300
 	if pre, ok := presets.Get(r.a.Preset); ok {
 		cmd = pre.Build
 	}
 	if m := st.Manifest; m != nil {
-		timeout = m.Build.TimeoutSeconds
-		if m.Build.Command != nil {
-			cmd = *m.Build.Command
+		timeout = m.BuildTimeoutS
+		if m.BuildCommand != nil {
+			cmd = *m.BuildCommand
 		}
 	}
 	if strings.TrimSpace(cmd) == "" {
@@ -332,7 +327,7 @@ func (r *taskRun) buildStatus(ctx context.Context, st agentproto.AppStatus) stri
 
 // healthAfter waits, up to healthWait, for every process to run and the
 // dev route's "/" to answer 200.
-func (r *taskRun) healthAfter(ctx context.Context, st agentproto.AppStatus) (healthy, previewOK bool) {
+func (r *taskRun) healthAfter(ctx context.Context, st sandbox.AppStatus) (healthy, previewOK bool) {
 	checks, healthy := r.s.waitHealthy(ctx, r.a, r.a.Dev, api.RoleDev, healthWait)
 	if !healthy {
 		r.log("system", "app unhealthy: "+checkFailed("dev", checks).Error()+"\n")

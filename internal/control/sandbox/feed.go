@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -19,7 +18,7 @@ const (
 // followFeed follows the event feed of a sandbox's agent from attach
 // until the service lets go of it, and records a process.exited event for each exit it pushes: one
 // stream per sandbox in place of one waiting request per process
-// (agentproto.FeatureEvents). The feed starts from the agent's retained
+// (an agent that has the feed). The feed starts from the agent's retained
 // events, so exits while no control plane listened (a restart) are
 // recorded too, once: those already in the store are skipped.
 func (s *Service) followFeed(lv *live, rec *store.Sandbox, a *agentclient.Client) {
@@ -66,8 +65,8 @@ func (s *Service) readFeed(ctx context.Context, rec *store.Sandbox, f *agentclie
 		if err != nil {
 			return after
 		}
-		switch ev.Type {
-		case agentproto.EventHello:
+		switch {
+		case ev.Hello:
 			if ev.Seq < after {
 				// Not the agent this feed followed: start again.
 				after = 0
@@ -78,8 +77,8 @@ func (s *Service) readFeed(ctx context.Context, rec *store.Sandbox, f *agentclie
 					s.log.Warn("read process events for the event feed", logattr.Sandbox(rec.ID), "err", err)
 				}
 			}
-		case agentproto.EventProcessExited:
-			p := ev.Process
+		case ev.Exited != nil:
+			p := *ev.Exited
 			if ev.Seq > replayedTo || !recorded[procKey{rec.ID, p.PID, p.StartedAt.UTC()}] {
 				s.emitExited(ctx, rec, p)
 			}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/apps"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -237,25 +239,28 @@ func (a *API) appLogs(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 		a.writeError(w, r, err)
 		return
 	}
-	body, err := svc.Logs(r.Context(), r.PathValue("id"), q.Get("role"), r.PathValue("name"), tail, follow)
+	st, err := svc.Logs(r.Context(), r.PathValue("id"), q.Get("role"), r.PathValue("name"), tail, follow)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	defer body.Close()
+	defer st.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+	if rc.Flush() != nil {
+		return
+	}
+	// The lines the agent has sent go out together, flushed once.
+	p := sandbox.StartPump(r.Context(), st, pumpAhead)
+	enc := json.NewEncoder(w)
+	for line, ok := <-p.Events(); ok; line, ok = <-p.Events() {
+		for more := true; more; line, more = p.Ready() {
+			if enc.Encode(line) != nil {
 				return
 			}
-			_ = rc.Flush()
 		}
-		if err != nil {
+		if rc.Flush() != nil {
 			return
 		}
 	}
