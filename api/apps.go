@@ -29,8 +29,8 @@ const (
 // App states.
 const (
 	AppCreating = "creating" // its sandboxes are being made and its preset set up
-	AppReady    = "ready"
-	AppFailed   = "failed" // see Error; delete it and create it again
+	AppReady    = "ready"    // both roles' web processes serve
+	AppFailed   = "failed"   // see Error; delete it and create it again
 )
 
 // Bounds of apps.

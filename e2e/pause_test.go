@@ -14,8 +14,11 @@ import (
 
 // relay counts up once every 50 ms through a TCP connection inside the
 // sandbox: a gap or a new start in its output is a process or a
-// connection that did not live through a pause.
-const relay = `sleep 100000 | busybox nc -l -p 9000 & sleep 0.3; i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done | busybox nc 127.0.0.1 9000`
+// connection that did not live through a pause. The counter connects
+// once the listener listens: a connection refused ends it for good, and a
+// fixed head start for the listener was lost under load.
+const relay = `sleep 100000 | busybox nc -l -p 9000 & until busybox netstat -ltn | grep -q ':9000 '; do sleep 0.05; done; ` +
+	`i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done | busybox nc 127.0.0.1 9000`
 
 // outputOf is what process pid has written to its stdout so far.
 func outputOf(t *testing.T, c *client.Client, id string, pid int) string {

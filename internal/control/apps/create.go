@@ -30,8 +30,8 @@ func Presets() api.PresetList {
 // Create records an app and makes its sandboxes in the background: dev
 // from the preset (its files written where none are, its setup run, a
 // first checkpoint), then live as a fork of dev. The app answers at once
-// in state creating; it is ready, or failed with the reason, when that is
-// done. A failed app keeps no sandbox.
+// in state creating; it is ready once both roles' web processes serve, or
+// failed with the reason. A failed app keeps no sandbox.
 func (s *Service) Create(ctx context.Context, req api.CreateAppRequest) (api.App, error) {
 	p, ok := tenancy.From(ctx)
 	if !ok {
@@ -125,6 +125,15 @@ func (s *Service) buildSandboxes(ctx context.Context, id string, pre presets.Pre
 	}
 	if _, err := s.supervise(ctx, a, liveID, api.RoleLive); err != nil {
 		return err
+	}
+	// The router sends a ready app's requests straight to each role's
+	// port, where a web process still starting answers 502 port_closed.
+	// Both have started by now, so one deadline bounds them together.
+	deadline := time.Now().Add(s.cfg.ReadyTimeout)
+	for _, r := range []struct{ id, role string }{{a.Dev, api.RoleDev}, {a.Live, api.RoleLive}} {
+		if err := s.waitServing(ctx, a, r.id, r.role, deadline); err != nil {
+			return err
+		}
 	}
 	a, err = s.update(ctx, id, func(a *store.App) error { a.State, a.Error = api.AppReady, ""; return nil })
 	if err != nil {

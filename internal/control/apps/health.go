@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -205,4 +207,89 @@ func (s *Service) waitHealthy(ctx context.Context, a *store.App, id, role string
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// servePoll is how often waitServing tries a web process that does not
+// answer yet.
+const servePoll = 100 * time.Millisecond
+
+// waitServing waits until the web process of role's sandbox id answers
+// GET on its health path with 200, sent as the router sends a request. It
+// fails once deadline passes, with what the last try met, and at once
+// when the supervisor has given the process up (crashed: it is not
+// started again until something changes); either error ends with the
+// process's last lines of log, since a failed create keeps no sandbox to
+// read them from. A manifest without a web process has nothing to wait
+// for.
+func (s *Service) waitServing(ctx context.Context, a *store.App, id, role string, deadline time.Time) error {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		st, err := s.sbx.AppStatus(ctx, id)
+		if err != nil {
+			return fmt.Errorf("the %s sandbox's app status: %w", role, err)
+		}
+		if st.Manifest == nil || st.Manifest.Web == nil {
+			return nil
+		}
+		web, p := st.Manifest.Web, webProcess(st)
+		if p.State == api.AppProcessCrashed {
+			return fmt.Errorf("the %s sandbox's web process (%s) crashed: %s%s", role, web.Command, p.Message, s.logTail(ctx, id, p.Name))
+		}
+		err = s.checkHTTP(wctx, a, id, role, web.Port, web.HealthPath)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-time.After(servePoll):
+			continue
+		case <-wctx.Done():
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the %s sandbox's web process (%s, %s) did not serve on port %d within %s: %w%s",
+			role, web.Command, p.State, web.Port, s.cfg.ReadyTimeout, err, s.logTail(ctx, id, p.Name))
+	}
+}
+
+// webProcess is the supervisor's web process, or a zero one when it
+// reports none.
+func webProcess(st agentproto.AppStatus) agentproto.AppProcess {
+	for _, p := range st.Processes {
+		if p.Web {
+			return p
+		}
+	}
+	return agentproto.AppProcess{}
+}
+
+// logTailLines is how many lines of a process's log an error quotes.
+const logTailLines = 10
+
+// logTail is the last lines of process name's log in sandbox id, on lines
+// of their own after a colon, or "" when there are none or they cannot be
+// read.
+func (s *Service) logTail(ctx context.Context, id, name string) string {
+	if name == "" {
+		return ""
+	}
+	rc, err := s.sbx.AppLogs(ctx, id, name, logTailLines, false)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var lines []string
+	dec := json.NewDecoder(io.LimitReader(rc, 64<<10))
+	for {
+		var l agentproto.LogLine
+		if dec.Decode(&l) != nil {
+			break
+		}
+		lines = append(lines, l.Line)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return ":\n" + tail(strings.Join(lines, "\n"), 2000)
 }

@@ -164,12 +164,16 @@ func start(t *testing.T, argv ...string) *proc {
 	return startCmd(t, exec.Command(argv[0], argv[1:]...))
 }
 
+// holdScript is the shell of startHeld: it waits on a line of stdin and
+// then execs its arguments.
+const holdScript = `read _; exec "$@"`
+
 // startHeld runs argv only once release is called, so the test can put the
 // process in a group before it does anything: a shell waits on a line of
 // stdin and then execs argv.
 func startHeld(t *testing.T, argv ...string) *proc {
 	t.Helper()
-	args := append([]string{"-c", `read _; exec "$@"`, "sh"}, argv...)
+	args := append([]string{"-c", holdScript, "sh"}, argv...)
 	return startCmd(t, exec.Command("sh", args...))
 }
 
@@ -201,17 +205,19 @@ func (p *proc) release(t *testing.T) {
 	}
 }
 
-// waitComm waits until the process runs the program named comm.
-func (p *proc) waitComm(t *testing.T, comm string) {
+// waitExec waits until a released process from startHeld runs its own
+// command: until then it is the holding shell, which reads its line and
+// execs, using CPU time in its group, before the command exists.
+func (p *proc) waitExec(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.pid()))
-		if strings.TrimSpace(string(b)) == comm {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid()))
+		if err == nil && len(b) > 0 && !strings.Contains(string(b), holdScript) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d does not run %s", p.pid(), comm)
+			t.Fatalf("process %d has not exec'd its command (%q, %v)", p.pid(), b, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -47,9 +47,16 @@ func TestStats(t *testing.T) {
 				t.Errorf("PidsLimit = %d, want 50", st.PidsLimit)
 			}
 
+			// The loop's memory is what it allocates in the box: a task
+			// that moves takes none of its pages' charges along, so the
+			// holding shell's stay where it was made. Only its exec
+			// allocates in the box, and before that the shell's own CPU
+			// time rises there too, while the box may hold nothing but
+			// the per-CPU charge cache (64 pages), which drains to 0.
 			loop := startHeld(t, "sh", "-c", "while :; do :; done")
 			toBox(t, g, loop.pid())
 			loop.release(t)
+			loop.waitExec(t)
 			busy := waitStats(t, g, func(s Stats) bool { return s.CPUNS > st.CPUNS })
 			later := waitStats(t, g, func(s Stats) bool { return s.CPUNS > busy.CPUNS })
 			t.Logf("busy: %+v; later: %+v", busy, later)

@@ -103,7 +103,7 @@ func TestV1PlaceAndProcs(t *testing.T) {
 		t.Fatalf("Place: %v", err)
 	}
 	p.release(t)
-	p.waitComm(t, "sleep")
+	p.waitExec(t)
 	want := "/" + m.parent + "/" + g.id
 	for _, h := range m.hiers {
 		for _, c := range h.controllers {

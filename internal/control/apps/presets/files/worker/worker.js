@@ -8,9 +8,9 @@ function beat() {
   console.log(`${new Date().toISOString()} heartbeat ${beats} (role ${process.env.HUTCH_APP_ROLE || 'dev'})`)
 }
 
-beat()
-const timer = setInterval(beat, every)
-
+// The handlers come before the first heartbeat: whoever sees it may stop
+// the worker at once, and until then SIGTERM would kill it unheard.
+let timer
 for (const sig of ['SIGTERM', 'SIGINT']) {
   process.on(sig, () => {
     clearInterval(timer)
@@ -18,3 +18,6 @@ for (const sig of ['SIGTERM', 'SIGINT']) {
     process.exit(0)
   })
 }
+
+beat()
+timer = setInterval(beat, every)
