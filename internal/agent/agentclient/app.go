@@ -57,10 +57,12 @@ type AppManifest struct {
 	BuildTimeoutS int
 }
 
-// AppWeb is what the health checks ask of an app's web process: its port,
+// AppWeb is what the health checks ask of an app's web process: its
+// command (for people), its port,
 // the path a health check sends its GET to, and the WebSocket handshake,
 // when the manifest names one, that must succeed before a promotion.
 type AppWeb struct {
+	Command           string
 	Port              int
 	HealthPath        string
 	WebSocketPath     string
@@ -172,7 +174,7 @@ func appStatus(st agentproto.AppStatus) AppStatus {
 	if m := st.Manifest; m != nil {
 		am := &AppManifest{BuildCommand: m.Build.Command, BuildTimeoutS: m.Build.TimeoutSeconds}
 		if w := m.Web; w != nil {
-			am.Web = &AppWeb{Port: w.Port, HealthPath: w.HealthPath, WebSocketPath: w.WebSocketPath, WebSocketProtocol: w.WebSocketProtocol}
+			am.Web = &AppWeb{Command: w.Command, Port: w.Port, HealthPath: w.HealthPath, WebSocketPath: w.WebSocketPath, WebSocketProtocol: w.WebSocketProtocol}
 		}
 		for _, p := range m.Processes() {
 			if p.RestartAfterTask {

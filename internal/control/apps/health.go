@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -255,13 +253,13 @@ func (s *Service) waitServing(ctx context.Context, a *store.App, id, role string
 
 // webProcess is the supervisor's web process, or a zero one when it
 // reports none.
-func webProcess(st agentproto.AppStatus) agentproto.AppProcess {
+func webProcess(st sandbox.AppStatus) api.AppProcess {
 	for _, p := range st.Processes {
 		if p.Web {
 			return p
 		}
 	}
-	return agentproto.AppProcess{}
+	return api.AppProcess{}
 }
 
 // logTailLines is how many lines of a process's log an error quotes.
@@ -274,16 +272,15 @@ func (s *Service) logTail(ctx context.Context, id, name string) string {
 	if name == "" {
 		return ""
 	}
-	rc, err := s.sbx.AppLogs(ctx, id, name, logTailLines, false)
+	logs, err := s.sbx.AppLogs(ctx, id, name, logTailLines, false)
 	if err != nil {
 		return ""
 	}
-	defer rc.Close()
+	defer logs.Close()
 	var lines []string
-	dec := json.NewDecoder(io.LimitReader(rc, 64<<10))
-	for {
-		var l agentproto.LogLine
-		if dec.Decode(&l) != nil {
+	for len(lines) < logTailLines {
+		l, err := logs.Next()
+		if err != nil {
 			break
 		}
 		lines = append(lines, l.Line)
