@@ -269,5 +269,5 @@ func (s *Service) update(ctx context.Context, id string, fn func(*store.App) err
 
 // emit records an event in the app's log.
 func (s *Service) emit(a *store.App, typ, msg string, data map[string]any) {
-	events.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
+	events.Record(s.cfg.Events, s.log, &events.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
 }

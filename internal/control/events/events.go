@@ -16,15 +16,35 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Event is one entry of a tenant's log, as the store keeps it.
-type Event = store.Event
+// Event is one entry of a tenant's log, as the parts of the control plane
+// record it. The store keeps it as a store.Event, field for field.
+type Event struct {
+	ID        string // assigned by AppendEvent
+	TenantID  string
+	SandboxID string // empty for an event about the tenant
+	// AppID marks an event of an app's log (GET /v1/apps/{id}/events).
+	AppID   string
+	Type    string // api.EventSandboxCreated, …
+	Message string // safe to show a user
+	// Data holds small details, as JSON: it reads back as encoding/json
+	// decodes an object (numbers as float64); empty reads back nil.
+	Data      map[string]any
+	CreatedAt time.Time
+}
 
 // Query filters and pages List.
-type Query = store.EventQuery
+type Query struct {
+	SandboxID string   // only this sandbox's events, if set
+	AppID     string   // only this app's events, if set
+	Types     []string // only events of one of these types, if any
+	After     string   // only events after this event's id (a cursor)
+	Limit     int      // page size: store.DefaultLimit if <= 0, at most store.MaxLimit
+}
 
 // Store is the part of the store the event log keeps its events in.
 type Store interface {
@@ -73,10 +93,11 @@ func New(st Store, cfg Config) *Log {
 func (l *Log) Notifier() *Notifier { return l.notifier }
 
 // AppendEvent appends e to its tenant's log (store.Store.AppendEvent, on
-// ctx's scope) and wakes that tenant's event streams. A message longer
-// than an event holds is cut, never between the bytes of a character.
-// An event of a sandbox beyond its budget is dropped and counted, not
-// appended: that is not an error, and e.ID stays empty.
+// ctx's scope), setting e's ID, TenantID and CreatedAt and normalising
+// its Data as the store does, and wakes that tenant's event streams. A
+// message longer than an event holds is cut, never between the bytes of
+// a character. An event of a sandbox beyond its budget is dropped and
+// counted, not appended: that is not an error, and e.ID stays empty.
 func (l *Log) AppendEvent(ctx context.Context, e *Event) error {
 	e.Message = truncate(e.Message, store.MaxEventMessage)
 	tenant := e.TenantID // as the store decides it
@@ -92,17 +113,30 @@ func (l *Log) AppendEvent(ctx context.Context, e *Event) error {
 
 // append appends e past the budget.
 func (l *Log) append(ctx context.Context, e *Event) error {
-	if err := l.store.AppendEvent(ctx, e); err != nil {
+	rec := store.Event(*e)
+	if err := l.store.AppendEvent(ctx, &rec); err != nil {
 		return err
 	}
+	*e = Event(rec)
 	l.notifier.Notify(e.TenantID)
 	return nil
 }
 
 // List returns a page of the caller's tenant's events matching q, oldest
-// first, and the cursor of the next page (store.Store.ListEvents).
-func (l *Log) List(ctx context.Context, q Query) ([]Event, string, error) {
-	return l.store.ListEvents(ctx, q)
+// first, as the API shows them, with the cursor of the next page: the id
+// of the page's last event, or "" when the page held every match
+// recorded so far (store.Store.ListEvents).
+func (l *Log) List(ctx context.Context, q Query) (api.EventList, error) {
+	evs, next, err := l.store.ListEvents(ctx, store.EventQuery(q))
+	if err != nil {
+		return api.EventList{}, err
+	}
+	out := api.EventList{Events: make([]api.Event, 0, len(evs)), NextCursor: next}
+	for _, e := range evs {
+		out.Events = append(out.Events, api.Event{ID: e.ID, SandboxID: e.SandboxID, AppID: e.AppID, Type: e.Type,
+			Message: e.Message, Data: e.Data, CreatedAt: e.CreatedAt})
+	}
+	return out, nil
 }
 
 // truncate cuts s to at most n bytes without splitting a character.

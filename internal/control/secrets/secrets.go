@@ -56,13 +56,10 @@ type Service struct {
 }
 
 // New returns a Service sealing with sealer. events records secret.*
-// events (st when nil); log may be nil.
+// events; log may be nil.
 func New(cfg Config, st store.Store, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -222,7 +219,7 @@ func metadata(sec *store.Secret) *store.Secret {
 func (s *Service) emit(ctx context.Context, sec *store.Secret, typ, verb string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{
+	e := &events.Event{
 		TenantID: sec.TenantID,
 		Type:     typ,
 		Message:  fmt.Sprintf("secret %q %s", sec.Name, verb),

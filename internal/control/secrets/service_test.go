@@ -13,6 +13,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -29,7 +30,7 @@ func newService(t *testing.T, cfg Config) (*Service, store.Store, *bytes.Buffer)
 	t.Helper()
 	st := openStore(t)
 	log, logs := logBuffer()
-	return New(cfg, st, newTestSealer(t), nil, log), st, logs
+	return New(cfg, st, newTestSealer(t), events.New(st, events.Config{}), log), st, logs
 }
 
 func TestServiceLifecycle(t *testing.T) {
@@ -231,7 +232,7 @@ func TestServiceRawStore(t *testing.T) {
 	dir := t.TempDir()
 	log, _ := logBuffer()
 	st := openStoreAt(t, filepath.Join(dir, "hutch.db"))
-	svc := New(Config{}, st, newTestSealer(t), nil, log)
+	svc := New(Config{}, st, newTestSealer(t), events.New(st, events.Config{}), log)
 	ctx := newTenant(t, st, "a")
 	const value = "RAW-FILE-CANARY-7f3a9c"
 	if _, err := svc.Create(ctx, "CANARY", "", NewValue([]byte(value))); err != nil {

@@ -31,7 +31,6 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // eventTimeout bounds recording the event of a change once it is made.
@@ -229,7 +228,7 @@ func (s *Service) record(ctx context.Context, before, changed map[string]json.Ra
 	s.log.Info("settings changed", logattr.Tenant(p.TenantID), logattr.Key(p.KeyID), "settings", strings.Join(parts, ", "))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{Type: api.EventSettingsChanged, Message: msg, Data: data}
+	e := &events.Event{Type: api.EventSettingsChanged, Message: msg, Data: data}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", logattr.Tenant(p.TenantID), "event.type", e.Type, "err", err)
 	}

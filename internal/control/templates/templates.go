@@ -92,16 +92,13 @@ type Service struct {
 }
 
 // New opens the layer store in cfg.Dir and returns the service. events
-// records template.* events (st when nil).
+// records template.* events.
 func New(cfg Config, st store.Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	if cfg.MaxLayerBytes <= 0 {
 		cfg.MaxLayerBytes = DefaultMaxLayerBytes
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -357,7 +354,7 @@ func (s *Service) Resolve(ctx context.Context, name string) (*driver.Image, erro
 func (s *Service) emit(ctx context.Context, t *store.Template, typ, what string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{
+	e := &events.Event{
 		TenantID: t.TenantID,
 		Type:     typ,
 		Message:  fmt.Sprintf("template %q %s", t.Name, what),

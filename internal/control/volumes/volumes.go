@@ -48,13 +48,10 @@ type Service struct {
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
-// events records volume.* events (st when nil).
+// events records volume.* events.
 func New(dir string, backend storage.Backend, st store.Store, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -168,7 +165,7 @@ func (s *Service) remove(dir string) {
 func (s *Service) emit(ctx context.Context, v *store.Volume, typ, what string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{TenantID: v.TenantID, Type: typ, Message: fmt.Sprintf("volume %q %s", v.Name, what), Data: map[string]any{"name": v.Name}}
+	e := &events.Event{TenantID: v.TenantID, Type: typ, Message: fmt.Sprintf("volume %q %s", v.Name, what), Data: map[string]any{"name": v.Name}}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", logattr.Tenant(v.TenantID), "volume", v.Name, "event.type", typ, "err", err)
 	}

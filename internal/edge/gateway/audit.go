@@ -60,6 +60,6 @@ func (g *Gateway) audit(c *call, refused string) {
 	g.log.Info("provider call", logattr.Sandbox(c.sandbox.ID), logattr.Tenant(c.sandbox.TenantID), "provider", c.provider,
 		"method", c.method, "path", c.path, "status", status, "bytes_out", c.out.Load(), "bytes_in", c.in.Load(),
 		"latency_ms", latency.Milliseconds(), "refused", refused)
-	events.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
+	events.Record(g.cfg.Events, g.log, &events.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
 		Type: api.EventProviderCall, Message: msg, Data: data})
 }

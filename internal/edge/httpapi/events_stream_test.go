@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -59,13 +60,15 @@ func setVar[T any](t *testing.T, v *T, to T) {
 // another replica would.
 func (f *streamFixture) appendEvent(t *testing.T, tenantID, sandboxID, typ string, quiet bool) string {
 	t.Helper()
-	e := &store.Event{TenantID: tenantID, SandboxID: sandboxID, Type: typ, Message: typ + " happened"}
+	e := events.Event{TenantID: tenantID, SandboxID: sandboxID, Type: typ, Message: typ + " happened"}
 	ctx := tenancy.System(context.Background())
 	var err error
 	if quiet {
-		err = f.st.AppendEvent(ctx, e)
+		rec := store.Event(e)
+		err = f.st.AppendEvent(ctx, &rec)
+		e.ID = rec.ID
 	} else {
-		err = f.events.AppendEvent(ctx, e)
+		err = f.events.AppendEvent(ctx, &e)
 	}
 	if err != nil {
 		t.Error(err)

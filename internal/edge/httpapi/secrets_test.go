@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -47,7 +48,7 @@ func newSecretsFixture(t *testing.T, maxValue int64) *secretsFixture {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc := secrets.New(secrets.Config{MaxValueBytes: maxValue}, st, sealer, nil, log)
+	svc := secrets.New(secrets.Config{MaxValueBytes: maxValue}, st, sealer, events.New(st, events.Config{}), log)
 	h := New(Config{Store: st, Secrets: svc, Auth: &auth.Authenticator{Store: st}, Log: log, MaxBodyBytes: 1 << 20})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
