@@ -42,9 +42,16 @@ const (
 // sandbox.yaml is read and tasks run.
 const Dir = "/workspace"
 
+// Store is the part of the store the apps layer keeps: apps, and every
+// sandbox's record, to find what a crash left of an app's at recovery.
+type Store interface {
+	store.Apps
+	store.Sandboxes
+}
+
 // Config is what the service works with.
 type Config struct {
-	Store     store.Store // must also implement store.Apps
+	Store     Store
 	Sandboxes *sandbox.Service
 	Sealer    *secrets.Sealer
 	Events    events.Appender
@@ -62,7 +69,7 @@ type Config struct {
 // Service is the apps layer. It is safe for concurrent use.
 type Service struct {
 	cfg   Config
-	st    store.Store
+	st    store.Sandboxes
 	apps  store.Apps
 	sbx   *sandbox.Service
 	log   *slog.Logger
@@ -81,12 +88,8 @@ type Service struct {
 
 // New checks cfg and builds the service.
 func New(cfg Config) (*Service, error) {
-	a, ok := cfg.Store.(store.Apps)
-	if !ok {
-		return nil, errors.New("apps: the store does not keep apps")
-	}
-	if cfg.Sandboxes == nil || cfg.Sealer == nil || cfg.Events == nil || cfg.Domain == "" {
-		return nil, errors.New("apps: Sandboxes, Sealer, Events and Domain must be set")
+	if cfg.Store == nil || cfg.Sandboxes == nil || cfg.Sealer == nil || cfg.Events == nil || cfg.Domain == "" {
+		return nil, errors.New("apps: Store, Sandboxes, Sealer, Events and Domain must be set")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -98,7 +101,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.ReadyTimeout = 2 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{cfg: cfg, st: cfg.Store, apps: a, sbx: cfg.Sandboxes, log: cfg.Log, ctx: ctx, cancel: cancel}, nil
+	return &Service{cfg: cfg, st: cfg.Store, apps: cfg.Store, sbx: cfg.Sandboxes, log: cfg.Log, ctx: ctx, cancel: cancel}, nil
 }
 
 // Domain is the apps domain.

@@ -20,7 +20,7 @@ const MaxTenantName = 128
 // named "default" and made by the caller's key, in one transaction. It
 // returns the key's secret, to be shown once. ctx must be an admin's or
 // the system's (the store checks).
-func CreateTenant(ctx context.Context, st store.Store, name string) (store.Tenant, store.Key, string, error) {
+func CreateTenant(ctx context.Context, st store.Tenants, name string) (store.Tenant, store.Key, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > MaxTenantName || strings.ContainsFunc(name, isControl) {
 		return store.Tenant{}, store.Key{}, "", errdefs.Invalid("invalid_tenant_name",

@@ -46,13 +46,6 @@ type Query struct {
 	Limit     int      // page size: store.DefaultLimit if <= 0, at most store.MaxLimit
 }
 
-// Store is the part of the store the event log keeps its events in.
-type Store interface {
-	AppendEvent(ctx context.Context, e *store.Event) error
-	ListEvents(ctx context.Context, q store.EventQuery) ([]store.Event, string, error)
-	TrimEvents(ctx context.Context, tr store.EventTrim) (int, error)
-}
-
 // Config is what a Log applies.
 type Config struct {
 	// Budget bounds what one sandbox can put in the log; zero is
@@ -71,7 +64,7 @@ type Config struct {
 // see it at once rather than on their timer. The sandbox service, the
 // apps, the secret store, the gateway and the router share one.
 type Log struct {
-	store    Store
+	store    store.Events
 	cfg      Config
 	notifier *Notifier
 	log      *slog.Logger
@@ -79,7 +72,7 @@ type Log struct {
 }
 
 // New returns the event log of st.
-func New(st Store, cfg Config) *Log {
+func New(st store.Events, cfg Config) *Log {
 	if cfg.Budget == (Budget{}) {
 		cfg.Budget = DefaultBudget
 	}
@@ -92,7 +85,7 @@ func New(st Store, cfg Config) *Log {
 // Notifier is what event streams subscribe to.
 func (l *Log) Notifier() *Notifier { return l.notifier }
 
-// AppendEvent appends e to its tenant's log (store.Store.AppendEvent, on
+// AppendEvent appends e to its tenant's log (store.Events.AppendEvent, on
 // ctx's scope), setting e's ID, TenantID and CreatedAt and normalising
 // its Data as the store does, and wakes that tenant's event streams. A
 // message longer than an event holds is cut, never between the bytes of
@@ -125,7 +118,7 @@ func (l *Log) append(ctx context.Context, e *Event) error {
 // List returns a page of the caller's tenant's events matching q, oldest
 // first, as the API shows them, with the cursor of the next page: the id
 // of the page's last event, or "" when the page held every match
-// recorded so far (store.Store.ListEvents).
+// recorded so far (store.Events.ListEvents).
 func (l *Log) List(ctx context.Context, q Query) (api.EventList, error) {
 	evs, next, err := l.store.ListEvents(ctx, store.EventQuery(q))
 	if err != nil {

@@ -49,7 +49,7 @@ type Config struct {
 // close.
 type Service struct {
 	cfg    Config
-	store  store.Store
+	store  store.Secrets
 	sealer *Sealer
 	events events.Appender
 	log    *slog.Logger
@@ -57,7 +57,7 @@ type Service struct {
 
 // New returns a Service sealing with sealer. events records secret.*
 // events; log may be nil.
-func New(cfg Config, st store.Store, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
+func New(cfg Config, st store.Secrets, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
 	}

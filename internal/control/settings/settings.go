@@ -31,22 +31,17 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // eventTimeout bounds recording the event of a change once it is made.
 const eventTimeout = 10 * time.Second
 
-// Store keeps the settings a PATCH changed (store.Store): admin or system
-// only.
-type Store interface {
-	Settings(ctx context.Context) (map[string]json.RawMessage, error)
-	PutSettings(ctx context.Context, changes map[string]json.RawMessage) error
-}
-
 // Config is what the service is built from. Log may be nil; ReadOnly
 // empty; the rest is required.
 type Config struct {
-	Store Store
+	// Store keeps the settings a PATCH changed.
+	Store store.Settings
 	// Events records settings.changed (the server's events.Log, so
 	// event streams see it at once).
 	Events events.Appender
@@ -75,7 +70,7 @@ type Fixed struct {
 // Service shows and changes the settings. It is safe for concurrent use
 // and holds nothing to close.
 type Service struct {
-	store        Store
+	store        store.Settings
 	events       events.Appender
 	check, apply func(api.Settings) error
 	readOnly     map[string]Fixed

@@ -46,6 +46,13 @@ const (
 // eventTimeout bounds recording an event after the work is done.
 const eventTimeout = 10 * time.Second
 
+// Store is the part of the store templates keep: their records, and the
+// snapshots a template is made from.
+type Store interface {
+	store.Templates
+	store.Snapshots
+}
+
 // Revealer opens a tenant's secret in process (secrets.Service).
 type Revealer interface {
 	Reveal(ctx context.Context, name string) ([]byte, error)
@@ -79,7 +86,7 @@ type Config struct {
 // in the tenant of ctx's principal, like the store under it.
 type Service struct {
 	cfg     Config
-	store   store.Store
+	store   Store
 	layers  *Layers
 	secrets Revealer
 	events  events.Appender
@@ -93,7 +100,7 @@ type Service struct {
 
 // New opens the layer store in cfg.Dir and returns the service. events
 // records template.* events.
-func New(cfg Config, st store.Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
+func New(cfg Config, st Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}

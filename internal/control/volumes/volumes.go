@@ -42,14 +42,14 @@ const maxSizeMB = 16 << 20
 type Service struct {
 	dir     string
 	storage storage.Backend
-	store   store.Store
+	store   store.Volumes
 	events  events.Appender
 	log     *slog.Logger
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
 // events records volume.* events.
-func New(dir string, backend storage.Backend, st store.Store, events events.Appender, log *slog.Logger) (*Service, error) {
+func New(dir string, backend storage.Backend, st store.Volumes, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
 	}

@@ -20,15 +20,13 @@ import (
 // router the server hands the API (Config.Previews); a server without one
 // answers 501.
 
-// withPreviews resolves the router, the port store and the sandbox and
-// port in the path, checking that the sandbox is the caller's, or answers
-// the error.
-func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, store.Ports, router.Target, bool) {
+// withPreviews resolves the router and the sandbox and port in the path,
+// checking that the sandbox is the caller's, or answers the error.
+func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, router.Target, bool) {
 	rt := a.cfg.Previews
-	ports, ok := a.cfg.Store.(store.Ports)
-	if rt == nil || !ok {
+	if rt == nil {
 		a.writeError(w, r, errdefs.New(errdefs.ErrUnsupported, "previews_unsupported", "this server does not serve previews"))
-		return nil, nil, router.Target{}, false
+		return nil, router.Target{}, false
 	}
 	t := router.Target{SandboxID: r.PathValue("id")}
 	if withPort {
@@ -36,15 +34,15 @@ func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
 			a.writeError(w, r, errdefs.Invalid("invalid_port", "%q is not a port from 1 to 65535", p))
-			return nil, nil, router.Target{}, false
+			return nil, router.Target{}, false
 		}
 		t.Port = n
 	}
 	if _, err := a.cfg.Store.GetSandbox(r.Context(), t.SandboxID); err != nil {
 		a.writeError(w, r, err)
-		return nil, nil, router.Target{}, false
+		return nil, router.Target{}, false
 	}
-	return rt, ports, t, true
+	return rt, t, true
 }
 
 // previewURL answers POST /v1/sandboxes/{id}/ports/{port}/url: a signed
@@ -62,7 +60,7 @@ func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("invalid_expiry", "expires_in_s must be from 1 to %d (0: an hour)", maxS))
 		return
 	}
-	rt, _, t, ok := a.withPreviews(w, r, true)
+	rt, t, ok := a.withPreviews(w, r, true)
 	if !ok {
 		return
 	}
@@ -86,12 +84,12 @@ func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("invalid_request", `the body must set "public" to true or false`))
 		return
 	}
-	rt, ports, t, ok := a.withPreviews(w, r, true)
+	rt, t, ok := a.withPreviews(w, r, true)
 	if !ok {
 		return
 	}
 	p := store.PortSetting{SandboxID: t.SandboxID, Port: t.Port, Public: *req.Public}
-	if err := ports.SetPort(r.Context(), &p); err != nil {
+	if err := a.cfg.Store.SetPort(r.Context(), &p); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -116,11 +114,11 @@ var _ PortLister = (*sandbox.Service)(nil)
 // without it and listening_error says why: the list of settings is never
 // refused for it.
 func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
-	rt, ports, t, ok := a.withPreviews(w, r, false)
+	rt, t, ok := a.withPreviews(w, r, false)
 	if !ok {
 		return
 	}
-	ps, err := ports.ListPorts(r.Context(), t.SandboxID)
+	ps, err := a.cfg.Store.ListPorts(r.Context(), t.SandboxID)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
