@@ -27,7 +27,6 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // EnvdVersion is the envd version hutch answers as. The SDK turns features
@@ -48,7 +47,7 @@ const EnvdPort = 49983
 type Sandboxes interface {
 	Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error)
 	Get(ctx context.Context, id string) (api.Sandbox, error)
-	List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error)
+	List(ctx context.Context, opts sandbox.ListOptions) (api.SandboxList, error)
 	Destroy(ctx context.Context, id string) error
 	SetTimeout(ctx context.Context, id string, req api.TimeoutRequest) (api.Sandbox, error)
 	Pause(ctx context.Context, id string) (api.Sandbox, error)

@@ -9,7 +9,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/router"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Sandboxes is what the API asks of the sandbox service, the only door to
@@ -18,7 +17,7 @@ import (
 type Sandboxes interface {
 	Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error)
 	Get(ctx context.Context, id string) (api.Sandbox, error)
-	List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error)
+	List(ctx context.Context, opts sandbox.ListOptions) (api.SandboxList, error)
 	Stop(ctx context.Context, id string) (api.Sandbox, error)
 	Start(ctx context.Context, id string) (api.Sandbox, error)
 	Pause(ctx context.Context, id string) (api.Sandbox, error)
