@@ -9,10 +9,11 @@ import (
 )
 
 // The roles of the service: what the parts in front of it (the API, the
-// E2B layer) ask of a sandbox, each a small interface declared once, here.
-// A part embeds the roles it plays in an interface of its own, and the
-// Service is every role (the guards below). Every call acts in the tenant
-// of ctx's principal; another tenant's sandbox is not found.
+// E2B layer, the preview router) ask of a sandbox, each a small interface
+// declared once, here. A part embeds the roles it plays in an interface
+// of its own, and the Service plays every role (the guards below). A call
+// acts in the tenant of ctx's principal, where another tenant's sandbox
+// is not found; Previews alone reads as the system.
 
 // Lifecycle makes sandboxes, shows them and moves them through their
 // states (state.go).
@@ -94,6 +95,12 @@ type Limits interface {
 	SetQuotas(ctx context.Context, tenantID string, q api.Quotas) (api.TenantQuotas, error)
 }
 
+// Previews resolves a request to a sandbox's port for the preview router
+// (previews.go).
+type Previews interface {
+	Preview(ctx context.Context, id string, port int) (Preview, error)
+}
+
 var (
 	_ Lifecycle = (*Service)(nil)
 	_ Commands  = (*Service)(nil)
@@ -103,4 +110,5 @@ var (
 	_ Network   = (*Service)(nil)
 	_ Meter     = (*Service)(nil)
 	_ Limits    = (*Service)(nil)
+	_ Previews  = (*Service)(nil)
 )
