@@ -53,7 +53,7 @@ func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, sec sec
 	return svc, ctx, dir
 }
 
-func importFile(t *testing.T, svc *templates.Service, ctx context.Context, name, path string) (*store.Template, error) {
+func importFile(t *testing.T, svc *templates.Service, ctx context.Context, name, path string) (api.Template, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
