@@ -30,6 +30,7 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 		Apps:         p.apps,
 		Store:        p.store,
 		Auth:         p.auth,
+		Tenants:      p.tenants,
 		Log:          s.log,
 		Version:      s.version,
 		StoreName:    cfg.Store,

@@ -66,6 +66,7 @@ type parts struct {
 	sealer        *secrets.Sealer
 	secrets       *secrets.Service
 	auth          *auth.Authenticator
+	tenants       *auth.Tenants
 	node          string
 	storage       storage.Backend  // nil: the probe failed
 	storageInfo   *api.StorageInfo // nil: the probe failed

@@ -24,8 +24,8 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Config is what the API serves from. Sandboxes, Store, Auth and Log
-// are required.
+// Config is what the API serves from. Sandboxes, Store, Auth, Tenants
+// and Log are required.
 type Config struct {
 	Sandboxes Sandboxes
 	// Events wakes event streams when an event is appended; nil: streams
@@ -42,9 +42,13 @@ type Config struct {
 	// Apps serves /v1/apps; nil: those routes answer 503.
 	Apps *apps.Service
 	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
-	Settings     *settings.Service
-	Store        store.Store
-	Auth         *auth.Authenticator
+	Settings *settings.Service
+	Store    store.Store
+	// Auth authenticates every request and makes, lists and revokes the
+	// caller's tenant's keys.
+	Auth *auth.Authenticator
+	// Tenants makes and shows tenants.
+	Tenants      *auth.Tenants
 	Log          *slog.Logger
 	Version      string
 	MaxBodyBytes int64 // JSON request bodies
