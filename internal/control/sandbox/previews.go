@@ -3,11 +3,13 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Preview is what the preview router needs of a sandbox to authorize and
@@ -51,4 +53,35 @@ func (s *Service) Preview(ctx context.Context, id string, port int) (Preview, er
 		s.log.Warn("preview: read port setting", logattr.Sandbox(id), "port", port, "err", err)
 	}
 	return p, nil
+}
+
+// PortSetting is how the router exposes one port of a sandbox: to
+// everyone, or (a port with no setting too) to its tenant.
+type PortSetting struct {
+	Port      int
+	Public    bool
+	UpdatedAt time.Time
+}
+
+// SetPort makes port of the caller's sandbox id public, or private again.
+func (s *Service) SetPort(ctx context.Context, id string, port int, public bool) (PortSetting, error) {
+	p := store.PortSetting{SandboxID: id, Port: port, Public: public}
+	if err := s.store.SetPort(ctx, &p); err != nil {
+		return PortSetting{}, err
+	}
+	return PortSetting{Port: p.Port, Public: p.Public, UpdatedAt: p.UpdatedAt}, nil
+}
+
+// Ports returns the settings of the caller's sandbox id's ports, in port
+// order.
+func (s *Service) Ports(ctx context.Context, id string) ([]PortSetting, error) {
+	ps, err := s.store.ListPorts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PortSetting, len(ps))
+	for i, p := range ps {
+		out[i] = PortSetting{Port: p.Port, Public: p.Public, UpdatedAt: p.UpdatedAt}
+	}
+	return out, nil
 }

@@ -23,6 +23,15 @@ func (s *Service) Get(ctx context.Context, id string) (api.Sandbox, error) {
 	return sb, nil
 }
 
+// Check returns nil when sandbox id is one of the caller's tenant's, in
+// any state (a destroyed one keeps its record), else 404
+// sandbox_not_found: for the calls that name a sandbox and need nothing
+// else of it.
+func (s *Service) Check(ctx context.Context, id string) error {
+	_, err := s.store.GetSandbox(ctx, id)
+	return err
+}
+
 // ListOptions filter and page List.
 type ListOptions struct {
 	State  api.SandboxState  // only this state, if set

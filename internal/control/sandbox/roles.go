@@ -20,6 +20,7 @@ import (
 type Lifecycle interface {
 	Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error)
 	Get(ctx context.Context, id string) (api.Sandbox, error)
+	Check(ctx context.Context, id string) error
 	List(ctx context.Context, opts ListOptions) (api.SandboxList, error)
 	Start(ctx context.Context, id string) (api.Sandbox, error)
 	Stop(ctx context.Context, id string) (api.Sandbox, error)
@@ -95,6 +96,14 @@ type Limits interface {
 	SetQuotas(ctx context.Context, tenantID string, q api.Quotas) (api.TenantQuotas, error)
 }
 
+// Ports are a sandbox's port settings for its previews, public or
+// private (previews.go), and the ports listening in it (network.go).
+type Ports interface {
+	SetPort(ctx context.Context, id string, port int, public bool) (PortSetting, error)
+	Ports(ctx context.Context, id string) ([]PortSetting, error)
+	ListeningPorts(ctx context.Context, id string) ([]Listener, error)
+}
+
 // Previews resolves a request to a sandbox's port for the preview router
 // (previews.go).
 type Previews interface {
@@ -110,5 +119,6 @@ var (
 	_ Network   = (*Service)(nil)
 	_ Meter     = (*Service)(nil)
 	_ Limits    = (*Service)(nil)
+	_ Ports     = (*Service)(nil)
 	_ Previews  = (*Service)(nil)
 )

@@ -20,6 +20,7 @@ type Sandboxes interface {
 	sandbox.Network
 	sandbox.Meter
 	sandbox.Limits
+	sandbox.Ports
 }
 
 // Previews is what the API asks of the preview router

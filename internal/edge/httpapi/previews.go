@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/router"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // The preview routes: signed URLs and public ports, from the preview
@@ -21,7 +19,7 @@ import (
 // answers 501.
 
 // withPreviews resolves the router and the sandbox and port in the path,
-// checking that the sandbox is the caller's, or answers the error.
+// or answers the error.
 func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, router.Target, bool) {
 	rt := a.cfg.Previews
 	if rt == nil {
@@ -37,10 +35,6 @@ func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool
 			return nil, router.Target{}, false
 		}
 		t.Port = n
-	}
-	if _, err := a.cfg.Store.GetSandbox(r.Context(), t.SandboxID); err != nil {
-		a.writeError(w, r, err)
-		return nil, router.Target{}, false
 	}
 	return rt, t, true
 }
@@ -62,6 +56,10 @@ func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, t, ok := a.withPreviews(w, r, true)
 	if !ok {
+		return
+	}
+	if err := a.cfg.Sandboxes.Check(r.Context(), t.SandboxID); err != nil {
+		a.writeError(w, r, err)
 		return
 	}
 	u, exp, err := rt.SignedURL(r, t, time.Duration(req.ExpiresInS)*time.Second)
@@ -88,24 +86,14 @@ func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p := store.PortSetting{SandboxID: t.SandboxID, Port: t.Port, Public: *req.Public}
-	if err := a.cfg.Store.SetPort(r.Context(), &p); err != nil {
+	p, err := a.cfg.Sandboxes.SetPort(r.Context(), t.SandboxID, t.Port, *req.Public)
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	rt.Forget(t.SandboxID)
-	writeJSON(w, http.StatusOK, portOf(rt, r, p))
+	writeJSON(w, http.StatusOK, portOf(rt, r, t.SandboxID, p))
 }
-
-// PortLister is what listPorts asks of the sandbox service to show which
-// ports listen in a sandbox (sandbox.Service.ListeningPorts). An API
-// without it (tests that stand a store in for the service) lists the
-// settings alone.
-type PortLister interface {
-	ListeningPorts(ctx context.Context, id string) ([]sandbox.Listener, error)
-}
-
-var _ PortLister = (*sandbox.Service)(nil)
 
 // listPorts answers GET /v1/sandboxes/{id}/ports: the ports with a
 // setting and the ports listening in the sandbox, in port order. When
@@ -118,29 +106,27 @@ func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ps, err := a.cfg.Store.ListPorts(r.Context(), t.SandboxID)
+	ps, err := a.cfg.Sandboxes.Ports(r.Context(), t.SandboxID)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	out := api.PortList{Ports: make([]api.Port, 0, len(ps))}
 	for _, p := range ps {
-		out.Ports = append(out.Ports, portOf(rt, r, p))
+		out.Ports = append(out.Ports, portOf(rt, r, t.SandboxID, p))
 	}
-	if pl, ok := a.cfg.Sandboxes.(PortLister); ok {
-		ls, err := pl.ListeningPorts(r.Context(), t.SandboxID)
-		switch {
-		case err == nil:
-			out.Ports = withListening(rt, r, t.SandboxID, out.Ports, ls)
-		case r.Context().Err() != nil:
-			return
-		default:
-			status, code, msg := errdefs.HTTPStatus(err)
-			if status >= 500 && status != http.StatusNotImplemented {
-				a.cfg.Log.Warn("list ports: what listens is unknown", logattr.Sandbox(t.SandboxID), "code", code, "err", err)
-			}
-			out.ListeningError = &api.ErrorBody{Code: code, Message: msg}
+	ls, err := a.cfg.Sandboxes.ListeningPorts(r.Context(), t.SandboxID)
+	switch {
+	case err == nil:
+		out.Ports = withListening(rt, r, t.SandboxID, out.Ports, ls)
+	case r.Context().Err() != nil:
+		return
+	default:
+		status, code, msg := errdefs.HTTPStatus(err)
+		if status >= 500 && status != http.StatusNotImplemented {
+			a.cfg.Log.Warn("list ports: what listens is unknown", logattr.Sandbox(t.SandboxID), "code", code, "err", err)
 		}
+		out.ListeningError = &api.ErrorBody{Code: code, Message: msg}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -167,11 +153,12 @@ func withListening(rt Previews, r *http.Request, id string, ps []api.Port, ls []
 	return ps
 }
 
-func portOf(rt Previews, r *http.Request, p store.PortSetting) api.Port {
+// portOf is the setting p of a port of sandbox id as the API shows it.
+func portOf(rt Previews, r *http.Request, id string, p sandbox.PortSetting) api.Port {
 	return api.Port{
 		Port:       p.Port,
 		Public:     p.Public,
-		URL:        rt.URL(r, router.Target{SandboxID: p.SandboxID, Port: p.Port}),
+		URL:        rt.URL(r, router.Target{SandboxID: id, Port: p.Port}),
 		Configured: true,
 		UpdatedAt:  p.UpdatedAt,
 	}

@@ -63,7 +63,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	h := New(Config{Store: st, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
+	h := New(Config{Sandboxes: tn.svc, Store: st, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
 	f.srv = httptest.NewServer(rt.Wrap(h))
 	t.Cleanup(f.srv.Close)
 	return f
