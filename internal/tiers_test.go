@@ -76,7 +76,6 @@ var allowed = map[string]string{
 	"internal/control/apps → internal/agent/agentproto":     "the agent client converts app status, checkpoints and logs",
 	"internal/control/sandbox → internal/agent/agentproto":  "the agent client says which features its agent has",
 	"internal/edge/gateway → internal/store":                "the gateway reads sandboxes and records events through services",
-	"internal/edge/httpapi → internal/store":                "keys, ports, tenants and events get services of their own",
 	"internal/edge/telemetry → internal/store":              "the service counts sandboxes",
 }
 

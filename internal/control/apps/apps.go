@@ -38,6 +38,9 @@ const (
 	LabelRole = "hutch.app.role"
 )
 
+// MaxTasks is the most tasks one ListTasks returns.
+const MaxTasks = store.MaxLimit
+
 // Dir is the app directory in its sandboxes: where the preset's files go,
 // sandbox.yaml is read and tasks run.
 const Dir = "/workspace"

@@ -1,6 +1,7 @@
 // Package events is the event log of every tenant: what happened to its
 // sandboxes, apps, secrets and settings, appended by every part of the
-// control plane through one Log and read by the API. The Log stores each
+// control plane through one Log and read by the API through it too (List,
+// in the API's types; Notifier for its streams). The Log stores each
 // event (the store keeps it), wakes the tenant's event streams at once
 // (notify.go), holds each sandbox to a budget so that no sandbox floods
 // its tenant's log (budget.go), and trims the log to the retention
@@ -42,9 +43,21 @@ type Query struct {
 	SandboxID string   // only this sandbox's events, if set
 	AppID     string   // only this app's events, if set
 	Types     []string // only events of one of these types, if any
-	After     string   // only events after this event's id (a cursor)
-	Limit     int      // page size: store.DefaultLimit if <= 0, at most store.MaxLimit
+	After     string   // only events after this event's id (a cursor; CheckAfter)
+	Limit     int      // page size: 100 if <= 0, at most MaxLimit
 }
+
+// The bounds of a Query, which the API checks a request against.
+const (
+	// MaxLimit is the most events one page of List holds.
+	MaxLimit = store.MaxLimit
+	// MaxType is the longest event type.
+	MaxType = store.MaxEventType
+)
+
+// CheckAfter validates a Query's After: empty, or an event's id (400
+// invalid_cursor).
+func CheckAfter(after string) error { return store.CheckAfter(after) }
 
 // Config is what a Log applies.
 type Config struct {

@@ -495,12 +495,13 @@ func TestEventStreamEndsWithItsClient(t *testing.T) {
 }
 
 // TestEventStreamWithoutService: an API without a sandbox service (the
-// event routes alone) still streams, reading the store on its timer.
+// event routes alone), over an event log no append goes through, still
+// streams, reading the store on its timer.
 func TestEventStreamWithoutService(t *testing.T) {
 	setVar(t, &eventStreamPoll, 20*time.Millisecond)
 	f := newStreamFixture(t)
 	log := slog.New(slog.DiscardHandler)
-	srv := httptest.NewServer(New(Config{Store: f.st, Auth: &auth.Authenticator{Store: f.st}, Log: log}))
+	srv := httptest.NewServer(New(Config{Events: events.New(f.st, events.Config{}), Auth: &auth.Authenticator{Store: f.st}, Log: log}))
 	t.Cleanup(srv.Close)
 	f.srv = srv
 	s, _ := f.open(t, f.keyA, "/v1/events", "")

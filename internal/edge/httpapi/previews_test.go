@@ -63,7 +63,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	h := New(Config{Sandboxes: tn.svc, Store: st, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
+	h := New(Config{Sandboxes: tn.svc, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
 	f.srv = httptest.NewServer(rt.Wrap(h))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -199,7 +199,7 @@ func TestPreviewRoutesWithoutRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(Config{Store: st, Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(New(Config{Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/sandboxes/01jq3v9x7k2m4n6p8r0s2t4v6w/ports/3000/url", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -228,7 +228,7 @@ func TestListPortsListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	srv := httptest.NewServer(rt.Wrap(New(Config{Sandboxes: f.svc, Store: f.st, Previews: rt, Auth: &auth.Authenticator{Store: f.st},
+	srv := httptest.NewServer(rt.Wrap(New(Config{Sandboxes: f.svc, Previews: rt, Auth: &auth.Authenticator{Store: f.st},
 		Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})))
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL, f.keyA)
