@@ -62,6 +62,7 @@ type parts struct {
 	disk          *diskguard.Guard
 	store         store.Store
 	events        *events.Log
+	directory     *sandbox.Directory // sandboxes' owners, for the parts built before the service
 	metrics       *telemetry.Metrics
 	sealer        *secrets.Sealer
 	secrets       *secrets.Service

@@ -55,6 +55,11 @@ type Service struct {
 	log    *slog.Logger
 }
 
+// CheckName validates a secret's name (store.CheckSecretName), for the
+// parts that name secrets before they read them: the provider gateway's
+// providers.
+func CheckName(name string) error { return store.CheckSecretName(name) }
+
 // New returns a Service sealing with sealer. events records secret.*
 // events; log may be nil.
 func New(cfg Config, st store.Secrets, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {

@@ -23,6 +23,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
@@ -114,7 +115,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gw, err = New(Config{Providers: provs, Key: mk32(), Sandboxes: st, Keys: e.sec, Events: events.New(st, events.Config{}), Log: log})
+	e.gw, err = New(Config{Providers: provs, Key: mk32(), Sandboxes: sandbox.NewDirectory(st), Keys: e.sec, Events: events.New(st, events.Config{}), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
