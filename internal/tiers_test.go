@@ -75,7 +75,6 @@ var allowed = map[string]string{
 	"internal/agent/nsinit → internal/runtime/host/cgroups": "the agent's side of joining a cgroup belongs to nsinit",
 	"internal/control/apps → internal/agent/agentproto":     "the agent client converts app status, checkpoints and logs",
 	"internal/control/sandbox → internal/agent/agentproto":  "the agent client says which features its agent has",
-	"internal/edge/telemetry → internal/store":              "the service counts sandboxes",
 }
 
 // TestTiers holds every package's imports to its tier and to the rules.
