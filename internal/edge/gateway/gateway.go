@@ -51,6 +51,8 @@ type Owners interface {
 	OwnerOf(ctx context.Context, id string) (sandbox.Owner, error)
 }
 
+var _ Owners = (*sandbox.Directory)(nil)
+
 // Keys reveals a secret of the tenant of ctx's principal.
 type Keys interface {
 	Reveal(ctx context.Context, name string) ([]byte, error)

@@ -23,6 +23,8 @@ type Apps interface {
 	Unreachable(sandboxID string)
 }
 
+var _ Apps = (*apps.Service)(nil)
+
 // AppCookieName is the cookie a browser signs in to a private app with.
 const AppCookieName = "hutch_app"
 

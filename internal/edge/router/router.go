@@ -71,6 +71,8 @@ type Dialer interface {
 	DialTunnel(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 }
 
+var _ Dialer = (*sandbox.Service)(nil)
+
 // DialFunc is a Dialer.
 type DialFunc func(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 

@@ -17,6 +17,8 @@ type SandboxCounter interface {
 	CountSandboxes(ctx context.Context) ([]sandbox.Count, error)
 }
 
+var _ SandboxCounter = (*sandbox.Directory)(nil)
+
 // countTimeout bounds the count in one scrape.
 const countTimeout = 5 * time.Second
 
