@@ -21,15 +21,15 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 	cfg := s.cfg
 	handler := httpapi.New(httpapi.Config{
 		Sandboxes:    p.sandboxes,
-		Events:       p.events.Notifier(),
+		Events:       p.events,
 		Previews:     p.previews,
 		Secrets:      p.secrets,
 		Templates:    p.templates,
 		Volumes:      p.volumes,
 		Settings:     p.settings,
 		Apps:         p.apps,
-		Store:        p.store,
 		Auth:         p.auth,
+		Tenants:      p.tenants,
 		Log:          s.log,
 		Version:      s.version,
 		StoreName:    cfg.Store,

@@ -9,9 +9,10 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/keyfile"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
 	"github.com/hutchdev/hutch/internal/edge/router"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // openE2B builds the E2B translation layer, with the key that signs its
@@ -21,7 +22,7 @@ func (s *Server) openE2B(_ context.Context, p *parts) error {
 	if err != nil {
 		return fmt.Errorf("e2b key: %w", err)
 	}
-	compat := e2b.New(e2b.Config{Sandboxes: p.sandboxes, Auth: p.auth, Keys: tenantKeys{p.store}, Key: key, Domain: s.cfg.PreviewDomain,
+	compat := e2b.New(e2b.Config{Sandboxes: p.sandboxes, Auth: p.auth, Keys: tenantKeys{p.directory, p.auth}, Key: key, Domain: s.cfg.PreviewDomain,
 		MaxBodyBytes: s.cfg.MaxBodyBytes, Log: s.log})
 	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
 	p.e2b = compat
@@ -49,21 +50,25 @@ func withE2B(compat *e2b.Handler, domain string, previews func(http.Handler) htt
 	})
 }
 
-// tenantKeys lists the keys of a sandbox's tenant from the store, for
-// the E2B layer's signed URLs.
-type tenantKeys struct{ st store.Store }
+// tenantKeys lists the keys of a sandbox's tenant, for the E2B layer's
+// signed URLs: whose the sandbox is from the directory, its tenant's keys
+// from auth.
+type tenantKeys struct {
+	dir  *sandbox.Directory
+	auth *auth.Authenticator
+}
 
 func (k tenantKeys) KeyIDs(ctx context.Context, sandboxID string) ([]string, error) {
-	sb, err := k.st.GetSandbox(tenancy.System(ctx), sandboxID)
+	own, err := k.dir.OwnerOf(tenancy.System(ctx), sandboxID)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := k.st.ListKeys(tenancy.With(ctx, tenancy.Principal{TenantID: sb.TenantID}))
+	keys, err := k.auth.ListKeys(tenancy.With(ctx, tenancy.Principal{TenantID: own.TenantID}))
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(keys))
-	for i, key := range keys {
+	ids := make([]string, len(keys.Keys))
+	for i, key := range keys.Keys {
 		ids[i] = key.ID
 	}
 	return ids, nil

@@ -29,7 +29,7 @@ func (s *Server) openGateway(_ context.Context, p *parts) error {
 	if err != nil {
 		return fmt.Errorf("gateway key: %w", err)
 	}
-	gw, err := gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: p.store, Keys: p.secrets, Events: p.events,
+	gw, err := gateway.New(gateway.Config{Providers: providers, Key: key, Sandboxes: p.directory, Keys: p.secrets, Events: p.events,
 		Observer: p.metrics, Log: s.log})
 	if err != nil {
 		return err

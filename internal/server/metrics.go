@@ -27,9 +27,10 @@ func (s *Server) listenMetrics() (net.Listener, error) {
 	return ln, nil
 }
 
-// openMetrics makes the Prometheus metrics, which read the store.
+// openMetrics makes the Prometheus metrics, which count sandboxes
+// through the directory.
 func (s *Server) openMetrics(_ context.Context, p *parts) (err error) {
-	p.metrics, err = telemetry.New(telemetry.Config{Sandboxes: p.store, Log: s.log})
+	p.metrics, err = telemetry.New(telemetry.Config{Sandboxes: p.directory, Log: s.log})
 	return err
 }
 

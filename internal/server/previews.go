@@ -23,7 +23,7 @@ func (s *Server) openPreviewKey(_ context.Context, p *parts) (err error) {
 // service, and so does one for an app's host; the rest goes to the API.
 func (s *Server) openPreviews(_ context.Context, p *parts) error {
 	previews, err := router.New(router.Config{Domain: s.cfg.PreviewDomain, PublicURL: s.cfg.PreviewURL, Key: p.previewKey,
-		Sandboxes: p.store, Auth: p.auth, Tunnels: p.sandboxes, Events: p.events, Log: s.log, Apps: p.apps, AppsDomain: p.apps.Domain()})
+		Sandboxes: p.sandboxes, Auth: p.auth, Tunnels: p.sandboxes, Events: p.events, Log: s.log, Apps: p.apps, AppsDomain: p.apps.Domain()})
 	if err != nil {
 		return fmt.Errorf("previews: %w", err)
 	}

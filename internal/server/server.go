@@ -62,10 +62,12 @@ type parts struct {
 	disk          *diskguard.Guard
 	store         store.Store
 	events        *events.Log
+	directory     *sandbox.Directory // sandboxes' owners, for the parts built before the service
 	metrics       *telemetry.Metrics
 	sealer        *secrets.Sealer
 	secrets       *secrets.Service
 	auth          *auth.Authenticator
+	tenants       *auth.Tenants
 	node          string
 	storage       storage.Backend  // nil: the probe failed
 	storageInfo   *api.StorageInfo // nil: the probe failed

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/server/config"
@@ -24,7 +25,7 @@ func TestReadOnly(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	cfg := config.Default()
 	ro := readOnly(cfg)
-	svc, err := settings.New(tenancy.System(context.Background()), settings.Config{Store: st, Events: st, Flags: cfg.Settings(),
+	svc, err := settings.New(tenancy.System(context.Background()), settings.Config{Store: st, Events: events.New(st, events.Config{}), Flags: cfg.Settings(),
 		ReadOnly: ro, Check: sandbox.CheckSettings, Apply: func(api.Settings) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 
 	// The stores this build has: each registers itself.
@@ -12,8 +13,8 @@ import (
 )
 
 // openStore opens the configured store in the data directory, which
-// spends the disk reserve when the filesystem fills, and the event log
-// over it that wakes event streams.
+// spends the disk reserve when the filesystem fills, the event log over
+// it that wakes event streams, and the directory of its sandboxes.
 func (s *Server) openStore(ctx context.Context, p *parts) error {
 	reg, ok := store.Lookup(s.cfg.Store)
 	if !ok {
@@ -26,5 +27,6 @@ func (s *Server) openStore(ctx context.Context, p *parts) error {
 	s.onClose("store", func(context.Context) error { return st.Close() })
 	p.store = st
 	p.events = events.New(st, events.Config{Retention: s.cfg.EventRetention, MaxPerTenant: s.cfg.EventMaxPerTenant, Log: s.log})
+	p.directory = sandbox.NewDirectory(st)
 	return nil
 }

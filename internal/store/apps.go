@@ -9,9 +9,9 @@ import (
 )
 
 // Apps is the persistent state of the apps layer: apps, their config and
-// their tasks with their logs. A store that keeps apps implements it
-// beside Store; every method is tenant-scoped as Store's are, except
-// AppByName, which the router calls as the system.
+// their tasks with their logs. Every method is tenant-scoped as the other
+// parts' are, except AppByName, which the apps layer calls as the system
+// to route a request to an app's host.
 type Apps interface {
 	// CreateApp stores a in the caller's tenant, setting a.TenantID, an ID
 	// if empty and its times. A name used by any tenant is a conflict
@@ -19,7 +19,7 @@ type Apps interface {
 	CreateApp(ctx context.Context, a *App) error
 	// GetApp returns one of the caller's tenant's apps.
 	GetApp(ctx context.Context, id string) (*App, error)
-	// AppByName returns any tenant's app by name. System only: the router.
+	// AppByName returns any tenant's app by name. System only: routing.
 	AppByName(ctx context.Context, name string) (*App, error)
 	// ListApps returns the caller's tenant's apps by name (every tenant's
 	// for the system without a principal).

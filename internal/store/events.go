@@ -1,13 +1,71 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 )
+
+// Events keeps each tenant's event log, append-only.
+type Events interface {
+	// AppendEvent records e in the caller's tenant, setting e.TenantID (the
+	// system must set it itself), e.ID and, if zero, e.CreatedAt, and
+	// normalising e.Data to what a read returns. The store assigns the ID,
+	// whatever e.ID held: IDs increase in the order appends commit, so a
+	// reader resuming after the last ID it saw never misses an event. A
+	// SandboxID must name a sandbox of the same tenant. Events are never
+	// changed; they go only with their tenant or their sandbox's row.
+	AppendEvent(ctx context.Context, e *Event) error
+	// ListEvents returns a page of the caller's tenant's events matching q,
+	// oldest first, and the cursor of the next page: the ID of the page's
+	// last event, or "" when the page held every match recorded so far.
+	ListEvents(ctx context.Context, q EventQuery) ([]Event, string, error)
+	// TrimEvents deletes every tenant's events older than tr.Before (none
+	// when zero) and, of each tenant's, all but the newest
+	// tr.MaxPerTenant (none when zero), and returns how many it deleted.
+	// It deletes in batches of at most TrimBatch events, each its own
+	// short write, so appends go on between them. System only: the
+	// retention loop.
+	TrimEvents(ctx context.Context, tr EventTrim) (int, error)
+}
+
+// Event is one entry of the append-only event log.
+type Event struct {
+	ID        string // ULID, assigned by AppendEvent
+	TenantID  string
+	SandboxID string // empty for an event about the tenant
+	// AppID marks an event of an app's log (GET /v1/apps/{id}/events).
+	AppID   string
+	Type    string // api.EventSandboxCreated, …
+	Message string // safe to show a user
+	// Data holds small details, as JSON: it comes back as encoding/json
+	// decodes an object (numbers as float64); empty comes back nil.
+	Data      map[string]any
+	CreatedAt time.Time
+}
+
+// EventQuery filters and pages ListEvents.
+type EventQuery struct {
+	SandboxID string   // only this sandbox's events, if set
+	AppID     string   // only this app's events, if set
+	Types     []string // only events of one of these types, if any
+	After     string   // only events after this event ID (a cursor)
+	Limit     int      // page size: DefaultLimit if <= 0, at most MaxLimit
+}
+
+// EventTrim is what TrimEvents deletes.
+type EventTrim struct {
+	Before       time.Time // events created before it; none if zero
+	MaxPerTenant int       // keep each tenant's newest this many; all if <= 0
+}
+
+// TrimBatch bounds the events one write of TrimEvents deletes.
+const TrimBatch = 1000
 
 // Bounds on one event. Events are a log of what happened, not a place for
 // output: the emitters cut messages to MaxEventMessage themselves.

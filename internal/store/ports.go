@@ -17,9 +17,9 @@ type PortSetting struct {
 	UpdatedAt time.Time
 }
 
-// Ports keeps port settings. It is an optional ability of a Store, found
-// by type assertion (the SQLite store has it), and scoped to the caller's
-// tenant like every Store method: the router reads settings as the system.
+// Ports keeps port settings, scoped to the caller's tenant like every
+// part of the Store: the sandbox service reads them as the system to
+// route a preview.
 type Ports interface {
 	// SetPort creates or replaces the setting of a port of one of the
 	// caller's tenant's sandboxes, setting p.TenantID and, if zero,

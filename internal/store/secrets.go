@@ -2,10 +2,57 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
+
+// Secrets keeps the tenants' secrets. They are addressed by name within
+// the principal's tenant, always: even the system needs a principal for
+// them (code "no_tenant"), and an admin reaches only its own tenant's.
+// The store keeps only the sealed value (internal/control/secrets seals
+// and opens it).
+type Secrets interface {
+	// CreateSecret stores sec in the caller's tenant, setting sec.TenantID
+	// (the system may set it itself), an ID if empty, CreatedAt to now and
+	// UpdatedAt to CreatedAt if zero. A name already used in the tenant is
+	// a conflict (code "secret_exists").
+	CreateSecret(ctx context.Context, sec *Secret) error
+	// GetSecret returns one of the caller's tenant's secrets by name, its
+	// sealed value included.
+	GetSecret(ctx context.Context, name string) (*Secret, error)
+	// ListSecrets returns the caller's tenant's secrets by name (every
+	// tenant's, by tenant and name, for the system without a principal).
+	ListSecrets(ctx context.Context) ([]Secret, error)
+	// UpdateSecret reads a secret, lets fn change it and writes it back in
+	// one write transaction, and returns what it wrote. An error from fn
+	// aborts the update and is returned as is; fn must not call the store.
+	// ID, TenantID, Name and CreatedAt cannot be changed; UpdatedAt is set
+	// to now.
+	UpdateSecret(ctx context.Context, name string, fn func(*Secret) error) (*Secret, error)
+	// DeleteSecret deletes one of the caller's tenant's secrets.
+	DeleteSecret(ctx context.Context, name string) error
+	// SecretKeyIDs counts every tenant's secrets by the ID of the master
+	// key that sealed them. System only: the start-up check that the
+	// server's key can open what is stored.
+	SecretKeyIDs(ctx context.Context) (map[string]int, error)
+}
+
+// Secret is a secret's persisted record: metadata and the value as sealed
+// by internal/control/secrets. The store never sees a plaintext value.
+type Secret struct {
+	ID          string
+	TenantID    string
+	Name        string // unique in its tenant; see CheckSecretName
+	Description string
+	ValueBytes  int    // the plaintext's length
+	KeyID       string // the master key that sealed the value
+	Nonce       []byte
+	Ciphertext  []byte // the sealed value, with its authentication tag
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
 
 // CheckSecretName validates a secret's name: 1 to api.MaxSecretName
 // characters of A-Z, a-z, 0-9, '_', '.' and '-', the first not '.' or

@@ -7,10 +7,19 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
-// Settings are server-wide, not a tenant's: the values an admin changed
-// through PATCH /v1/settings, by key (api.Settings' JSON names), each as
-// JSON. internal/control/settings says which keys exist and what they hold; the
-// store keeps any key and any JSON value.
+// Settings keeps the settings, which are server-wide, not a tenant's:
+// the values an admin changed through PATCH /v1/settings, by key
+// (api.Settings' JSON names), each as JSON. internal/control/settings
+// says which keys exist and what they hold; the store keeps any key and
+// any JSON value. Admin or system only.
+type Settings interface {
+	// Settings returns every stored setting by key, each as the JSON
+	// written; an empty map when none is.
+	Settings(ctx context.Context) (map[string]json.RawMessage, error)
+	// PutSettings writes changes (CheckSettingChanges), each key's value
+	// replacing the one stored, all in one transaction.
+	PutSettings(ctx context.Context, changes map[string]json.RawMessage) error
+}
 
 // MaxSettingKey and MaxSettingValue bound one stored setting.
 const (

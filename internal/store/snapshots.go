@@ -1,10 +1,25 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
+
+// Snapshots keeps the tenants' snapshots, by id.
+type Snapshots interface {
+	// CreateSnapshot stores s in the caller's tenant (the system may set
+	// s.TenantID itself), setting an ID if empty and CreatedAt if zero.
+	CreateSnapshot(ctx context.Context, s *Snapshot) error
+	// GetSnapshot returns one of the caller's tenant's snapshots.
+	GetSnapshot(ctx context.Context, id string) (*Snapshot, error)
+	// ListSnapshots returns the caller's tenant's snapshots matching q,
+	// newest first (every tenant's for the system without a principal).
+	ListSnapshots(ctx context.Context, q SnapshotQuery) ([]Snapshot, error)
+	// DeleteSnapshot deletes one of the caller's tenant's snapshots.
+	DeleteSnapshot(ctx context.Context, id string) error
+}
 
 // Snapshot is a captured copy of a sandbox's files, owned by its tenant;
 // it outlives its sandbox. Its files are on disk under the data

@@ -1,11 +1,31 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
+
+// Templates keeps the tenants' templates. They are addressed by name
+// within the principal's tenant, as secrets are.
+type Templates interface {
+	// CreateTemplate stores t in the caller's tenant, setting t.TenantID,
+	// an ID if empty and CreatedAt if zero. A name already used in the
+	// tenant is a conflict (code "template_exists").
+	CreateTemplate(ctx context.Context, t *Template) error
+	// GetTemplate returns one of the caller's tenant's templates by name.
+	GetTemplate(ctx context.Context, name string) (*Template, error)
+	// ListTemplates returns the caller's tenant's templates by name (every
+	// tenant's, by tenant and name, for the system without a principal:
+	// the layer store's garbage collection).
+	ListTemplates(ctx context.Context) ([]Template, error)
+	// DeleteTemplate deletes one of the caller's tenant's templates,
+	// unless a sandbox of the tenant not yet destroyed, or a snapshot,
+	// names it (code "template_in_use"), checked in the same transaction.
+	DeleteTemplate(ctx context.Context, name string) error
+}
 
 // Template is an image a tenant imported or pulled: what its sandboxes
 // start from. Its layers are unpacked once into the layer store, shared by

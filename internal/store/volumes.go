@@ -1,11 +1,28 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
+
+// Volumes keeps the tenants' volumes. They are addressed by name within
+// the principal's tenant.
+type Volumes interface {
+	// CreateVolume stores v in the caller's tenant, setting an ID if
+	// empty and CreatedAt if zero; a name in use is "volume_exists".
+	CreateVolume(ctx context.Context, v *Volume) error
+	// GetVolume returns one of the caller's tenant's volumes by name.
+	GetVolume(ctx context.Context, name string) (*Volume, error)
+	// ListVolumes returns the caller's tenant's volumes by name.
+	ListVolumes(ctx context.Context) ([]Volume, error)
+	// DeleteVolume deletes one of the caller's tenant's volumes, unless a
+	// sandbox of the tenant not yet destroyed mounts it ("volume_in_use"),
+	// checked in the same transaction; it returns what it deleted.
+	DeleteVolume(ctx context.Context, name string) (*Volume, error)
+}
 
 // Volume is a tenant's named directory that sandboxes mount; its files are
 // on disk under the data directory, by ID.

@@ -38,13 +38,23 @@ const (
 	LabelRole = "hutch.app.role"
 )
 
+// MaxTasks is the most tasks one ListTasks returns.
+const MaxTasks = store.MaxLimit
+
 // Dir is the app directory in its sandboxes: where the preset's files go,
 // sandbox.yaml is read and tasks run.
 const Dir = "/workspace"
 
+// Store is the part of the store the apps layer keeps: apps, and every
+// sandbox's record, to find what a crash left of an app's at recovery.
+type Store interface {
+	store.Apps
+	store.Sandboxes
+}
+
 // Config is what the service works with.
 type Config struct {
-	Store     store.Store // must also implement store.Apps
+	Store     Store
 	Sandboxes *sandbox.Service
 	Sealer    *secrets.Sealer
 	Events    events.Appender
@@ -62,7 +72,7 @@ type Config struct {
 // Service is the apps layer. It is safe for concurrent use.
 type Service struct {
 	cfg   Config
-	st    store.Store
+	st    store.Sandboxes
 	apps  store.Apps
 	sbx   *sandbox.Service
 	log   *slog.Logger
@@ -81,12 +91,8 @@ type Service struct {
 
 // New checks cfg and builds the service.
 func New(cfg Config) (*Service, error) {
-	a, ok := cfg.Store.(store.Apps)
-	if !ok {
-		return nil, errors.New("apps: the store does not keep apps")
-	}
-	if cfg.Sandboxes == nil || cfg.Sealer == nil || cfg.Events == nil || cfg.Domain == "" {
-		return nil, errors.New("apps: Sandboxes, Sealer, Events and Domain must be set")
+	if cfg.Store == nil || cfg.Sandboxes == nil || cfg.Sealer == nil || cfg.Events == nil || cfg.Domain == "" {
+		return nil, errors.New("apps: Store, Sandboxes, Sealer, Events and Domain must be set")
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -98,7 +104,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.ReadyTimeout = 2 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{cfg: cfg, st: cfg.Store, apps: a, sbx: cfg.Sandboxes, log: cfg.Log, ctx: ctx, cancel: cancel}, nil
+	return &Service{cfg: cfg, st: cfg.Store, apps: cfg.Store, sbx: cfg.Sandboxes, log: cfg.Log, ctx: ctx, cancel: cancel}, nil
 }
 
 // Domain is the apps domain.
@@ -269,5 +275,5 @@ func (s *Service) update(ctx context.Context, id string, fn func(*store.App) err
 
 // emit records an event in the app's log.
 func (s *Service) emit(a *store.App, typ, msg string, data map[string]any) {
-	events.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
+	events.Record(s.cfg.Events, s.log, &events.Event{TenantID: a.TenantID, AppID: a.ID, Type: typ, Message: msg, Data: data})
 }

@@ -252,7 +252,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	s.cache.drop(a)
-	events.Record(s.cfg.Events, s.log, &store.Event{TenantID: a.TenantID, Type: api.EventAppDeleted, Message: "app " + a.Name + " deleted",
+	events.Record(s.cfg.Events, s.log, &events.Event{TenantID: a.TenantID, Type: api.EventAppDeleted, Message: "app " + a.Name + " deleted",
 		Data: map[string]any{"app_id": a.ID, "name": a.Name}})
 	return nil
 }

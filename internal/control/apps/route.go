@@ -11,6 +11,22 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
+// Host is an app as the router serves it at its host: whose it is and
+// whether everyone may reach it. It holds the app as this service last
+// wrote it, which Target routes from.
+type Host struct {
+	ID       string
+	TenantID string
+	Name     string
+	Public   bool
+
+	app *store.App
+}
+
+// ValidName reports whether name may be an app's (store.CheckAppName): a
+// host whose first label is not one is no app's.
+func ValidName(name string) bool { return store.CheckAppName(name) == nil }
+
 // Route is where a request to an app's role goes.
 type Route struct {
 	AppID    string
@@ -99,11 +115,11 @@ func (r *routes) forgetPort(sandboxID string) {
 	r.mu.Unlock()
 }
 
-// App finds an app by name for the router, as the system: nil when there
-// is none.
-func (s *Service) App(ctx context.Context, name string) (*store.App, error) {
+// Host finds an app by name for the router, as the system: nil when
+// there is none.
+func (s *Service) Host(ctx context.Context, name string) (*Host, error) {
 	if a := s.cache.app(name); a != nil {
-		return a, nil
+		return hostOf(a), nil
 	}
 	a, err := s.apps.AppByName(tenancy.System(ctx), name)
 	if errors.Is(err, errdefs.ErrNotFound) {
@@ -114,16 +130,22 @@ func (s *Service) App(ctx context.Context, name string) (*store.App, error) {
 	}
 	s.cache.putIfAbsent(a)
 	if c := s.cache.app(name); c != nil {
-		return c, nil
+		return hostOf(c), nil
 	}
 	return nil, nil // deleted meanwhile
 }
 
-// Target is where a request to role of app a goes: the sandbox the role
-// points at and its web process's port, making sure its supervisor runs
-// (after the sandbox was stopped and started again its agent is new) and
-// starting a stopped sandbox. A paused one resumes at its tunnel.
-func (s *Service) Target(ctx context.Context, a *store.App, role string) (Route, error) {
+func hostOf(a *store.App) *Host {
+	return &Host{ID: a.ID, TenantID: a.TenantID, Name: a.Name, Public: a.Public, app: a}
+}
+
+// Target is where a request to role of the app at h goes: the sandbox
+// the role points at and its web process's port, making sure its
+// supervisor runs (after the sandbox was stopped and started again its
+// agent is new) and starting a stopped sandbox. A paused one resumes at
+// its tunnel.
+func (s *Service) Target(ctx context.Context, h *Host, role string) (Route, error) {
+	a := h.app
 	r := Route{AppID: a.ID, TenantID: a.TenantID, Name: a.Name, Public: a.Public, Role: role, Sandbox: a.Live}
 	if role == api.RoleDev {
 		r.Sandbox = a.Dev

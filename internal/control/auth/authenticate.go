@@ -29,7 +29,7 @@ const maxTouched = 10_000
 // serves every door that takes API keys (the API and the preview router),
 // so that a key it revokes ends the requests of each.
 type Authenticator struct {
-	Store store.Store
+	Store store.Keys
 	Log   *slog.Logger // optional: failed LastUsedAt writes and revocations
 
 	mu       sync.Mutex
@@ -103,7 +103,7 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 }
 
 // Revoke deletes key id of the caller's tenant and, with cascade, every
-// key it created, transitively (store.Store.DeleteKey, which says who may
+// key it created, transitively (store.Keys.DeleteKey, which says who may
 // delete what), then ends every request in flight that those keys
 // authenticated through Begin. It returns the ids revoked.
 //

@@ -34,7 +34,7 @@ const AdminTenant = "admin"
 // The key file is written before the store commits, and removed if the
 // store fails: a crash in between leaves a store with no tenant, so the
 // next start bootstraps again and overwrites the stale file.
-func Bootstrap(ctx context.Context, st store.Store, dataDir string, log *slog.Logger) (keyPath string, created bool, retErr error) {
+func Bootstrap(ctx context.Context, st store.Tenants, dataDir string, log *slog.Logger) (keyPath string, created bool, retErr error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -20,7 +20,7 @@ const MaxTenantName = 128
 // named "default" and made by the caller's key, in one transaction. It
 // returns the key's secret, to be shown once. ctx must be an admin's or
 // the system's (the store checks).
-func CreateTenant(ctx context.Context, st store.Store, name string) (store.Tenant, store.Key, string, error) {
+func CreateTenant(ctx context.Context, st store.Tenants, name string) (store.Tenant, store.Key, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > MaxTenantName || strings.ContainsFunc(name, isControl) {
 		return store.Tenant{}, store.Key{}, "", errdefs.Invalid("invalid_tenant_name",
@@ -38,3 +38,32 @@ func CreateTenant(ctx context.Context, st store.Store, name string) (store.Tenan
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// Tenants makes and shows tenants, for the API: a tenant is made with its
+// first key. The zero value with Store set is ready; it is safe for
+// concurrent use.
+type Tenants struct {
+	Store store.Tenants
+}
+
+// Create makes the tenant name with its first key (CreateTenant) and
+// returns it with the key, whose secret is shown this once.
+func (ts *Tenants) Create(ctx context.Context, name string) (api.Tenant, error) {
+	t, k, secret, err := CreateTenant(ctx, ts.Store, name)
+	if err != nil {
+		return api.Tenant{}, err
+	}
+	key := keyToAPI(k)
+	key.Secret = secret
+	return api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Key: &key}, nil
+}
+
+// Get shows a tenant: the caller's own, or any to an admin (the store
+// answers 404 tenant_not_found for another's).
+func (ts *Tenants) Get(ctx context.Context, id string) (api.Tenant, error) {
+	t, err := ts.Store.GetTenant(ctx, id)
+	if err != nil {
+		return api.Tenant{}, err
+	}
+	return api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}, nil
+}

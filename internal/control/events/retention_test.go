@@ -30,7 +30,7 @@ func TestRunTrims(t *testing.T) {
 	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, Role: api.RoleMember})
 	const keep = 5
 	l := New(st, Config{Retention: time.Hour, MaxPerTenant: keep})
-	if err := st.AppendEvent(ctx, &Event{Type: api.EventSecretCreated, Message: "long ago", CreatedAt: time.Now().Add(-2 * time.Hour)}); err != nil {
+	if err := st.AppendEvent(ctx, &store.Event{Type: api.EventSecretCreated, Message: "long ago", CreatedAt: time.Now().Add(-2 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -49,12 +49,12 @@ func TestRunTrims(t *testing.T) {
 	go func() { defer close(ran); l.run(rctx, time.Hour) }()
 	var got []string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		evs, _, err := l.List(ctx, Query{Limit: store.MaxLimit})
+		page, err := l.List(ctx, Query{Limit: store.MaxLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = got[:0]
-		for _, e := range evs {
+		for _, e := range page.Events {
 			got = append(got, e.ID)
 		}
 		if len(got) <= keep {

@@ -50,13 +50,16 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !reachable(rec.State) {
+		return nil, notRunning(rec)
+	}
 	if rec.State == api.StatePaused {
 		if rec, err = s.autoResume(ctx, id, op); err != nil {
 			return nil, err
 		}
-	}
-	if rec.State != api.StateRunning {
-		return nil, notRunning(rec)
+		if rec.State != api.StateRunning { // stopped or destroyed meanwhile
+			return nil, notRunning(rec)
+		}
 	}
 	if _, err := s.driverOf(rec); err != nil {
 		return nil, err

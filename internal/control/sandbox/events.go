@@ -6,6 +6,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -17,7 +18,7 @@ import (
 func (s *Service) emit(ctx context.Context, rec *store.Sandbox, typ, msg string, data map[string]any) {
 	ctx, cancel := s.teardownContext(ctx)
 	defer cancel()
-	e := &store.Event{
+	e := &events.Event{
 		TenantID:  rec.TenantID,
 		SandboxID: rec.ID,
 		Type:      typ,

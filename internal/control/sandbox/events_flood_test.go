@@ -428,13 +428,13 @@ func TestBudgetPerSandbox(t *testing.T) {
 	tenant := tenantOf(t, f)
 	log := f.svc.Config().Log
 	for range 100 {
-		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: noisy.ID, Type: api.EventProviderCall, Message: "refused"})
+		events.Record(f.svc.events, log, &events.Event{TenantID: tenant, SandboxID: noisy.ID, Type: api.EventProviderCall, Message: "refused"})
 	}
 	for range 5 {
-		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, SandboxID: quiet.ID, Type: api.EventProviderCall, Message: "ok"})
+		events.Record(f.svc.events, log, &events.Event{TenantID: tenant, SandboxID: quiet.ID, Type: api.EventProviderCall, Message: "ok"})
 	}
 	for range 50 {
-		events.Record(f.svc.events, log, &store.Event{TenantID: tenant, Type: api.EventSecretUpdated, Message: "replaced"})
+		events.Record(f.svc.events, log, &events.Event{TenantID: tenant, Type: api.EventSecretUpdated, Message: "replaced"})
 	}
 	f.svc.events.FlushDrops("")
 	if got := len(allEvents(t, f.st, f.ctx, noisy.ID, api.EventProviderCall)); got != budget.Burst {

@@ -288,7 +288,7 @@ func TestServiceEventsWakeStreams(t *testing.T) {
 	}
 
 	// AppendEvent, for events recorded outside the lifecycle.
-	e := &store.Event{SandboxID: sb.ID, Type: api.EventProcessExited, Message: "process 7 exited with code 0",
+	e := &events.Event{SandboxID: sb.ID, Type: api.EventProcessExited, Message: "process 7 exited with code 0",
 		Data: map[string]any{"pid": 7, "exit_code": 0}}
 	if err := f.svc.events.AppendEvent(f.ctx, e); err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestServiceEventsWakeStreams(t *testing.T) {
 	}
 
 	// A failed append wakes nobody.
-	bad := &store.Event{SandboxID: "no-such-sandbox", Type: api.EventProcessExited, Message: "x"}
+	bad := &events.Event{SandboxID: "no-such-sandbox", Type: api.EventProcessExited, Message: "x"}
 	if err := f.svc.events.AppendEvent(tenancy.With(context.Background(), tenancy.Principal{TenantID: f.tenant}), bad); err == nil {
 		t.Fatal("append about an unknown sandbox succeeded")
 	}

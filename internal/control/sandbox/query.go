@@ -23,9 +23,29 @@ func (s *Service) Get(ctx context.Context, id string) (api.Sandbox, error) {
 	return sb, nil
 }
 
-// List returns a page of the caller's sandboxes.
-func (s *Service) List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error) {
-	recs, next, err := s.store.ListSandboxes(ctx, opts)
+// Check returns nil when sandbox id is one of the caller's tenant's, in
+// any state (a destroyed one keeps its record), else 404
+// sandbox_not_found: for the calls that name a sandbox and need nothing
+// else of it.
+func (s *Service) Check(ctx context.Context, id string) error {
+	_, err := s.store.GetSandbox(ctx, id)
+	return err
+}
+
+// ListOptions filter and page List.
+type ListOptions struct {
+	State  api.SandboxState  // only this state, if set
+	Labels map[string]string // only sandboxes carrying every one of these
+	Limit  int               // page size: 100 if <= 0, at most MaxPage
+	Cursor string            // from the previous page (api.SandboxList.NextCursor)
+}
+
+// MaxPage is the most sandboxes one page of List holds.
+const MaxPage = store.MaxLimit
+
+// List returns a page of the caller's sandboxes, newest first.
+func (s *Service) List(ctx context.Context, opts ListOptions) (api.SandboxList, error) {
+	recs, next, err := s.store.ListSandboxes(ctx, store.ListOptions(opts))
 	if err != nil {
 		return api.SandboxList{}, err
 	}

@@ -209,7 +209,7 @@ func TestCreateDestroy(t *testing.T) {
 	created := make(chan error, 1)
 	go func() { _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); created <- err }()
 	<-inside
-	list, err := f.svc.List(f.ctx, store.ListOptions{})
+	list, err := f.svc.List(f.ctx, ListOptions{})
 	if err != nil || len(list.Sandboxes) != 1 || list.Sandboxes[0].State != api.StateCreating {
 		t.Fatalf("list while creating = %+v, %v; want one creating sandbox", list, err)
 	}

@@ -225,7 +225,7 @@ func syncDir(dir string) error {
 // secrets sealed with any key but the one loaded: they cannot be read until
 // that key is back. It logs where the key came from and its ID, never the
 // key.
-func Load(ctx context.Context, st store.Store, env, dataDir string, log *slog.Logger) (*Sealer, error) {
+func Load(ctx context.Context, st store.Secrets, env, dataDir string, log *slog.Logger) (*Sealer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -245,7 +246,7 @@ func TestLoadChecksTheStore(t *testing.T) {
 	if !strings.Contains(logs.String(), "created the secrets master key") || !strings.Contains(logs.String(), s.KeyID()) {
 		t.Errorf("first start's log: %s", logs)
 	}
-	if _, err := New(Config{}, st, s, nil, log).Create(ctx, "KEPT", "", NewValue([]byte("v"))); err != nil {
+	if _, err := New(Config{}, st, s, events.New(st, events.Config{}), log).Create(ctx, "KEPT", "", NewValue([]byte("v"))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -273,7 +274,7 @@ func TestLoadChecksTheStore(t *testing.T) {
 	if strings.Contains(logs.String(), hex.EncodeToString(testKey)) || strings.Contains(logs.String(), strings.TrimSpace(string(saved))) {
 		t.Error("the log holds a key")
 	}
-	_, err = New(Config{}, st, other, nil, log).Reveal(ctx, "KEPT")
+	_, err = New(Config{}, st, other, events.New(st, events.Config{}), log).Reveal(ctx, "KEPT")
 	if !errors.Is(err, ErrOpen) || !strings.Contains(err.Error(), s.KeyID()) {
 		t.Errorf("Reveal with the wrong key: %v; want ErrOpen naming the sealing key", err)
 	}

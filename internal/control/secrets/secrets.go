@@ -49,20 +49,22 @@ type Config struct {
 // close.
 type Service struct {
 	cfg    Config
-	store  store.Store
+	store  store.Secrets
 	sealer *Sealer
 	events events.Appender
 	log    *slog.Logger
 }
 
+// CheckName validates a secret's name (store.CheckSecretName), for the
+// parts that name secrets before they read them: the provider gateway's
+// providers.
+func CheckName(name string) error { return store.CheckSecretName(name) }
+
 // New returns a Service sealing with sealer. events records secret.*
-// events (st when nil); log may be nil.
-func New(cfg Config, st store.Store, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
+// events; log may be nil.
+func New(cfg Config, st store.Secrets, sealer *Sealer, events events.Appender, log *slog.Logger) *Service {
 	if cfg.MaxValueBytes <= 0 {
 		cfg.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -73,19 +75,19 @@ func New(cfg Config, st store.Store, sealer *Sealer, events events.Appender, log
 // Create seals v and stores it as the secret name of the caller's tenant.
 // A name already in use is a conflict (code secret_exists). It returns the
 // secret's metadata; the sealed value is left out.
-func (s *Service) Create(ctx context.Context, name, description string, v Value) (*store.Secret, error) {
+func (s *Service) Create(ctx context.Context, name, description string, v Value) (api.Secret, error) {
 	tenantID, err := s.check(ctx, name, description, v)
 	if err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	nonce, ct, err := s.sealer.Seal(tenantID, name, v.bytes())
 	if err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	sec := &store.Secret{TenantID: tenantID, Name: name, Description: description, ValueBytes: v.Len(),
 		KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
 	if err := s.store.CreateSecret(ctx, sec); err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	s.emit(ctx, sec, api.EventSecretCreated, "created")
 	return metadata(sec), nil
@@ -94,13 +96,13 @@ func (s *Service) Create(ctx context.Context, name, description string, v Value)
 // Replace seals v as the new value of the caller's tenant's secret name,
 // and sets its description when description is not nil. A missing secret
 // is not found (code secret_not_found): Replace never creates one.
-func (s *Service) Replace(ctx context.Context, name string, description *string, v Value) (*store.Secret, error) {
+func (s *Service) Replace(ctx context.Context, name string, description *string, v Value) (api.Secret, error) {
 	desc := ""
 	if description != nil {
 		desc = *description
 	}
 	if _, err := s.check(ctx, name, desc, v); err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	sec, err := s.store.UpdateSecret(ctx, name, func(sec *store.Secret) error {
 		nonce, ct, err := s.sealer.Seal(sec.TenantID, sec.Name, v.bytes())
@@ -114,37 +116,38 @@ func (s *Service) Replace(ctx context.Context, name string, description *string,
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	s.emit(ctx, sec, api.EventSecretUpdated, "replaced")
 	return metadata(sec), nil
 }
 
 // Get returns the metadata of the caller's tenant's secret name.
-func (s *Service) Get(ctx context.Context, name string) (*store.Secret, error) {
+func (s *Service) Get(ctx context.Context, name string) (api.Secret, error) {
 	if err := store.CheckSecretName(name); err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	sec, err := s.store.GetSecret(ctx, name)
 	if err != nil {
-		return nil, err
+		return api.Secret{}, err
 	}
 	return metadata(sec), nil
 }
 
 // List returns the metadata of the caller's tenant's secrets, by name.
-func (s *Service) List(ctx context.Context) ([]store.Secret, error) {
+func (s *Service) List(ctx context.Context) (api.SecretList, error) {
 	if _, err := store.NamedScope(ctx, "secrets"); err != nil {
-		return nil, err
+		return api.SecretList{}, err
 	}
 	list, err := s.store.ListSecrets(ctx)
 	if err != nil {
-		return nil, err
+		return api.SecretList{}, err
 	}
+	out := api.SecretList{Secrets: make([]api.Secret, 0, len(list))}
 	for i := range list {
-		list[i] = *metadata(&list[i])
+		out.Secrets = append(out.Secrets, metadata(&list[i]))
 	}
-	return list, nil
+	return out, nil
 }
 
 // Delete deletes the caller's tenant's secret name.
@@ -209,11 +212,18 @@ func (s *Service) check(ctx context.Context, name, description string, v Value) 
 	return p.TenantID, nil
 }
 
-// metadata returns sec without its sealed value.
-func metadata(sec *store.Secret) *store.Secret {
-	out := *sec
-	out.Nonce, out.Ciphertext = nil, nil
-	return &out
+// metadata is sec as the API shows it: its metadata, without its sealed
+// value.
+func metadata(sec *store.Secret) api.Secret {
+	return api.Secret{
+		ID:          sec.ID,
+		TenantID:    sec.TenantID,
+		Name:        sec.Name,
+		Description: sec.Description,
+		ValueBytes:  sec.ValueBytes,
+		CreatedAt:   sec.CreatedAt,
+		UpdatedAt:   sec.UpdatedAt,
+	}
 }
 
 // emit records that sec was created, replaced or deleted, on a context
@@ -222,7 +232,7 @@ func metadata(sec *store.Secret) *store.Secret {
 func (s *Service) emit(ctx context.Context, sec *store.Secret, typ, verb string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{
+	e := &events.Event{
 		TenantID: sec.TenantID,
 		Type:     typ,
 		Message:  fmt.Sprintf("secret %q %s", sec.Name, verb),

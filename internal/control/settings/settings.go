@@ -37,17 +37,11 @@ import (
 // eventTimeout bounds recording the event of a change once it is made.
 const eventTimeout = 10 * time.Second
 
-// Store keeps the settings a PATCH changed (store.Store): admin or system
-// only.
-type Store interface {
-	Settings(ctx context.Context) (map[string]json.RawMessage, error)
-	PutSettings(ctx context.Context, changes map[string]json.RawMessage) error
-}
-
 // Config is what the service is built from. Log may be nil; ReadOnly
 // empty; the rest is required.
 type Config struct {
-	Store Store
+	// Store keeps the settings a PATCH changed.
+	Store store.Settings
 	// Events records settings.changed (the server's events.Log, so
 	// event streams see it at once).
 	Events events.Appender
@@ -76,7 +70,7 @@ type Fixed struct {
 // Service shows and changes the settings. It is safe for concurrent use
 // and holds nothing to close.
 type Service struct {
-	store        Store
+	store        store.Settings
 	events       events.Appender
 	check, apply func(api.Settings) error
 	readOnly     map[string]Fixed
@@ -229,7 +223,7 @@ func (s *Service) record(ctx context.Context, before, changed map[string]json.Ra
 	s.log.Info("settings changed", logattr.Tenant(p.TenantID), logattr.Key(p.KeyID), "settings", strings.Join(parts, ", "))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{Type: api.EventSettingsChanged, Message: msg, Data: data}
+	e := &events.Event{Type: api.EventSettingsChanged, Message: msg, Data: data}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", logattr.Tenant(p.TenantID), "event.type", e.Type, "err", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
@@ -72,7 +73,7 @@ func (f *fixture) open(t *testing.T) (*Service, error) {
 	t.Helper()
 	return New(system(), Config{
 		Store:    f.st,
-		Events:   f.st,
+		Events:   events.New(f.st, events.Config{}),
 		Flags:    flags,
 		ReadOnly: readOnly,
 		Check:    sandbox.CheckSettings,
@@ -320,7 +321,7 @@ func TestPatchConcurrent(t *testing.T) {
 // through it).
 func TestReadOnlyIsNoSetting(t *testing.T) {
 	f := newFixture(t)
-	_, err := New(system(), Config{Store: f.st, Events: f.st, Flags: flags, Check: sandbox.CheckSettings,
+	_, err := New(system(), Config{Store: f.st, Events: events.New(f.st, events.Config{}), Flags: flags, Check: sandbox.CheckSettings,
 		Apply: func(api.Settings) error { return nil }, ReadOnly: []Fixed{{Key: "max_timeout_s", Flag: "--max-timeout"}}})
 	if err == nil {
 		t.Error("New took a read-only key that is a setting")

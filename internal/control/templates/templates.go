@@ -46,6 +46,13 @@ const (
 // eventTimeout bounds recording an event after the work is done.
 const eventTimeout = 10 * time.Second
 
+// Store is the part of the store templates keep: their records, and the
+// snapshots a template is made from.
+type Store interface {
+	store.Templates
+	store.Snapshots
+}
+
 // Revealer opens a tenant's secret in process (secrets.Service).
 type Revealer interface {
 	Reveal(ctx context.Context, name string) ([]byte, error)
@@ -79,7 +86,7 @@ type Config struct {
 // in the tenant of ctx's principal, like the store under it.
 type Service struct {
 	cfg     Config
-	store   store.Store
+	store   Store
 	layers  *Layers
 	secrets Revealer
 	events  events.Appender
@@ -92,16 +99,13 @@ type Service struct {
 }
 
 // New opens the layer store in cfg.Dir and returns the service. events
-// records template.* events (st when nil).
-func New(cfg Config, st store.Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
+// records template.* events.
+func New(cfg Config, st Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	if cfg.MaxLayerBytes <= 0 {
 		cfg.MaxLayerBytes = DefaultMaxLayerBytes
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -115,7 +119,11 @@ func New(cfg Config, st store.Store, secrets Revealer, events events.Appender, l
 }
 
 // Pull makes the template req.Name from the image req.Ref.
-func (s *Service) Pull(ctx context.Context, req api.CreateTemplateRequest) (*store.Template, error) {
+func (s *Service) Pull(ctx context.Context, req api.CreateTemplateRequest) (api.Template, error) {
+	return shown(s.pull(ctx, req))
+}
+
+func (s *Service) pull(ctx context.Context, req api.CreateTemplateRequest) (*store.Template, error) {
 	if err := store.CheckTemplateName(req.Name); err != nil {
 		return nil, err
 	}
@@ -141,7 +149,11 @@ func (s *Service) Pull(ctx context.Context, req api.CreateTemplateRequest) (*sto
 // copy of the snapshot's files (in overlayfs's form, with the sandbox's
 // own ids, as a shared layer is) laid over the snapshot's own template,
 // whose defaults it takes.
-func (s *Service) FromSnapshot(ctx context.Context, name, snapshotID string) (*store.Template, error) {
+func (s *Service) FromSnapshot(ctx context.Context, name, snapshotID string) (api.Template, error) {
+	return shown(s.fromSnapshot(ctx, name, snapshotID))
+}
+
+func (s *Service) fromSnapshot(ctx context.Context, name, snapshotID string) (*store.Template, error) {
 	if err := store.CheckTemplateName(name); err != nil {
 		return nil, err
 	}
@@ -190,7 +202,11 @@ func (s *Service) FromSnapshot(ctx context.Context, name, snapshotID string) (*s
 
 // Import makes the template name from an image archive read from r: an
 // OCI image layout as a tar, or what `docker save` writes.
-func (s *Service) Import(ctx context.Context, name string, r io.Reader) (*store.Template, error) {
+func (s *Service) Import(ctx context.Context, name string, r io.Reader) (api.Template, error) {
+	return shown(s.importArchive(ctx, name, r))
+}
+
+func (s *Service) importArchive(ctx context.Context, name string, r io.Reader) (*store.Template, error) {
 	if err := store.CheckTemplateName(name); err != nil {
 		return nil, err
 	}
@@ -280,17 +296,39 @@ func (s *Service) dropFlat(t *store.Template) {
 }
 
 // Get returns one of the caller's templates.
-func (s *Service) Get(ctx context.Context, name string) (*store.Template, error) {
-	return s.store.GetTemplate(ctx, name)
+func (s *Service) Get(ctx context.Context, name string) (api.Template, error) {
+	return shown(s.store.GetTemplate(ctx, name))
 }
 
 // List returns the caller's templates by name.
-func (s *Service) List(ctx context.Context) ([]store.Template, error) {
+func (s *Service) List(ctx context.Context) (api.TemplateList, error) {
 	// Without a principal the store would list every tenant's.
 	if _, err := store.NamedScope(ctx, "templates"); err != nil {
-		return nil, err
+		return api.TemplateList{}, err
 	}
-	return s.store.ListTemplates(ctx)
+	list, err := s.store.ListTemplates(ctx)
+	if err != nil {
+		return api.TemplateList{}, err
+	}
+	out := api.TemplateList{Templates: make([]api.Template, 0, len(list))}
+	for i := range list {
+		out.Templates = append(out.Templates, toAPI(&list[i]))
+	}
+	return out, nil
+}
+
+// shown is t as the API shows it, or err.
+func shown(t *store.Template, err error) (api.Template, error) {
+	if err != nil {
+		return api.Template{}, err
+	}
+	return toAPI(t), nil
+}
+
+// toAPI is t as the API shows it.
+func toAPI(t *store.Template) api.Template {
+	return api.Template{Name: t.Name, Source: t.Source, Digest: t.Digest, Config: t.Config,
+		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt}
 }
 
 // Delete deletes one of the caller's templates, unless a sandbox not yet
@@ -357,7 +395,7 @@ func (s *Service) Resolve(ctx context.Context, name string) (*driver.Image, erro
 func (s *Service) emit(ctx context.Context, t *store.Template, typ, what string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{
+	e := &events.Event{
 		TenantID: t.TenantID,
 		Type:     typ,
 		Message:  fmt.Sprintf("template %q %s", t.Name, what),

@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
@@ -45,14 +46,14 @@ func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, sec sec
 	}
 	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "k", Role: api.RoleMember})
 	dir := filepath.Join(t.TempDir(), "layers")
-	svc, err := templates.New(templates.Config{Dir: dir, Shared: shared, Registries: reg}, st, sec, nil, nil)
+	svc, err := templates.New(templates.Config{Dir: dir, Shared: shared, Registries: reg}, st, sec, events.New(st, events.Config{}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return svc, ctx, dir
 }
 
-func importFile(t *testing.T, svc *templates.Service, ctx context.Context, name, path string) (*store.Template, error) {
+func importFile(t *testing.T, svc *templates.Service, ctx context.Context, name, path string) (api.Template, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

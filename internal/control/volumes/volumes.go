@@ -42,19 +42,16 @@ const maxSizeMB = 16 << 20
 type Service struct {
 	dir     string
 	storage storage.Backend
-	store   store.Store
+	store   store.Volumes
 	events  events.Appender
 	log     *slog.Logger
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
-// events records volume.* events (st when nil).
-func New(dir string, backend storage.Backend, st store.Store, events events.Appender, log *slog.Logger) (*Service, error) {
+// events records volume.* events.
+func New(dir string, backend storage.Backend, st store.Volumes, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
-	}
-	if events == nil {
-		events = st
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -64,7 +61,15 @@ func New(dir string, backend storage.Backend, st store.Store, events events.Appe
 
 // Create makes the volume req.Name of the caller's tenant. A size the
 // filesystem cannot enforce is refused unless req.SizeBestEffort.
-func (s *Service) Create(ctx context.Context, req api.CreateVolumeRequest) (*store.Volume, error) {
+func (s *Service) Create(ctx context.Context, req api.CreateVolumeRequest) (api.Volume, error) {
+	v, err := s.create(ctx, req)
+	if err != nil {
+		return api.Volume{}, err
+	}
+	return toAPI(v), nil
+}
+
+func (s *Service) create(ctx context.Context, req api.CreateVolumeRequest) (*store.Volume, error) {
 	if err := store.CheckVolumeName(req.Name); err != nil {
 		return nil, err
 	}
@@ -105,13 +110,30 @@ func (s *Service) Create(ctx context.Context, req api.CreateVolumeRequest) (*sto
 }
 
 // Get returns one of the caller's volumes.
-func (s *Service) Get(ctx context.Context, name string) (*store.Volume, error) {
-	return s.store.GetVolume(ctx, name)
+func (s *Service) Get(ctx context.Context, name string) (api.Volume, error) {
+	v, err := s.store.GetVolume(ctx, name)
+	if err != nil {
+		return api.Volume{}, err
+	}
+	return toAPI(v), nil
 }
 
 // List returns the caller's volumes by name.
-func (s *Service) List(ctx context.Context) ([]store.Volume, error) {
-	return s.store.ListVolumes(ctx)
+func (s *Service) List(ctx context.Context) (api.VolumeList, error) {
+	list, err := s.store.ListVolumes(ctx)
+	if err != nil {
+		return api.VolumeList{}, err
+	}
+	out := api.VolumeList{Volumes: make([]api.Volume, 0, len(list))}
+	for i := range list {
+		out.Volumes = append(out.Volumes, toAPI(&list[i]))
+	}
+	return out, nil
+}
+
+// toAPI is v as the API shows it.
+func toAPI(v *store.Volume) api.Volume {
+	return api.Volume{Name: v.Name, SizeMB: v.SizeMB, SizeEnforced: v.SizeEnforced, CreatedAt: v.CreatedAt}
 }
 
 // Delete deletes one of the caller's volumes and its files, unless a
@@ -168,7 +190,7 @@ func (s *Service) remove(dir string) {
 func (s *Service) emit(ctx context.Context, v *store.Volume, typ, what string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
 	defer cancel()
-	e := &store.Event{TenantID: v.TenantID, Type: typ, Message: fmt.Sprintf("volume %q %s", v.Name, what), Data: map[string]any{"name": v.Name}}
+	e := &events.Event{TenantID: v.TenantID, Type: typ, Message: fmt.Sprintf("volume %q %s", v.Name, what), Data: map[string]any{"name": v.Name}}
 	if err := s.events.AppendEvent(ctx, e); err != nil {
 		s.log.Error("record event", logattr.Tenant(v.TenantID), "volume", v.Name, "event.type", typ, "err", err)
 	}

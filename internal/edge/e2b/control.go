@@ -16,7 +16,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
 // controlRoutes mounts E2B's control API: what the SDK's Sandbox class
@@ -192,7 +192,7 @@ func policyOf(allowInternet *bool, n *networkConfig) (*api.NetworkPolicy, error)
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, _ tenancy.Principal) {
 	q := r.URL.Query()
-	opts := store.ListOptions{Cursor: q.Get("nextToken")}
+	opts := sandbox.ListOptions{Cursor: q.Get("nextToken")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {

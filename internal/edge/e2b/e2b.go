@@ -21,13 +21,10 @@ package e2b
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // EnvdVersion is the envd version hutch answers as. The SDK turns features
@@ -44,42 +41,18 @@ const Prefix = "/e2b"
 // host, which ServeEnvd answers.
 const EnvdPort = 49983
 
-// Sandboxes is the part of the sandbox service the translation uses.
+// Sandboxes is the part of the sandbox service the translation uses: the
+// roles of the calls E2B's control API and envd make.
 type Sandboxes interface {
-	Create(ctx context.Context, req api.CreateSandboxRequest) (api.Sandbox, error)
-	Get(ctx context.Context, id string) (api.Sandbox, error)
-	List(ctx context.Context, opts store.ListOptions) (api.SandboxList, error)
-	Destroy(ctx context.Context, id string) error
-	SetTimeout(ctx context.Context, id string, req api.TimeoutRequest) (api.Sandbox, error)
-	Pause(ctx context.Context, id string) (api.Sandbox, error)
-	Resume(ctx context.Context, id string) (api.Sandbox, error)
-	Start(ctx context.Context, id string) (api.Sandbox, error)
-	Stop(ctx context.Context, id string) (api.Sandbox, error)
-	SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error)
-	Metrics(ctx context.Context, id string) (api.SandboxMetrics, error)
-	Snapshot(ctx context.Context, id string, req api.CreateSnapshotRequest) (api.Snapshot, error)
-	GetSnapshot(ctx context.Context, id string) (api.Snapshot, error)
-	ListSnapshots(ctx context.Context, sandbox string) ([]api.Snapshot, error)
-	DeleteSnapshot(ctx context.Context, id string) error
-	Fork(ctx context.Context, id string, req api.ForkRequest) (api.ForkResult, error)
-
-	StartProcess(ctx context.Context, id string, req api.ProcessRequest) (api.Process, error)
-	ListProcesses(ctx context.Context, id string) (api.ProcessList, error)
-	GetProcess(ctx context.Context, id string, pid int) (api.Process, error)
-	WriteStdin(ctx context.Context, id string, pid int, body io.Reader, closeAfter bool) (api.Process, error)
-	SignalProcess(ctx context.Context, id string, pid int, req api.SignalRequest) (api.Process, error)
-	ResizeProcess(ctx context.Context, id string, pid int, size api.TermSize) (api.Process, error)
-	ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (sandbox.Stream[api.OutputEvent], error)
-
-	ReadFile(ctx context.Context, id, path string) (io.ReadCloser, error)
-	WriteFile(ctx context.Context, id, path, mode string, parents bool, body io.Reader) (api.FileInfo, error)
-	RemoveFile(ctx context.Context, id, path string, recursive bool) error
-	ListFiles(ctx context.Context, id, path string) (api.FileList, error)
-	StatFile(ctx context.Context, id, path string) (api.FileInfo, error)
-	Mkdir(ctx context.Context, id string, req api.MkdirRequest) (api.FileInfo, error)
-	Move(ctx context.Context, id string, req api.MoveRequest) (api.FileInfo, error)
-	Watch(ctx context.Context, id, path string, recursive bool) (sandbox.Stream[api.WatchEvent], error)
+	sandbox.Lifecycle
+	sandbox.Files
+	sandbox.Processes
+	sandbox.Snapshots
+	sandbox.Network
+	sandbox.Meter
 }
+
+var _ Sandboxes = (*sandbox.Service)(nil)
 
 // Authenticator checks who calls: an API key (the control API) or a key
 // an envd access token names (envd). auth.Authenticator is one.

@@ -10,12 +10,12 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // call is one call in progress, for its audit record.
 type call struct {
-	sandbox  *store.Sandbox
+	sandbox  string // "" until the token's sandbox is found running
+	tenant   string // the sandbox's
 	provider string
 	method   string
 	path     string
@@ -36,7 +36,7 @@ func (g *Gateway) fail(w http.ResponseWriter, c *call, err error) {
 	c.status.Store(int32(status))
 	writeError(w, err)
 	g.observe(c)
-	if c.sandbox != nil {
+	if c.sandbox != "" {
 		g.audit(c, code)
 	}
 }
@@ -57,9 +57,9 @@ func (g *Gateway) audit(c *call, refused string) {
 	} else {
 		data["ttfb_ms"] = time.Duration(c.ttfb.Load()).Milliseconds()
 	}
-	g.log.Info("provider call", logattr.Sandbox(c.sandbox.ID), logattr.Tenant(c.sandbox.TenantID), "provider", c.provider,
+	g.log.Info("provider call", logattr.Sandbox(c.sandbox), logattr.Tenant(c.tenant), "provider", c.provider,
 		"method", c.method, "path", c.path, "status", status, "bytes_out", c.out.Load(), "bytes_in", c.in.Load(),
 		"latency_ms", latency.Milliseconds(), "refused", refused)
-	events.Record(g.cfg.Events, g.log, &store.Event{TenantID: c.sandbox.TenantID, SandboxID: c.sandbox.ID,
+	events.Record(g.cfg.Events, g.log, &events.Event{TenantID: c.tenant, SandboxID: c.sandbox,
 		Type: api.EventProviderCall, Message: msg, Data: data})
 }

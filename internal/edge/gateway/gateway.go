@@ -39,16 +39,19 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
 // Prefix is the gateway's path on a sandbox's egress channel.
 const Prefix = api.ProviderPath + "/"
 
-// SandboxGetter finds a sandbox by ID (called with a system context).
-type SandboxGetter interface {
-	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
+// Owners says whose a sandbox is and its state (sandbox.Directory; called
+// with a system context).
+type Owners interface {
+	OwnerOf(ctx context.Context, id string) (sandbox.Owner, error)
 }
+
+var _ Owners = (*sandbox.Directory)(nil)
 
 // Keys reveals a secret of the tenant of ctx's principal.
 type Keys interface {
@@ -60,7 +63,7 @@ type Config struct {
 	Providers []Provider
 	// Key signs sandbox tokens; at least MinKeyBytes.
 	Key       []byte
-	Sandboxes SandboxGetter
+	Sandboxes Owners
 	Keys      Keys
 	Events    events.Appender
 	// Observer is told of every call answered (observe.go); nil observes
@@ -150,12 +153,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 			"send this sandbox's $%s as the API key (Authorization: Bearer, x-api-key or api-key)", api.EnvProviderToken))
 		return
 	}
-	rec, err := g.cfg.Sandboxes.GetSandbox(tenancy.System(r.Context()), id)
-	if err != nil || rec.State != api.StateRunning {
+	own, err := g.cfg.Sandboxes.OwnerOf(tenancy.System(r.Context()), id)
+	if err != nil || own.State != api.StateRunning {
 		g.fail(w, c, errdefs.New(errdefs.ErrUnauthorized, "sandbox_not_running", "the token's sandbox is not running"))
 		return
 	}
-	c.sandbox = rec
+	c.sandbox, c.tenant = id, own.TenantID
 	name, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), Prefix), "/")
 	c.provider, c.path = name, "/"+rest
 	p := g.providers[name]
@@ -168,7 +171,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 		g.fail(w, c, errdefs.Invalid("invalid_provider_path", "%s", err.Error()))
 		return
 	}
-	release, wait, ok := g.limits.take(rec.ID, &p.Provider, time.Now())
+	release, wait, ok := g.limits.take(id, &p.Provider, time.Now())
 	if !ok {
 		if wait > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
@@ -182,7 +185,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 		return
 	}
 	defer release()
-	cred, err := g.credential(r.Context(), rec, p)
+	cred, err := g.credential(r.Context(), own.TenantID, p)
 	if err != nil {
 		g.fail(w, c, err)
 		return
@@ -199,8 +202,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, channel string) 
 
 // credential is the key's header or query value, from the secret in the
 // sandbox's tenant (or the provider's shared one).
-func (g *Gateway) credential(ctx context.Context, rec *store.Sandbox, p *provider) (string, error) {
-	tenant := rec.TenantID
+func (g *Gateway) credential(ctx context.Context, tenant string, p *provider) (string, error) {
 	if p.SecretTenant != "" {
 		tenant = p.SecretTenant
 	}
@@ -262,7 +264,7 @@ func (g *Gateway) proxy(p *provider, target *url.URL, cred string, c *call) *htt
 			default:
 				// The cause may hold the upstream URL, and with it a key
 				// in the query: only its class is logged.
-				g.log.Warn("provider upstream failed", logattr.Sandbox(c.sandbox.ID), "provider", p.Name, "err", upstreamError(err))
+				g.log.Warn("provider upstream failed", logattr.Sandbox(c.sandbox), "provider", p.Name, "err", upstreamError(err))
 				err = errdefs.Unavailable("provider_unreachable", "provider %s did not answer", p.Name)
 			}
 			status, _, _ := errdefs.HTTPStatus(err)

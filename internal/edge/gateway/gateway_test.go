@@ -22,6 +22,8 @@ import (
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
@@ -102,7 +104,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	}
 	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := &env{t: t, st: st, sec: secrets.New(secrets.Config{}, st, sealer, nil, log), logs: logs}
+	e := &env{t: t, st: st, sec: secrets.New(secrets.Config{}, st, sealer, events.New(st, events.Config{}), log), logs: logs}
 	e.tenant = e.newTenant("a")
 	if _, err := e.sec.Create(e.tenant, "UP_KEY", "", secrets.NewValue([]byte(theKey))); err != nil {
 		t.Fatal(err)
@@ -113,7 +115,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gw, err = New(Config{Providers: provs, Key: mk32(), Sandboxes: st, Keys: e.sec, Events: st, Log: log})
+	e.gw, err = New(Config{Providers: provs, Key: mk32(), Sandboxes: sandbox.NewDirectory(st), Keys: e.sec, Events: events.New(st, events.Config{}), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

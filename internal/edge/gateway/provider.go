@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/secrets"
 )
 
 // Provider is one upstream the operator lets sandboxes call: where it is,
@@ -144,7 +144,7 @@ func (p *Provider) complete() error {
 	if strings.Count(p.Format, keyPlaceholder) != 1 || strings.ContainsAny(p.Format, "\r\n") {
 		errs = append(errs, fmt.Errorf("format %q must hold %s once, on one line", p.Format, keyPlaceholder))
 	}
-	if err := store.CheckSecretName(p.Secret); err != nil {
+	if err := secrets.CheckName(p.Secret); err != nil {
 		errs = append(errs, fmt.Errorf("secret: %w", err))
 	}
 	if p.RequestsPerMinute == 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // queryInt reads an optional integer parameter from lo to hi; absent is 0.
@@ -131,7 +130,7 @@ func (a *API) createTask(w http.ResponseWriter, r *http.Request, svc *apps.Servi
 }
 
 func (a *API) listTasks(w http.ResponseWriter, r *http.Request, svc *apps.Service) {
-	limit, err := queryInt(r, "limit", 0, store.MaxLimit)
+	limit, err := queryInt(r, "limit", 0, apps.MaxTasks)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/events"
 )
 
 // maxTypeFilters bounds the type parameters of one event listing.
@@ -37,7 +37,7 @@ func (a *API) listSandboxEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.SandboxID = r.PathValue("id")
-	if _, err := a.cfg.Store.GetSandbox(r.Context(), q.SandboxID); err != nil {
+	if err := a.cfg.Sandboxes.Check(r.Context(), q.SandboxID); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -47,7 +47,7 @@ func (a *API) listSandboxEvents(w http.ResponseWriter, r *http.Request) {
 // answerEvents answers with a page of the events matching q, or with a
 // stream of them when the client accepts text/event-stream
 // (events_stream.go).
-func (a *API) answerEvents(w http.ResponseWriter, r *http.Request, q store.EventQuery) {
+func (a *API) answerEvents(w http.ResponseWriter, r *http.Request, q events.Query) {
 	if wantsSSE(r) {
 		a.streamEvents(w, r, q)
 		return
@@ -55,52 +55,36 @@ func (a *API) answerEvents(w http.ResponseWriter, r *http.Request, q store.Event
 	a.writeEvents(w, r, q)
 }
 
-func (a *API) writeEvents(w http.ResponseWriter, r *http.Request, q store.EventQuery) {
-	evs, next, err := a.cfg.Store.ListEvents(r.Context(), q)
+func (a *API) writeEvents(w http.ResponseWriter, r *http.Request, q events.Query) {
+	page, err := a.cfg.Events.List(r.Context(), q)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	out := api.EventList{Events: make([]api.Event, 0, len(evs)), NextCursor: next}
-	for _, e := range evs {
-		out.Events = append(out.Events, eventToAPI(e))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, page)
 }
 
 // eventQuery reads after, type (repeatable) and limit.
-func eventQuery(r *http.Request) (store.EventQuery, error) {
+func eventQuery(r *http.Request) (events.Query, error) {
 	v := r.URL.Query()
-	q := store.EventQuery{After: v.Get("after"), Types: v["type"]}
-	if err := store.CheckAfter(q.After); err != nil {
+	q := events.Query{After: v.Get("after"), Types: v["type"]}
+	if err := events.CheckAfter(q.After); err != nil {
 		return q, err
 	}
 	if len(q.Types) > maxTypeFilters {
 		return q, errdefs.Invalid("invalid_request", "at most %d type filters", maxTypeFilters)
 	}
 	for _, t := range q.Types {
-		if t == "" || len(t) > store.MaxEventType {
+		if t == "" || len(t) > events.MaxType {
 			return q, errdefs.Invalid("invalid_request", "type must be an event type such as %q", api.EventSandboxCreated)
 		}
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > store.MaxLimit {
-			return q, errdefs.Invalid("invalid_request", "limit must be a number from 1 to %d", store.MaxLimit)
+		if err != nil || n < 1 || n > events.MaxLimit {
+			return q, errdefs.Invalid("invalid_request", "limit must be a number from 1 to %d", events.MaxLimit)
 		}
 		q.Limit = n
 	}
 	return q, nil
-}
-
-func eventToAPI(e store.Event) api.Event {
-	return api.Event{
-		ID:        e.ID,
-		SandboxID: e.SandboxID,
-		AppID:     e.AppID,
-		Type:      e.Type,
-		Message:   e.Message,
-		Data:      e.Data,
-		CreatedAt: e.CreatedAt,
-	}
 }

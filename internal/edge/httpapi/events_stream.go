@@ -11,14 +11,13 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Event streams are the event routes asked for with Accept:
 // text/event-stream. A stream sends every stored event after its cursor,
-// oldest first, then waits; whenever the sandbox service appends an event
-// of the tenant (events.Notifier), and every eventStreamPoll in any case,
-// it reads the store again after the last id it sent. Ids increase in
+// oldest first, then waits; whenever this server appends an event of the
+// tenant (events.Notifier), and every eventStreamPoll in any case, it
+// reads the log again after the last id it sent. Ids increase in
 // commit order, so each read starts exactly where the last one ended:
 // nothing is skipped or sent twice, whether an event was committed during
 // the catch-up, by this server or by another replica.
@@ -49,10 +48,10 @@ const streamRetryAfter = 5 * time.Second
 // streamEvents answers an event route as a stream of the events matching
 // q. The Last-Event-ID header, when set, replaces q.After; q.Limit is
 // ignored.
-func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.EventQuery) {
+func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q events.Query) {
 	ctx := r.Context()
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		if err := store.CheckAfter(id); err != nil {
+		if err := events.CheckAfter(id); err != nil {
 			a.writeError(w, r, errdefs.Invalid("invalid_cursor", "Last-Event-ID must be the id of an event"))
 			return
 		}
@@ -60,7 +59,7 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 	}
 	q.Limit = 0
 	p, _ := tenancy.From(ctx)
-	sub, err := a.notifier().Subscribe(p.TenantID, maxEventStreams)
+	sub, err := a.cfg.Events.Notifier().Subscribe(p.TenantID, maxEventStreams)
 	if errors.Is(err, events.ErrTooManyStreams) {
 		// 429: the same request succeeds once one of the tenant's
 		// streams ends.
@@ -99,10 +98,10 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q store.Event
 // advancing q.After past each one written. It reports whether it wrote
 // any. A failed read is logged (the client only sees its stream end, and
 // reconnects); a failed write is the client gone.
-func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *store.EventQuery) (bool, error) {
+func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *events.Query) (bool, error) {
 	sent := false
 	for {
-		evs, next, err := a.cfg.Store.ListEvents(ctx, *q)
+		page, err := a.cfg.Events.List(ctx, *q)
 		if err != nil {
 			if ctx.Err() == nil {
 				p, _ := tenancy.From(ctx)
@@ -110,14 +109,14 @@ func (a *API) sendEvents(ctx context.Context, sse *sseWriter, q *store.EventQuer
 			}
 			return sent, err
 		}
-		for _, e := range evs {
-			if err := writeWithin(sse, func() error { return sse.event(e.ID, e.Type, eventToAPI(e)) }); err != nil {
+		for _, e := range page.Events {
+			if err := writeWithin(sse, func() error { return sse.event(e.ID, e.Type, e) }); err != nil {
 				return sent, err
 			}
 			q.After = e.ID
 			sent = true
 		}
-		if next == "" {
+		if page.NextCursor == "" {
 			return sent, nil
 		}
 	}
@@ -152,7 +151,3 @@ func writeWithin(sse *sseWriter, write func() error) error {
 	_ = sse.rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
 	return write()
 }
-
-// notifier is the event log's, or nil (streams then only poll) for an
-// API without one.
-func (a *API) notifier() *events.Notifier { return a.cfg.Events }

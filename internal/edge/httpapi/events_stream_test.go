@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -59,13 +60,15 @@ func setVar[T any](t *testing.T, v *T, to T) {
 // another replica would.
 func (f *streamFixture) appendEvent(t *testing.T, tenantID, sandboxID, typ string, quiet bool) string {
 	t.Helper()
-	e := &store.Event{TenantID: tenantID, SandboxID: sandboxID, Type: typ, Message: typ + " happened"}
+	e := events.Event{TenantID: tenantID, SandboxID: sandboxID, Type: typ, Message: typ + " happened"}
 	ctx := tenancy.System(context.Background())
 	var err error
 	if quiet {
-		err = f.st.AppendEvent(ctx, e)
+		rec := store.Event(e)
+		err = f.st.AppendEvent(ctx, &rec)
+		e.ID = rec.ID
 	} else {
-		err = f.events.AppendEvent(ctx, e)
+		err = f.events.AppendEvent(ctx, &e)
 	}
 	if err != nil {
 		t.Error(err)
@@ -492,12 +495,13 @@ func TestEventStreamEndsWithItsClient(t *testing.T) {
 }
 
 // TestEventStreamWithoutService: an API without a sandbox service (the
-// event routes alone) still streams, reading the store on its timer.
+// event routes alone), over an event log no append goes through, still
+// streams, reading the store on its timer.
 func TestEventStreamWithoutService(t *testing.T) {
 	setVar(t, &eventStreamPoll, 20*time.Millisecond)
 	f := newStreamFixture(t)
 	log := slog.New(slog.DiscardHandler)
-	srv := httptest.NewServer(New(Config{Store: f.st, Auth: &auth.Authenticator{Store: f.st}, Log: log}))
+	srv := httptest.NewServer(New(Config{Events: events.New(f.st, events.Config{}), Auth: &auth.Authenticator{Store: f.st}, Log: log}))
 	t.Cleanup(srv.Close)
 	f.srv = srv
 	s, _ := f.open(t, f.keyA, "/v1/events", "")

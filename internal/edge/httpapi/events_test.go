@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -15,12 +13,11 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// eventsFixture is an API over a real SQLite store holding two tenants'
-// sandboxes and events. The event routes need no sandbox service.
+// eventsFixture is the API over a real SQLite store holding two tenants'
+// sandboxes and events, recorded straight in the store.
 type eventsFixture struct {
 	url        string
 	keyA, keyB string
@@ -35,10 +32,10 @@ type eventsFixture struct {
 
 func newEventsFixture(t *testing.T) *eventsFixture {
 	t.Helper()
-	tn := newTenants(t)
+	tn := newAPIFixture(t)
 	st := tn.st
 	sys := tenancy.System(context.Background())
-	f := &eventsFixture{keyA: tn.keyA, keyB: tn.keyB}
+	f := &eventsFixture{url: tn.srv.URL, keyA: tn.keyA, keyB: tn.keyB}
 	a, b := store.Tenant{ID: tn.a}, store.Tenant{ID: tn.b}
 	sandbox := func(tenantID string, state api.SandboxState) string {
 		sb := &store.Sandbox{TenantID: tenantID, State: state, Template: "host", Driver: "fake"}
@@ -63,11 +60,6 @@ func newEventsFixture(t *testing.T) *eventsFixture {
 	f.goneA1 = event(a.ID, f.goneA, api.EventSandboxDestroyed, nil)
 	f.aStopped = event(a.ID, f.sbA, api.EventSandboxStopped, nil)
 	event(a.ID, "", "tenant.note", nil)
-
-	h := New(Config{Store: st, Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	f.url = srv.URL
 	return f
 }
 

@@ -104,8 +104,8 @@ func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.svc.Close)
-	h := New(Config{Sandboxes: f.svc, Events: f.events.Notifier(), Store: f.st, Auth: &auth.Authenticator{Store: f.st},
-		Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
+	h := New(Config{Sandboxes: f.svc, Events: f.events, Auth: &auth.Authenticator{Store: f.st},
+		Tenants: &auth.Tenants{Store: f.st}, Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
 	// After the server (cleanups run last first), before the service:
 	// what a WebSocket's handler still does ends first, as in hutch serve.
 	t.Cleanup(h.Wait)

@@ -21,16 +21,15 @@ import (
 	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
-// Config is what the API serves from. Sandboxes, Store, Auth and Log
-// are required.
+// Config is what the API serves from. Sandboxes, Events, Auth, Tenants
+// and Log are required.
 type Config struct {
 	Sandboxes Sandboxes
-	// Events wakes event streams when an event is appended; nil: streams
-	// only poll the store.
-	Events *events.Notifier
+	// Events is the event log the event routes read; its appends wake
+	// their streams.
+	Events *events.Log
 	// Previews serves the preview routes; nil: they answer 501.
 	Previews Previews
 	Secrets  *secrets.Service // nil: the secret routes answer 503
@@ -42,14 +41,18 @@ type Config struct {
 	// Apps serves /v1/apps; nil: those routes answer 503.
 	Apps *apps.Service
 	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
-	Settings     *settings.Service
-	Store        store.Store
-	Auth         *auth.Authenticator
+	Settings *settings.Service
+	// Auth authenticates every request and makes, lists and revokes the
+	// caller's tenant's keys.
+	Auth *auth.Authenticator
+	// Tenants makes and shows tenants.
+	Tenants      *auth.Tenants
 	Log          *slog.Logger
 	Version      string
 	MaxBodyBytes int64 // JSON request bodies
 	MaxTarBytes  int64 // tar uploads
-	// StoreName is the registered name of Store, for GET /v1/info.
+	// StoreName is the registered name of the server's store, for GET
+	// /v1/info.
 	StoreName string
 	// Storage is what the data directory's filesystem offers, for GET
 	// /v1/info; nil when it was not probed.

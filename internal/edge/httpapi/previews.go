@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,22 +12,19 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/router"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // The preview routes: signed URLs and public ports, from the preview
 // router the server hands the API (Config.Previews); a server without one
 // answers 501.
 
-// withPreviews resolves the router, the port store and the sandbox and
-// port in the path, checking that the sandbox is the caller's, or answers
-// the error.
-func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, store.Ports, router.Target, bool) {
+// withPreviews resolves the router and the sandbox and port in the path,
+// or answers the error.
+func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool) (Previews, router.Target, bool) {
 	rt := a.cfg.Previews
-	ports, ok := a.cfg.Store.(store.Ports)
-	if rt == nil || !ok {
+	if rt == nil {
 		a.writeError(w, r, errdefs.New(errdefs.ErrUnsupported, "previews_unsupported", "this server does not serve previews"))
-		return nil, nil, router.Target{}, false
+		return nil, router.Target{}, false
 	}
 	t := router.Target{SandboxID: r.PathValue("id")}
 	if withPort {
@@ -36,15 +32,11 @@ func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
 			a.writeError(w, r, errdefs.Invalid("invalid_port", "%q is not a port from 1 to 65535", p))
-			return nil, nil, router.Target{}, false
+			return nil, router.Target{}, false
 		}
 		t.Port = n
 	}
-	if _, err := a.cfg.Store.GetSandbox(r.Context(), t.SandboxID); err != nil {
-		a.writeError(w, r, err)
-		return nil, nil, router.Target{}, false
-	}
-	return rt, ports, t, true
+	return rt, t, true
 }
 
 // previewURL answers POST /v1/sandboxes/{id}/ports/{port}/url: a signed
@@ -62,8 +54,12 @@ func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("invalid_expiry", "expires_in_s must be from 1 to %d (0: an hour)", maxS))
 		return
 	}
-	rt, _, t, ok := a.withPreviews(w, r, true)
+	rt, t, ok := a.withPreviews(w, r, true)
 	if !ok {
+		return
+	}
+	if err := a.cfg.Sandboxes.Check(r.Context(), t.SandboxID); err != nil {
+		a.writeError(w, r, err)
 		return
 	}
 	u, exp, err := rt.SignedURL(r, t, time.Duration(req.ExpiresInS)*time.Second)
@@ -86,28 +82,18 @@ func (a *API) setPort(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("invalid_request", `the body must set "public" to true or false`))
 		return
 	}
-	rt, ports, t, ok := a.withPreviews(w, r, true)
+	rt, t, ok := a.withPreviews(w, r, true)
 	if !ok {
 		return
 	}
-	p := store.PortSetting{SandboxID: t.SandboxID, Port: t.Port, Public: *req.Public}
-	if err := ports.SetPort(r.Context(), &p); err != nil {
+	p, err := a.cfg.Sandboxes.SetPort(r.Context(), t.SandboxID, t.Port, *req.Public)
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	rt.Forget(t.SandboxID)
-	writeJSON(w, http.StatusOK, portOf(rt, r, p))
+	writeJSON(w, http.StatusOK, portOf(rt, r, t.SandboxID, p))
 }
-
-// PortLister is what listPorts asks of the sandbox service to show which
-// ports listen in a sandbox (sandbox.Service.ListeningPorts). An API
-// without it (tests that stand a store in for the service) lists the
-// settings alone.
-type PortLister interface {
-	ListeningPorts(ctx context.Context, id string) ([]sandbox.Listener, error)
-}
-
-var _ PortLister = (*sandbox.Service)(nil)
 
 // listPorts answers GET /v1/sandboxes/{id}/ports: the ports with a
 // setting and the ports listening in the sandbox, in port order. When
@@ -116,33 +102,31 @@ var _ PortLister = (*sandbox.Service)(nil)
 // without it and listening_error says why: the list of settings is never
 // refused for it.
 func (a *API) listPorts(w http.ResponseWriter, r *http.Request) {
-	rt, ports, t, ok := a.withPreviews(w, r, false)
+	rt, t, ok := a.withPreviews(w, r, false)
 	if !ok {
 		return
 	}
-	ps, err := ports.ListPorts(r.Context(), t.SandboxID)
+	ps, err := a.cfg.Sandboxes.Ports(r.Context(), t.SandboxID)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	out := api.PortList{Ports: make([]api.Port, 0, len(ps))}
 	for _, p := range ps {
-		out.Ports = append(out.Ports, portOf(rt, r, p))
+		out.Ports = append(out.Ports, portOf(rt, r, t.SandboxID, p))
 	}
-	if pl, ok := a.cfg.Sandboxes.(PortLister); ok {
-		ls, err := pl.ListeningPorts(r.Context(), t.SandboxID)
-		switch {
-		case err == nil:
-			out.Ports = withListening(rt, r, t.SandboxID, out.Ports, ls)
-		case r.Context().Err() != nil:
-			return
-		default:
-			status, code, msg := errdefs.HTTPStatus(err)
-			if status >= 500 && status != http.StatusNotImplemented {
-				a.cfg.Log.Warn("list ports: what listens is unknown", logattr.Sandbox(t.SandboxID), "code", code, "err", err)
-			}
-			out.ListeningError = &api.ErrorBody{Code: code, Message: msg}
+	ls, err := a.cfg.Sandboxes.ListeningPorts(r.Context(), t.SandboxID)
+	switch {
+	case err == nil:
+		out.Ports = withListening(rt, r, t.SandboxID, out.Ports, ls)
+	case r.Context().Err() != nil:
+		return
+	default:
+		status, code, msg := errdefs.HTTPStatus(err)
+		if status >= 500 && status != http.StatusNotImplemented {
+			a.cfg.Log.Warn("list ports: what listens is unknown", logattr.Sandbox(t.SandboxID), "code", code, "err", err)
 		}
+		out.ListeningError = &api.ErrorBody{Code: code, Message: msg}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -169,11 +153,12 @@ func withListening(rt Previews, r *http.Request, id string, ps []api.Port, ls []
 	return ps
 }
 
-func portOf(rt Previews, r *http.Request, p store.PortSetting) api.Port {
+// portOf is the setting p of a port of sandbox id as the API shows it.
+func portOf(rt Previews, r *http.Request, id string, p sandbox.PortSetting) api.Port {
 	return api.Port{
 		Port:       p.Port,
 		Public:     p.Public,
-		URL:        rt.URL(r, router.Target{SandboxID: p.SandboxID, Port: p.Port}),
+		URL:        rt.URL(r, router.Target{SandboxID: id, Port: p.Port}),
 		Configured: true,
 		UpdatedAt:  p.UpdatedAt,
 	}

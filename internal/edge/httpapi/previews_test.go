@@ -27,8 +27,8 @@ import (
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
 
-// previewFixture is the API behind the router over a real store, with a
-// backend standing in for every sandbox's port.
+// previewFixture is the API behind the router over a real store and the
+// sandbox service, with a backend standing in for every sandbox's port.
 type previewFixture struct {
 	srv        *httptest.Server
 	keyA, keyB string
@@ -37,7 +37,7 @@ type previewFixture struct {
 
 func newPreviewFixture(t *testing.T) *previewFixture {
 	t.Helper()
-	tn := newTenants(t)
+	tn := newAPIFixture(t)
 	st := tn.st
 	sys := tenancy.System(context.Background())
 	f := &previewFixture{keyA: tn.keyA, keyB: tn.keyB}
@@ -52,7 +52,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 	rt, err := router.New(router.Config{
 		Domain:    "localhost",
 		Key:       bytes.Repeat([]byte{9}, router.KeyBytes),
-		Sandboxes: st,
+		Sandboxes: tn.svc,
 		Auth:      authn,
 		Tunnels: router.DialFunc(func(ctx context.Context, _ string, _ int) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", app.Listener.Addr().String())
@@ -63,7 +63,7 @@ func newPreviewFixture(t *testing.T) *previewFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	h := New(Config{Store: st, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
+	h := New(Config{Sandboxes: tn.svc, Previews: rt, Auth: authn, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})
 	f.srv = httptest.NewServer(rt.Wrap(h))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -199,7 +199,7 @@ func TestPreviewRoutesWithoutRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(Config{Store: st, Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(New(Config{Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/sandboxes/01jq3v9x7k2m4n6p8r0s2t4v6w/ports/3000/url", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -221,14 +221,14 @@ func TestPreviewRoutesWithoutRouter(t *testing.T) {
 func TestListPortsListening(t *testing.T) {
 	f := newAPIFixture(t)
 	rt, err := router.New(router.Config{
-		Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: f.st,
+		Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: f.svc,
 		Auth: &auth.Authenticator{Store: f.st}, Tunnels: f.svc, Log: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	srv := httptest.NewServer(rt.Wrap(New(Config{Sandboxes: f.svc, Store: f.st, Previews: rt, Auth: &auth.Authenticator{Store: f.st},
+	srv := httptest.NewServer(rt.Wrap(New(Config{Sandboxes: f.svc, Previews: rt, Auth: &auth.Authenticator{Store: f.st},
 		Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20})))
 	t.Cleanup(srv.Close)
 	c := client.New(srv.URL, f.keyA)
@@ -262,8 +262,8 @@ func TestListPortsListening(t *testing.T) {
 // port order; a port with a setting and nothing listening says so, one
 // listening without a setting is added.
 func TestWithListening(t *testing.T) {
-	st := newTenants(t).st
-	rt, err := router.New(router.Config{Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: st, Auth: &auth.Authenticator{Store: st},
+	f := newAPIFixture(t)
+	rt, err := router.New(router.Config{Domain: "localhost", Key: bytes.Repeat([]byte{9}, router.KeyBytes), Sandboxes: f.svc, Auth: &auth.Authenticator{Store: f.st},
 		Tunnels: router.DialFunc(func(context.Context, string, int) (net.Conn, error) { return nil, nil }), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
 func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
@@ -50,9 +50,9 @@ func (a *API) listSandboxes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-func listOptions(r *http.Request) (store.ListOptions, error) {
+func listOptions(r *http.Request) (sandbox.ListOptions, error) {
 	q := r.URL.Query()
-	opts := store.ListOptions{State: api.SandboxState(q.Get("state")), Cursor: q.Get("cursor")}
+	opts := sandbox.ListOptions{State: api.SandboxState(q.Get("state")), Cursor: q.Get("cursor")}
 	// Any stored state; unavailable is only ever shown, never stored.
 	if opts.State != "" && (opts.State == api.StateUnavailable || !slices.Contains(api.SandboxStates, opts.State)) {
 		return opts, errdefs.Invalid("invalid_request", "state %q is not a state a sandbox is stored in (%v, but not %s)", opts.State, api.SandboxStates, api.StateUnavailable)
@@ -69,8 +69,8 @@ func listOptions(r *http.Request) (store.ListOptions, error) {
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return opts, errdefs.Invalid("invalid_request", "limit must be a number from 1 to 1000")
+		if err != nil || n < 1 || n > sandbox.MaxPage {
+			return opts, errdefs.Invalid("invalid_request", "limit must be a number from 1 to %d", sandbox.MaxPage)
 		}
 		opts.Limit = n
 	}

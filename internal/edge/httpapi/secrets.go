@@ -6,7 +6,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/secrets"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // The secret routes take values and answer with metadata only: values are
@@ -25,7 +24,7 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request, svc *secrets.
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, secretToAPI(sec))
+	writeJSON(w, http.StatusCreated, sec)
 }
 
 func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
@@ -39,7 +38,7 @@ func (a *API) replaceSecret(w http.ResponseWriter, r *http.Request, svc *secrets
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, secretToAPI(sec))
+	writeJSON(w, http.StatusOK, sec)
 }
 
 func (a *API) listSecrets(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
@@ -48,11 +47,7 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request, svc *secrets.S
 		a.writeError(w, r, err)
 		return
 	}
-	out := api.SecretList{Secrets: make([]api.Secret, 0, len(list))}
-	for i := range list {
-		out.Secrets = append(out.Secrets, secretToAPI(&list[i]))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (a *API) getSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
@@ -61,7 +56,7 @@ func (a *API) getSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Ser
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, secretToAPI(sec))
+	writeJSON(w, http.StatusOK, sec)
 }
 
 func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request, svc *secrets.Service) {
@@ -78,18 +73,4 @@ func (a *API) secrets() (*secrets.Service, error) {
 		return nil, errdefs.Unavailable("secrets_unavailable", "this server has no secret store")
 	}
 	return a.cfg.Secrets, nil
-}
-
-// secretToAPI is a secret's metadata; the record's sealed value, if any,
-// is not copied.
-func secretToAPI(s *store.Secret) api.Secret {
-	return api.Secret{
-		ID:          s.ID,
-		TenantID:    s.TenantID,
-		Name:        s.Name,
-		Description: s.Description,
-		ValueBytes:  s.ValueBytes,
-		CreatedAt:   s.CreatedAt,
-		UpdatedAt:   s.UpdatedAt,
-	}
 }

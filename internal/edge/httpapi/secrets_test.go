@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -47,8 +48,8 @@ func newSecretsFixture(t *testing.T, maxValue int64) *secretsFixture {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc := secrets.New(secrets.Config{MaxValueBytes: maxValue}, st, sealer, nil, log)
-	h := New(Config{Store: st, Secrets: svc, Auth: &auth.Authenticator{Store: st}, Log: log, MaxBodyBytes: 1 << 20})
+	svc := secrets.New(secrets.Config{MaxValueBytes: maxValue}, st, sealer, events.New(st, events.Config{}), log)
+	h := New(Config{Secrets: svc, Auth: &auth.Authenticator{Store: st}, Log: log, MaxBodyBytes: 1 << 20})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &secretsFixture{url: srv.URL, keyA: keyA, keyB: keyB, svc: svc, logs: logs}
@@ -229,7 +230,7 @@ func TestSecretRoutesWithoutService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(Config{Store: st, Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
+	srv := httptest.NewServer(New(Config{Auth: &auth.Authenticator{Store: st}, Log: slog.New(slog.DiscardHandler), MaxBodyBytes: 1 << 20}))
 	defer srv.Close()
 	f.url = srv.URL
 	status, body := f.do(t, key, "GET", "/v1/secrets", nil)

@@ -34,7 +34,7 @@ func newSettingsFixture(t *testing.T) *apiFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(Config{Sandboxes: f.svc, Events: f.events.Notifier(), Store: f.st, Auth: &auth.Authenticator{Store: f.st},
+	srv := httptest.NewServer(New(Config{Sandboxes: f.svc, Events: f.events, Auth: &auth.Authenticator{Store: f.st},
 		Settings: set, Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20}))
 	t.Cleanup(srv.Close)
 	f.srv = srv

@@ -7,7 +7,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/templates"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // createTemplate pulls an image (a JSON body naming its ref) or imports
@@ -15,7 +14,7 @@ import (
 // named by ?name=).
 func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
 	var (
-		t   *store.Template
+		t   api.Template
 		err error
 	)
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-tar" {
@@ -44,7 +43,7 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, svc *templa
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, templateToAPI(t))
+	writeJSON(w, http.StatusCreated, t)
 }
 
 func (a *API) listTemplates(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
@@ -53,11 +52,7 @@ func (a *API) listTemplates(w http.ResponseWriter, r *http.Request, svc *templat
 		a.writeError(w, r, err)
 		return
 	}
-	out := api.TemplateList{Templates: make([]api.Template, 0, len(list))}
-	for i := range list {
-		out.Templates = append(out.Templates, templateToAPI(&list[i]))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (a *API) getTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
@@ -66,7 +61,7 @@ func (a *API) getTemplate(w http.ResponseWriter, r *http.Request, svc *templates
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, templateToAPI(t))
+	writeJSON(w, http.StatusOK, t)
 }
 
 func (a *API) deleteTemplate(w http.ResponseWriter, r *http.Request, svc *templates.Service) {
@@ -82,9 +77,4 @@ func (a *API) templates() (*templates.Service, error) {
 		return nil, errdefs.Unavailable("templates_unavailable", "this server starts no sandbox from an image: its default driver cannot (GET /v1/info)")
 	}
 	return a.cfg.Templates, nil
-}
-
-func templateToAPI(t *store.Template) api.Template {
-	return api.Template{Name: t.Name, Source: t.Source, Digest: t.Digest, Config: t.Config,
-		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt}
 }

@@ -6,11 +6,10 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/control/auth"
 )
 
-// createTenant makes a tenant and its first key. Its route takes admin
-// keys only, and the store checks again.
+// createTenant makes a tenant and its first key (auth.Tenants.Create).
+// Its route takes admin keys only, and the store checks again.
 func (a *API) createTenant(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateTenantRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
@@ -22,25 +21,23 @@ func (a *API) createTenant(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errdefs.Invalid("invalid_request", "name must be 1-128 characters"))
 		return
 	}
-	t, k, secret, err := auth.CreateTenant(r.Context(), a.cfg.Store, req.Name)
+	t, err := a.cfg.Tenants.Create(r.Context(), req.Name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	key := keyToAPI(k)
-	key.Secret = secret
-	writeJSON(w, http.StatusCreated, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Key: &key})
+	writeJSON(w, http.StatusCreated, t)
 }
 
 // getTenant shows a tenant: the caller's own, or any to an admin (the
 // store answers 404 tenant_not_found for another's).
 func (a *API) getTenant(w http.ResponseWriter, r *http.Request) {
-	t, err := a.cfg.Store.GetTenant(r.Context(), r.PathValue("id"))
+	t, err := a.cfg.Tenants.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt})
+	writeJSON(w, http.StatusOK, t)
 }
 
 // getQuotas shows a tenant's quotas and usage, to its own keys and to

@@ -6,7 +6,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/volumes"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 func (a *API) createVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
@@ -20,7 +19,7 @@ func (a *API) createVolume(w http.ResponseWriter, r *http.Request, svc *volumes.
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, volumeToAPI(v))
+	writeJSON(w, http.StatusCreated, v)
 }
 
 func (a *API) listVolumes(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
@@ -29,11 +28,7 @@ func (a *API) listVolumes(w http.ResponseWriter, r *http.Request, svc *volumes.S
 		a.writeError(w, r, err)
 		return
 	}
-	out := api.VolumeList{Volumes: make([]api.Volume, 0, len(list))}
-	for i := range list {
-		out.Volumes = append(out.Volumes, volumeToAPI(&list[i]))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (a *API) getVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
@@ -42,7 +37,7 @@ func (a *API) getVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Ser
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, volumeToAPI(v))
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (a *API) deleteVolume(w http.ResponseWriter, r *http.Request, svc *volumes.Service) {
@@ -58,8 +53,4 @@ func (a *API) volumes() (*volumes.Service, error) {
 		return nil, errdefs.Unavailable("volumes_unavailable", "this server keeps no volumes: its default driver mounts none (GET /v1/info)")
 	}
 	return a.cfg.Volumes, nil
-}
-
-func volumeToAPI(v *store.Volume) api.Volume {
-	return api.Volume{Name: v.Name, SizeMB: v.SizeMB, SizeEnforced: v.SizeEnforced, CreatedAt: v.CreatedAt}
 }

@@ -13,16 +13,17 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/apps"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Apps is what the router needs of the apps layer (internal/control/apps.Service):
-// an app by name, and where a request to one of its roles goes.
+// an app by its host's name, and where a request to one of its roles goes.
 type Apps interface {
-	App(ctx context.Context, name string) (*store.App, error)
-	Target(ctx context.Context, a *store.App, role string) (apps.Route, error)
+	Host(ctx context.Context, name string) (*apps.Host, error)
+	Target(ctx context.Context, h *apps.Host, role string) (apps.Route, error)
 	Unreachable(sandboxID string)
 }
+
+var _ Apps = (*apps.Service)(nil)
 
 // AppCookieName is the cookie a browser signs in to a private app with.
 const AppCookieName = "hutch_app"
@@ -53,7 +54,7 @@ func (rt *Router) appName(host string) (string, bool) {
 		h = h[:i]
 	}
 	name, rest, ok := strings.Cut(h, ".")
-	if !ok || rest != rt.appsDomain || store.CheckAppName(name) != nil {
+	if !ok || rest != rt.appsDomain || !apps.ValidName(name) {
 		return "", false
 	}
 	return name, true
@@ -85,7 +86,7 @@ func (rt *Router) serveApp(w http.ResponseWriter, r *http.Request, name string, 
 // handleApp finds the app, authorizes, picks the role's sandbox and
 // proxies.
 func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange) {
-	a, err := rt.cfg.Apps.App(r.Context(), ex.app)
+	a, err := rt.cfg.Apps.Host(r.Context(), ex.app)
 	if err != nil {
 		rt.log.Error("app: read app", "app", ex.app, "err", err)
 		rt.fail(w, r, ex, pageInternal, "internal")
@@ -138,7 +139,7 @@ func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange
 // only a credential learns so, as with previews): public apps to all;
 // private ones to a key of the app's tenant or a signed-in browser. An
 // unauthenticated browser is sent to /login, an API client gets 401.
-func (rt *Router) authorizeApp(w http.ResponseWriter, r *http.Request, ex *exchange, a *store.App) (*http.Request, bool) {
+func (rt *Router) authorizeApp(w http.ResponseWriter, r *http.Request, ex *exchange, a *apps.Host) (*http.Request, bool) {
 	if a != nil && a.Public {
 		ex.access = accessPublic
 		return r, true
@@ -235,7 +236,7 @@ func (rt *Router) appLogin(w http.ResponseWriter, r *http.Request, name string) 
 		show(http.StatusForbidden, "This sign-in came from another site.")
 		return
 	}
-	a, err := rt.cfg.Apps.App(r.Context(), name)
+	a, err := rt.cfg.Apps.Host(r.Context(), name)
 	if err != nil {
 		show(http.StatusInternalServerError, "The sign-in failed on the server's side.")
 		return

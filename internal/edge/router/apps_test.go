@@ -33,18 +33,21 @@ type fakeApps struct {
 	resolved atomic.Int64
 }
 
-func (f *fakeApps) App(ctx context.Context, name string) (*store.App, error) {
+func (f *fakeApps) Host(ctx context.Context, name string) (*apps.Host, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if name != f.app.Name {
 		return nil, nil
 	}
-	c := f.app
-	return &c, nil
+	return &apps.Host{ID: f.app.ID, TenantID: f.app.TenantID, Name: f.app.Name, Public: f.app.Public}, nil
 }
 
-func (f *fakeApps) Target(ctx context.Context, a *store.App, role string) (apps.Route, error) {
+// Target routes from the app as it is now.
+func (f *fakeApps) Target(ctx context.Context, h *apps.Host, role string) (apps.Route, error) {
 	f.resolved.Add(1)
+	f.mu.Lock()
+	a := f.app
+	f.mu.Unlock()
 	r := apps.Route{AppID: a.ID, TenantID: a.TenantID, Name: a.Name, Public: a.Public, Role: role, Sandbox: a.Live, Port: 80}
 	if role == api.RoleDev {
 		r.Sandbox = a.Dev

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,24 +21,22 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-// fakeStore holds sandboxes and port settings; the router must read them
-// as the system.
+// fakeStore holds sandboxes and port settings, and resolves previews from
+// them as the sandbox service does (sandbox.Service.Preview).
 type fakeStore struct {
 	mu    sync.Mutex
 	sbs   map[string]*store.Sandbox
 	ports map[Target]bool
-	reads int    // GetSandbox calls
-	onGet func() // if set, called (unlocked) by GetSandbox before it reads
+	reads int    // Preview calls
+	onGet func() // if set, called (unlocked) by Preview before it reads
 }
 
-func (f *fakeStore) GetSandbox(ctx context.Context, id string) (*store.Sandbox, error) {
-	if !tenancy.IsSystem(ctx) {
-		return nil, errors.New("not the system")
-	}
+func (f *fakeStore) Preview(ctx context.Context, id string, port int) (sandbox.Preview, error) {
 	f.mu.Lock()
 	on := f.onGet
 	f.mu.Unlock()
@@ -51,10 +48,9 @@ func (f *fakeStore) GetSandbox(ctx context.Context, id string) (*store.Sandbox, 
 	f.reads++
 	sb, ok := f.sbs[id]
 	if !ok {
-		return nil, store.SandboxNotFound(id)
+		return sandbox.Preview{}, store.SandboxNotFound(id)
 	}
-	c := *sb
-	return &c, nil
+	return sandbox.Preview{TenantID: sb.TenantID, State: sb.State, Public: f.ports[Target{id, port}]}, nil
 }
 
 func (f *fakeStore) SetPort(ctx context.Context, p *store.PortSetting) error {
@@ -62,23 +58,6 @@ func (f *fakeStore) SetPort(ctx context.Context, p *store.PortSetting) error {
 	defer f.mu.Unlock()
 	f.ports[Target{p.SandboxID, p.Port}] = p.Public
 	return nil
-}
-
-func (f *fakeStore) GetPort(ctx context.Context, id string, port int) (store.PortSetting, error) {
-	if !tenancy.IsSystem(ctx) {
-		return store.PortSetting{}, errors.New("not the system")
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pub, ok := f.ports[Target{id, port}]
-	if !ok {
-		return store.PortSetting{}, store.PortNotFound(id, port)
-	}
-	return store.PortSetting{SandboxID: id, Port: port, Public: pub}, nil
-}
-
-func (f *fakeStore) ListPorts(ctx context.Context, id string) ([]store.PortSetting, error) {
-	return nil, nil
 }
 
 func (f *fakeStore) setState(id string, s api.SandboxState) {

@@ -6,10 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
 // lookupTTL is how long the router trusts what it read of a running
@@ -18,7 +16,8 @@ import (
 // A sandbox stopped or deleted meanwhile fails at the tunnel: either ends
 // its agent and with it every tunnel (so its streams and WebSockets, and
 // the idle tunnels a request would reuse), and a new tunnel's dial reads
-// the store again. Sandboxes not running are read on every request.
+// the store again. Sandboxes the door would not reach are read on every
+// request.
 //
 // A busy preview never waits for the store: once what was read is
 // lookupRefresh old, the one request that notices reads it anew while the
@@ -34,8 +33,7 @@ const maxLookups = 4096
 
 // lookup is what the router read for one target.
 type lookup struct {
-	sb         *store.Sandbox // nil: no such sandbox
-	public     bool
+	pv         *sandbox.Preview // nil: no such sandbox
 	at         time.Time
 	refreshing bool // a request is reading it anew
 }
@@ -47,10 +45,9 @@ type lookups struct {
 	gen uint64
 }
 
-// find returns the target's sandbox (nil when there is none) and whether
-// its port is public, from the cache when it is fresh. What it reads, it
-// reads as the system.
-func (rt *Router) find(ctx context.Context, t Target) (*store.Sandbox, bool, error) {
+// find returns what the sandbox service resolves of the target (nil when
+// there is no such sandbox), from the cache when it is fresh.
+func (rt *Router) find(ctx context.Context, t Target) (*sandbox.Preview, error) {
 	now := rt.cfg.Now()
 	c := &rt.cache
 	c.mu.Lock()
@@ -64,14 +61,16 @@ func (rt *Router) find(ctx context.Context, t Target) (*store.Sandbox, bool, err
 	gen := c.gen
 	c.mu.Unlock()
 	if fresh && !refresh {
-		return l.sb, l.public, nil
+		return l.pv, nil
 	}
-	sys := tenancy.System(ctx)
-	sb, err := rt.cfg.Sandboxes.GetSandbox(sys, t.SandboxID)
+	var pv *sandbox.Preview
+	p, err := rt.cfg.Sandboxes.Preview(ctx, t.SandboxID, t.Port)
 	switch {
+	case err == nil:
+		pv = &p
 	case errors.Is(err, errdefs.ErrNotFound):
-		sb = nil
-	case err != nil:
+		// No such sandbox: pv stays nil.
+	default:
 		if refresh {
 			// What was read still holds; the next request tries again.
 			c.mu.Lock()
@@ -80,17 +79,17 @@ func (rt *Router) find(ctx context.Context, t Target) (*store.Sandbox, bool, err
 				c.m[t] = cur
 			}
 			c.mu.Unlock()
-			return l.sb, l.public, nil
+			return l.pv, nil
 		}
-		return nil, false, err
+		return nil, err
 	}
-	nl := lookup{sb: sb, public: sb != nil && rt.isPublic(sys, t), at: now}
+	nl := lookup{pv: pv, at: now}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.gen != gen:
 		// Forgotten while it was read: the next request reads again.
-	case sb == nil || (sb.State != api.StateRunning && sb.State != api.StatePaused):
+	case pv == nil || !pv.Reachable():
 		delete(c.m, t)
 	default:
 		if c.m == nil {
@@ -107,7 +106,7 @@ func (rt *Router) find(ctx context.Context, t Target) (*store.Sandbox, bool, err
 			c.m[t] = nl
 		}
 	}
-	return nl.sb, nl.public, nil
+	return nl.pv, nil
 }
 
 // Forget drops what the router keeps of a sandbox's ports: the API calls

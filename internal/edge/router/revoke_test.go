@@ -19,6 +19,10 @@ import (
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -88,6 +92,21 @@ func (s *countingStore) count() int {
 	return s.lookups
 }
 
+// previews is the sandbox service over st, which resolves previews from
+// it as in hutch serve; nothing here calls its driver, a fake.
+func previews(t testing.TB, st store.Store) *sandbox.Service {
+	t.Helper()
+	svc, err := sandbox.New(sandbox.Config{Store: st, Drivers: driver.Single(fake.New(fake.Config{Dir: t.TempDir()})),
+		Events: events.New(st, events.Config{}), Log: slog.New(slog.DiscardHandler),
+		Settings:     api.Settings{DefaultTimeoutS: 3600, MaxTimeoutS: 3600, OnExpiry: api.OnExpiryDestroy, OnIdle: api.OnExpiryPause},
+		MaxFileBytes: 1 << 20, MaxOutputBytes: 1 << 20, TeardownTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	return svc
+}
+
 // TestRouterRevokeWithAuthenticator: with the server's own Authenticator
 // and a SQLite store, a key is looked up once for many requests, and
 // revoking it (as DELETE /v1/keys/{id} does) refuses its next request and
@@ -116,7 +135,7 @@ func TestRouterRevokeWithAuthenticator(t *testing.T) {
 	rt, err := New(Config{
 		Domain:    "localhost",
 		Key:       bytes.Repeat([]byte{1}, KeyBytes),
-		Sandboxes: st,
+		Sandboxes: previews(t, st),
 		Auth:      authn,
 		Tunnels: DialFunc(func(ctx context.Context, id string, port int) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", app.Listener.Addr().String())

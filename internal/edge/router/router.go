@@ -4,15 +4,17 @@
 // GET /tunnel/{port}). HTTP, streamed responses (unbuffered) and WebSocket
 // upgrades all pass.
 //
-// The sandbox is found from the host alone, as the system; then the
-// request is authorized: a public port lets everyone in; a private one (the
-// default) wants an API key of the sandbox's tenant, a signed URL
-// (?hutch_token=, made by POST /v1/sandboxes/{id}/ports/{port}/url) or the
-// cookie such a URL leaves, scoped to the preview's host and accepted only
-// on requests from the preview's own pages and on top-level navigations
-// (cookie.go: sibling previews share a site). Another tenant's
-// key sees 404, as for a sandbox that does not exist. None of these
-// credentials reaches the sandbox's program.
+// The sandbox service resolves the sandbox from the host alone, as the
+// system (sandbox.Service.Preview: its tenant, its state, whether the
+// port is public); then the request is authorized: a public port lets
+// everyone in; a private one (the default) wants an API key of the
+// sandbox's tenant, a signed URL (?hutch_token=, made by POST
+// /v1/sandboxes/{id}/ports/{port}/url) or the cookie such a URL leaves,
+// scoped to the preview's host and accepted only on requests from the
+// preview's own pages and on top-level navigations (cookie.go: sibling
+// previews share a site). Another tenant's key sees 404, as for a
+// sandbox that does not exist. None of these credentials reaches the
+// sandbox's program.
 //
 // Per request it reads no store and hashes no key while a preview is busy:
 // what it read of the sandbox is kept a second (lookup.go), a key's check
@@ -39,12 +41,11 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
 	"github.com/hutchdev/hutch/internal/edge/router/previewhost"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Names the router reads from requests and strips before forwarding.
@@ -55,11 +56,6 @@ const (
 	DefaultMaxRetries = 10
 	retryAfter        = 2 // seconds, in Retry-After and the page's reload
 )
-
-// Sandboxes reads sandbox records; the router calls it as the system.
-type Sandboxes interface {
-	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
-}
 
 // KeyAuthenticator resolves an Authorization header to a principal
 // (internal/control/auth.Authenticator, the one the API uses).
@@ -74,6 +70,8 @@ type KeyAuthenticator interface {
 type Dialer interface {
 	DialTunnel(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 }
+
+var _ Dialer = (*sandbox.Service)(nil)
 
 // DialFunc is a Dialer.
 type DialFunc func(ctx context.Context, sandboxID string, port int) (net.Conn, error)
@@ -90,9 +88,9 @@ type Config struct {
 	Domain string
 	// Key signs preview URLs and cookies (keyfile.Load); KeyBytes at least.
 	Key []byte
-	// Sandboxes finds a preview's sandbox. When it also implements
-	// store.Ports, ports can be public; otherwise all are private.
-	Sandboxes Sandboxes
+	// Sandboxes resolves a preview's sandbox and port: the sandbox
+	// service (internal/control/sandbox.Service.Preview).
+	Sandboxes sandbox.Previews
 	Auth      KeyAuthenticator
 	// Tunnels dials a sandbox's port: the sandbox service
 	// (internal/control/sandbox.Service.DialTunnel), the only door to a sandbox.
@@ -123,7 +121,6 @@ type Router struct {
 	log      *slog.Logger
 	domain   string
 	sign     signer
-	ports    store.Ports // nil: every port is private
 	tr       *tunnelTransport
 	proxy    *httputil.ReverseProxy
 	cache    lookups  // lookup.go
@@ -172,7 +169,6 @@ func New(cfg Config) (*Router, error) {
 	} else if err := previewhost.ValidDomain(rt.appsDomain); err != nil {
 		return nil, fmt.Errorf("apps domain: %w", err)
 	}
-	rt.ports, _ = cfg.Sandboxes.(store.Ports)
 	rt.tr, rt.proxy = rt.newProxy()
 	return rt, nil
 }
@@ -277,22 +273,22 @@ func (rt *Router) exchange(w http.ResponseWriter, r *http.Request, ex *exchange,
 // handle finds the sandbox, authorizes, and proxies.
 func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	t := ex.target
-	sb, public, err := rt.find(r.Context(), t)
+	pv, err := rt.find(r.Context(), t)
 	if err != nil {
 		rt.log.Error("preview: read sandbox", logattr.Sandbox(t.SandboxID), "err", err)
 		rt.fail(w, r, ex, pageInternal, "internal")
 		return
 	}
-	r, ok := rt.authorize(w, r, ex, sb, public)
+	r, ok := rt.authorize(w, r, ex, pv)
 	if !ok {
 		return
 	}
 	switch {
-	case sb == nil || sb.State == api.StateDestroyed:
+	case pv == nil || pv.State == api.StateDestroyed:
 		rt.fail(w, r, ex, pageNotFound, "not_found")
-	case sb.State == api.StateFailed:
+	case pv.State == api.StateFailed:
 		rt.fail(w, r, ex, pageFailed, "sandbox_failed")
-	case sb.State != api.StateRunning && sb.State != api.StatePaused: // a paused one resumes at its tunnel
+	case !pv.Reachable(): // a paused one resumes at its tunnel
 		rt.fail(w, r, ex, pageNotRunning, "not_running")
 	default:
 		if ex.access == accessToken && isTopLevelNavigation(r) {
@@ -304,29 +300,14 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 			return
 		}
 		if upgradeType(r.Header) != "" {
-			rt.noteUpgrade(upgradeTarget{key: sb.ID, tenantID: sb.TenantID, sandboxID: sb.ID, port: t.Port, what: fmt.Sprintf("port %d", t.Port)})
+			rt.noteUpgrade(upgradeTarget{key: t.SandboxID, tenantID: pv.TenantID, sandboxID: t.SandboxID, port: t.Port, what: fmt.Sprintf("port %d", t.Port)})
 		}
 		rt.proxy.ServeHTTP(w, r)
 	}
 }
 
-// isPublic reads the port's setting; an error leaves it private.
-func (rt *Router) isPublic(sys context.Context, t Target) bool {
-	if rt.ports == nil {
-		return false
-	}
-	p, err := rt.ports.GetPort(sys, t.SandboxID, t.Port)
-	if err != nil {
-		if !errors.Is(err, errdefs.ErrNotFound) {
-			rt.log.Warn("preview: read port setting", logattr.Sandbox(t.SandboxID), "port", t.Port, "err", err)
-		}
-		return false
-	}
-	return p.Public
-}
-
 // authorize lets the request in, returning the request to proxy, or
-// answers it. sb is nil when the sandbox does not exist; without
+// answers it. pv is nil when the sandbox does not exist; without
 // credentials that answers 401 like a private port, so an anonymous caller
 // cannot tell the two apart. A request an API key let in is proxied with
 // a context that ends when the key is revoked (KeyAuthenticator.Begin,
@@ -339,9 +320,9 @@ func (rt *Router) isPublic(sys context.Context, t Target) bool {
 // connection was let in once. A connection can carry requests with other
 // credentials, and a browser may send a sibling preview's fetch() on the
 // connection a top-level page opened, which the cookie must refuse.
-func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, sb *store.Sandbox, public bool) (*http.Request, bool) {
+func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange, pv *sandbox.Preview) (*http.Request, bool) {
 	t := ex.target
-	if public {
+	if pv != nil && pv.Public {
 		ex.access = accessPublic
 		return r, true
 	}
@@ -359,7 +340,7 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 			rt.releaseGrant(g)
 		}
 		p := g.p
-		if sb == nil || p.TenantID != sb.TenantID {
+		if pv == nil || p.TenantID != pv.TenantID {
 			rt.fail(w, r, ex, pageNotFound, "not_found")
 			return nil, false
 		}

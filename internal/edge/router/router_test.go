@@ -21,6 +21,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/edge/router/previewhost"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -295,10 +296,10 @@ func TestRouterPublicURL(t *testing.T) {
 // eventLog keeps the events the router records.
 type eventLog struct {
 	mu  sync.Mutex
-	evs []store.Event
+	evs []events.Event
 }
 
-func (l *eventLog) AppendEvent(ctx context.Context, e *store.Event) error {
+func (l *eventLog) AppendEvent(ctx context.Context, e *events.Event) error {
 	if p, ok := tenancy.From(ctx); !ok || p.TenantID != e.TenantID {
 		return errors.New("not the event's tenant")
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/control/events"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // A reconnect storm is StormUpgrades or more WebSocket upgrades to one
@@ -79,7 +78,7 @@ func (rt *Router) noteUpgrade(u upgradeTarget) {
 	}
 	rt.log.Warn("preview: reconnect storm", logattr.Sandbox(u.sandboxID), "target", u.what, "upgrades", n, "window_s", stormWindow.Seconds())
 	if rt.cfg.Events != nil {
-		events.Record(rt.cfg.Events, rt.log, &store.Event{TenantID: u.tenantID, SandboxID: u.sandboxID, Type: api.EventPreviewReconnectStorm,
+		events.Record(rt.cfg.Events, rt.log, &events.Event{TenantID: u.tenantID, SandboxID: u.sandboxID, Type: api.EventPreviewReconnectStorm,
 			Message: fmt.Sprintf("%d WebSocket connections to %s within %s: a client is reconnecting in a loop", n, u.what, stormWindow),
 			Data:    map[string]any{"port": port, "count": n, "window_s": int(stormWindow / time.Second), "target": u.what}})
 	}

@@ -7,29 +7,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/store"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
-// SandboxCounter is the store as the metrics see it.
+// SandboxCounter counts sandboxes for the metrics (sandbox.Directory).
 type SandboxCounter interface {
 	// CountSandboxes counts every tenant's sandboxes by state and driver
-	// (store.Store's; called with a system context).
-	CountSandboxes(ctx context.Context) ([]store.SandboxCount, error)
+	// (called with a system context).
+	CountSandboxes(ctx context.Context) ([]sandbox.Count, error)
 }
 
-// countTimeout bounds the store's count in one scrape.
+var _ SandboxCounter = (*sandbox.Directory)(nil)
+
+// countTimeout bounds the count in one scrape.
 const countTimeout = 5 * time.Second
 
-// sandboxCollector is hutch_sandboxes, counted by the store at each scrape,
-// so it is never out of step with the state machine and costs nothing
-// between scrapes. A state and driver with no sandbox is left out.
+// sandboxCollector is hutch_sandboxes, counted in the store at each
+// scrape, so it is never out of step with the state machine and costs
+// nothing between scrapes. A state and driver with no sandbox is left
+// out.
 type sandboxCollector struct {
-	store SandboxCounter
-	desc  *prometheus.Desc
+	counter SandboxCounter
+	desc    *prometheus.Desc
 }
 
-func newSandboxCollector(st SandboxCounter) *sandboxCollector {
-	return &sandboxCollector{store: st, desc: prometheus.NewDesc("hutch_sandboxes",
+func newSandboxCollector(c SandboxCounter) *sandboxCollector {
+	return &sandboxCollector{counter: c, desc: prometheus.NewDesc("hutch_sandboxes",
 		"Sandboxes in the store (every tenant's, every node's), by state and driver.",
 		[]string{"state", "driver"}, nil)}
 }
@@ -42,7 +45,7 @@ func (c *sandboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *sandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(tenancy.System(context.Background()), countTimeout)
 	defer cancel()
-	counts, err := c.store.CountSandboxes(ctx)
+	counts, err := c.counter.CountSandboxes(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return

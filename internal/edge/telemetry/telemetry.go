@@ -9,8 +9,9 @@
 // (creates, commands, calls through the door), egress.Observer (each
 // connection's verdict and bytes), gateway.Observer (provider calls). The
 // API's latency comes through Route, which internal/edge/httpapi wraps around
-// each route of its table. The number of sandboxes is read from the store
-// at each scrape (sandboxes.go).
+// each route of its table. The number of sandboxes is counted at each
+// scrape (sandboxes.go), by the control tier's sandbox.Directory: the
+// metrics are built before the sandbox service, which reports to them.
 //
 // Every label takes its values from a set fixed by the code or the
 // operator: a route's pattern, never a request's path; a driver, a state,

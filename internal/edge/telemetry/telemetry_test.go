@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/egress"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/testutil"
@@ -22,11 +23,11 @@ import (
 
 // counter is a SandboxCounter with fixed answers.
 type counter struct {
-	counts []store.SandboxCount
+	counts []sandbox.Count
 	err    error
 }
 
-func (c counter) CountSandboxes(ctx context.Context) ([]store.SandboxCount, error) {
+func (c counter) CountSandboxes(ctx context.Context) ([]sandbox.Count, error) {
 	if !tenancy.IsSystem(ctx) {
 		return nil, store.SystemOnly()
 	}
@@ -68,7 +69,7 @@ func labelSets(fams map[string]*dto.MetricFamily, name string) []map[string]stri
 }
 
 func TestSandboxes(t *testing.T) {
-	m := newMetrics(t, counter{counts: []store.SandboxCount{
+	m := newMetrics(t, counter{counts: []sandbox.Count{
 		{State: api.StateRunning, Driver: "namespace", N: 2},
 		{State: api.StateDestroyed, Driver: "process", N: 5},
 	}})
