@@ -125,16 +125,30 @@ func (s *Service) ListTasks(ctx context.Context, appID string, limit int) (api.T
 	return api.TaskList{Tasks: ts}, nil
 }
 
+// LogChunk is one numbered piece of a task's log: a JSON api.TaskLogEntry,
+// as the log's stream sends it.
+type LogChunk struct {
+	Seq  int64
+	Data []byte
+}
+
 // TaskLog returns the chunks of a task's log after seq; done says the
 // task has ended, so nothing more will come.
-func (s *Service) TaskLog(ctx context.Context, appID, taskID string, after int64) ([]store.LogChunk, bool, error) {
+func (s *Service) TaskLog(ctx context.Context, appID, taskID string, after int64) ([]LogChunk, bool, error) {
 	t, err := s.apps.GetTask(ctx, appID, taskID)
 	if err != nil {
 		return nil, false, err
 	}
 	done := t.EndedAt != nil
 	chunks, err := s.apps.TaskLog(ctx, taskID, after, store.MaxLimit)
-	return chunks, done, err
+	if err != nil {
+		return nil, done, err
+	}
+	out := make([]LogChunk, len(chunks))
+	for i, c := range chunks {
+		out[i] = LogChunk{Seq: c.Seq, Data: c.Data}
+	}
+	return out, done, nil
 }
 
 // taskRun is one task as it runs.
