@@ -130,6 +130,7 @@ func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent
 		ReserveMemoryMB: cfg.ReserveMemoryMB,
 		ReservePids:     cfg.ReservePids,
 		Storage:         store,
+		FreezeTimeout:   cfg.FreezeTimeout,
 		Log:             log.With("driver", reg.Name),
 	})
 	if err != nil {

@@ -116,6 +116,32 @@ func (s *watchStream) ended(t *testing.T) error {
 	}
 }
 
+// endBy ends the watch of dir by removing it, its files first in the order
+// of their names: a watch that ends sends at once what waits in its
+// queue. It checks that the watch ends cleanly with the removals' events
+// last, and returns the events before them.
+func (s *watchStream) endBy(t *testing.T, dir string) []api.WatchEvent {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	must(t, err)
+	var removals []api.WatchEvent
+	for _, e := range ents {
+		must(t, os.Remove(filepath.Join(dir, e.Name())))
+		removals = append(removals, ev(api.WatchRemove, e.Name()))
+	}
+	must(t, os.Remove(dir))
+	removals = append(removals, dirEv(api.WatchRemove, "."))
+	evs := s.collect(t, -1, func([]api.WatchEvent) bool { return false })
+	if err := s.ended(t); err != io.EOF {
+		t.Fatalf("the watch of a removed directory ended with %v, want io.EOF", err)
+	}
+	n := len(evs) - len(removals)
+	if n < 0 || !cmp.Equal(removals, evs[n:]) {
+		t.Fatalf("the watch ended without its removals last: %s", formatEvents(evs))
+	}
+	return evs[:n]
+}
+
 func formatEvents(evs []api.WatchEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
@@ -266,27 +292,46 @@ func TestWatchBurst(t *testing.T) {
 }
 
 func TestWatchOverflow(t *testing.T) {
-	// A queue of 100 that holds events for a second fills for sure.
-	defer watch.SetBounds(watch.Bounds{QueueMax: 100, Window: time.Second})()
+	// Events that wait an hour are sent only when the watch ends: a queue
+	// of 100 fills however slowly the files are made, and what follows
+	// its overflow is dropped however slowly the watch reads them.
+	restore := watch.SetBounds(watch.Bounds{QueueMax: 100, Window: time.Hour})
 	f := agenttest.New(t, nil)
-	s := openWatch(t, f, ".", false)
+	dir := filepath.Join(f.Work, "w")
+	must(t, os.Mkdir(dir, 0o755))
+	s := openWatch(t, f, "w", false)
+	restore()
+	var want []api.WatchEvent
 	for i := range 1000 {
-		touch(t, filepath.Join(f.Work, fmt.Sprintf("f%04d", i)))
-	}
-	evs := s.until(t, func(evs []api.WatchEvent) bool { return len(evs) > 100 })
-	if len(evs) != 101 || evs[100] != (api.WatchEvent{Type: api.WatchOverflow}) {
-		t.Fatalf("got %d events, want 100 creates and an overflow: %s", len(evs), formatEvents(evs))
-	}
-	for i, e := range evs[:100] {
-		if want := ev(api.WatchCreate, fmt.Sprintf("f%04d", i)); e != want {
-			t.Fatalf("event %d = %+v, want %+v", i, e, want)
+		name := fmt.Sprintf("f%04d", i)
+		touch(t, filepath.Join(dir, name))
+		if i < 100 {
+			want = append(want, ev(api.WatchCreate, name))
 		}
 	}
-	// Once the overflow is out, events flow again.
-	touch(t, filepath.Join(f.Work, "after"))
-	if evs := s.until(t, func(evs []api.WatchEvent) bool { return len(evs) > 0 }); evs[0] != ev(api.WatchCreate, "after") {
-		t.Fatalf("after the overflow: %s", formatEvents(evs))
+	want = append(want, api.WatchEvent{Type: api.WatchOverflow})
+	// Removing the directory ends the watch, which sends what waits; the
+	// removals themselves come after the overflow and are dropped too.
+	must(t, os.RemoveAll(dir))
+	if diff := cmp.Diff(want, s.collect(t, -1, func([]api.WatchEvent) bool { return false })); diff != "" {
+		t.Fatalf("1000 creates into a queue of 100 (-want +got):\n%s", diff)
 	}
+	if err := s.ended(t); err != io.EOF {
+		t.Fatalf("the watch ended with %v, want io.EOF", err)
+	}
+
+	// Once the overflow is out, events flow again. A queue of one fills in
+	// one step of the watch: a directory moved in is reported with what
+	// its scan finds in it, and the first file found overflows.
+	defer watch.SetBounds(watch.Bounds{QueueMax: 1, Window: time.Second})()
+	s = openWatch(t, f, ".", true)
+	outside := filepath.Join(f.Root, "outside")
+	must(t, os.Mkdir(outside, 0o755))
+	touch(t, filepath.Join(outside, "x"))
+	touch(t, filepath.Join(outside, "y"))
+	s.checkEvents(t, "a directory of two files moved into a queue of one", func() { must(t, os.Rename(outside, filepath.Join(f.Work, "in"))) },
+		dirEv(api.WatchCreate, "in"), api.WatchEvent{Type: api.WatchOverflow})
+	s.checkEvents(t, "after the overflow", func() { touch(t, filepath.Join(f.Work, "after")) }, ev(api.WatchCreate, "after"))
 }
 
 func TestWatchDirectoryLimit(t *testing.T) {
@@ -312,33 +357,68 @@ func TestWatchDirectoryLimit(t *testing.T) {
 }
 
 func TestWatchCoalescesWrites(t *testing.T) {
+	// Events that wait an hour are sent only when the watch ends, so what
+	// coalesces does not hang on how fast the writes follow each other.
+	defer watch.SetBounds(watch.Bounds{Window: time.Hour})()
 	f := agenttest.New(t, nil)
-	at := func(p string) string { return filepath.Join(f.Work, p) }
-	for _, n := range []string{"a", "b", "c"} {
-		touch(t, at(n))
-	}
-	s := openWatch(t, f, ".", false)
-	s.checkEvents(t, "100 writes", func() {
-		fh, err := os.OpenFile(at("a"), os.O_WRONLY|os.O_APPEND, 0)
-		must(t, err)
-		for range 100 {
-			fh.WriteString("x")
+	for _, c := range []struct {
+		name  string
+		files []string // in the watched directory before the watch
+		op    func(at func(string) string)
+		want  []api.WatchEvent
+	}{
+		{
+			name:  "100 writes",
+			files: []string{"a", "b", "c"},
+			op: func(at func(string) string) {
+				fh, err := os.OpenFile(at("a"), os.O_WRONLY|os.O_APPEND, 0)
+				must(t, err)
+				for range 100 {
+					fh.WriteString("x")
+				}
+				must(t, fh.Close())
+			},
+			want: []api.WatchEvent{ev(api.WatchWrite, "a")},
+		},
+		{
+			name:  "writes of three paths",
+			files: []string{"a", "b", "c"},
+			op: func(at func(string) string) {
+				agenttest.WriteHost(t, at("b"), "1")
+				agenttest.WriteHost(t, at("a"), "1")
+				agenttest.WriteHost(t, at("b"), "2")
+				agenttest.WriteHost(t, at("c"), "1")
+				agenttest.WriteHost(t, at("a"), "2")
+			},
+			want: []api.WatchEvent{ev(api.WatchWrite, "b"), ev(api.WatchWrite, "a"), ev(api.WatchWrite, "c")},
+		},
+		{
+			name: "a new file written at once",
+			op:   func(at func(string) string) { agenttest.WriteHost(t, at("d"), "new") },
+			want: []api.WatchEvent{ev(api.WatchCreate, "d")},
+		},
+		{
+			name: "create, remove, create",
+			op: func(at func(string) string) {
+				touch(t, at("e"))
+				must(t, os.Remove(at("e")))
+				touch(t, at("e"))
+			},
+			want: []api.WatchEvent{ev(api.WatchCreate, "e"), ev(api.WatchRemove, "e"), ev(api.WatchCreate, "e")},
+		},
+	} {
+		dir := filepath.Join(f.Work, strings.ReplaceAll(c.name, " ", "-"))
+		at := func(p string) string { return filepath.Join(dir, p) }
+		must(t, os.Mkdir(dir, 0o755))
+		for _, n := range c.files {
+			touch(t, at(n))
 		}
-		must(t, fh.Close())
-	}, ev(api.WatchWrite, "a"))
-	s.checkEvents(t, "writes of three paths", func() {
-		agenttest.WriteHost(t, at("b"), "1")
-		agenttest.WriteHost(t, at("a"), "1")
-		agenttest.WriteHost(t, at("b"), "2")
-		agenttest.WriteHost(t, at("c"), "1")
-		agenttest.WriteHost(t, at("a"), "2")
-	}, ev(api.WatchWrite, "b"), ev(api.WatchWrite, "a"), ev(api.WatchWrite, "c"))
-	s.checkEvents(t, "a new file written at once", func() { agenttest.WriteHost(t, at("d"), "new") }, ev(api.WatchCreate, "d"))
-	s.checkEvents(t, "create, remove, create", func() {
-		touch(t, at("e"))
-		must(t, os.Remove(at("e")))
-		touch(t, at("e"))
-	}, ev(api.WatchCreate, "e"), ev(api.WatchRemove, "e"), ev(api.WatchCreate, "e"))
+		s := openWatch(t, f, filepath.Base(dir), false)
+		c.op(at)
+		if diff := cmp.Diff(c.want, s.endBy(t, dir)); diff != "" {
+			t.Errorf("%s: events (-want +got):\n%s", c.name, diff)
+		}
+	}
 }
 
 func TestWatchSymlinks(t *testing.T) {

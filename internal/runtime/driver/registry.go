@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"log/slog"
 	"slices"
+	"time"
 
 	reg "github.com/hutchdev/hutch/internal/base/registry"
 )
@@ -30,7 +31,11 @@ type Options struct {
 	// keep sandboxes' files in layers; nil lets a driver probe its own
 	// directory.
 	Storage Storage
-	Log     *slog.Logger
+	// FreezeTimeout bounds how long a driver that freezes sandboxes (a
+	// pause, a snapshot) waits for their processes to stop; 0 is the
+	// driver's default.
+	FreezeTimeout time.Duration
+	Log           *slog.Logger
 }
 
 // Factory builds a driver from its options without touching the host.

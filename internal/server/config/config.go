@@ -114,6 +114,10 @@ type Config struct {
 	// ShutdownTimeout bounds each step of shutdown.
 	ShutdownTimeout time.Duration
 	TeardownTimeout time.Duration
+	// FreezeTimeout bounds how long a pause or a snapshot waits for a
+	// sandbox's processes to stop under the cgroup freezer: a process
+	// stops only once it is scheduled, which a busy host delays.
+	FreezeTimeout time.Duration
 	// EventRetention is how long events are kept, and EventMaxPerTenant
 	// how many of each tenant's (the newest); the server trims the rest.
 	// Zero keeps them.
@@ -176,6 +180,7 @@ func Default() Config {
 		IdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
 		TeardownTimeout:    30 * time.Second,
+		FreezeTimeout:      10 * time.Second,
 		EventRetention:     30 * 24 * time.Hour,
 		EventMaxPerTenant:  100000,
 		// Host bounds keep a tenant from promising more than the host
@@ -297,6 +302,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
 	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
+	dur(&c.FreezeTimeout, "freeze-timeout", "HUTCH_FREEZE_TIMEOUT", "how long a pause or a snapshot waits for a sandbox's processes to stop (a busy host slows them); a pause not done by then fails, and the sandbox runs on")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -406,6 +412,11 @@ func (c Config) Validate() error {
 		if !(v >= 0 && v <= 1000) {
 			errs = append(errs, fmt.Errorf("%s %g must be 0 (no bound) or a positive factor up to 1000", name, v))
 		}
+	}
+	if c.FreezeTimeout <= 0 || c.FreezeTimeout >= c.TeardownTimeout {
+		// A pause that fails still has its sandbox thawed and recorded
+		// running within the teardown timeout.
+		errs = append(errs, fmt.Errorf("freeze timeout %s must be positive and shorter than the teardown timeout %s", c.FreezeTimeout, c.TeardownTimeout))
 	}
 	if c.DefaultTimeout <= 0 || c.DefaultTimeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("default timeout %s must be positive and at most the maximum %s", c.DefaultTimeout, c.MaxTimeout))

@@ -61,6 +61,8 @@ func TestLoadRejects(t *testing.T) {
 		"negative tenant quota":       {args: []string{"--tenant-memory-mb", "-1"}, want: "tenant quotas"},
 		"NaN cpu quota":               {env: map[string]string{"HUTCH_TENANT_CPU": "NaN"}, want: "tenant quotas"},
 		"negative reserve":            {args: []string{"--reserve-pids", "-5"}, want: "reserves"},
+		"freeze past teardown":        {args: []string{"--freeze-timeout", "1m"}, want: "freeze timeout"},
+		"no freeze timeout":           {env: map[string]string{"HUTCH_FREEZE_TIMEOUT": "0s"}, want: "freeze timeout"},
 		"negative overcommit":         {args: []string{"--max-memory-overcommit", "-1"}, want: "max memory overcommit"},
 		"bad overcommit env":          {env: map[string]string{"HUTCH_MAX_CPU_OVERCOMMIT": "lots"}, want: "HUTCH_MAX_CPU_OVERCOMMIT"},
 		"bad log format":              {args: []string{"--log-format", "xml"}, want: "log format"},

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/confine"
@@ -83,8 +84,18 @@ type Config struct {
 	// Storage keeps sandboxes' writable layers and copies them
 	// (snapshots); nil probes Dir's filesystem at Open and picks one.
 	Storage driver.Storage
-	Log     *slog.Logger
+	// FreezeTimeout bounds how long a pause or a snapshot waits for the
+	// sandbox's processes to stop once the freezer is asked to; 0 means
+	// DefaultFreezeTimeout.
+	FreezeTimeout time.Duration
+	Log           *slog.Logger
 }
+
+// DefaultFreezeTimeout is Config.FreezeTimeout's default: runc's bound on
+// a freeze. A process stops only once it is scheduled, so on a busy host
+// the processes of a sandbox at a small CPU limit take seconds; a process
+// in an uninterruptible sleep (a slow disk) may take longer still.
+const DefaultFreezeTimeout = 10 * time.Second
 
 // Driver runs sandboxes in namespaces.
 type Driver struct {
@@ -120,7 +131,7 @@ func init() {
 		Auto:    1,
 		Factory: func(o driver.Options) (driver.Driver, error) {
 			return New(Config{Dir: o.Dir, AgentPath: o.AgentPath, WarmPool: o.WarmPool, CgroupParent: o.CgroupParent,
-				ReserveMemoryMB: o.ReserveMemoryMB, ReservePids: o.ReservePids, Storage: o.Storage, Log: o.Log})
+				ReserveMemoryMB: o.ReserveMemoryMB, ReservePids: o.ReservePids, Storage: o.Storage, FreezeTimeout: o.FreezeTimeout, Log: o.Log})
 		},
 	})
 }
@@ -141,6 +152,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.CgroupParent == "" {
 		cfg.CgroupParent = "hutch"
+	}
+	if cfg.FreezeTimeout == 0 {
+		cfg.FreezeTimeout = DefaultFreezeTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

@@ -2,13 +2,17 @@ package namespace_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/drivertest"
@@ -244,4 +248,98 @@ func TestParentCapped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPauseStarved: a sandbox whose processes get next to no CPU (the
+// smallest CPU limit, spent at once by busy loops) still pauses: a
+// process stops only once it is scheduled, and the pause waits for the
+// kernel to say they all have. Given no time for it,
+// the pause fails, says why, and leaves the sandbox running.
+func TestPauseStarved(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("needs root, for the cgroup freezer")
+	}
+	base := t.TempDir()
+	parent := "hutch-test-" + ids.New()[20:]
+	t.Cleanup(func() {
+		parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+		parents = append(parents, "/sys/fs/cgroup/"+parent)
+		for _, p := range parents {
+			os.Remove(p)
+		}
+	})
+	// Two drivers over the same sandboxes, as a server and the same
+	// server restarted with another --freeze-timeout.
+	open := func(freezeTimeout time.Duration) *namespace.Driver {
+		d, err := namespace.New(namespace.Config{Dir: filepath.Join(base, "sandboxes"), AgentPath: filepath.Join(binDir, "hutch-agent"),
+			CgroupParent: parent, FreezeTimeout: freezeTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		if err := d.Open(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, hasty := open(0), open(time.Nanosecond)
+	if !d.Capabilities().Pause {
+		t.Skip("no cgroup freezer on this host")
+	}
+	ctx := context.Background()
+	id := ids.New()
+	h, err := d.Create(ctx, driver.Spec{SandboxID: id, Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.01},
+		Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Destroy(context.Background(), h) })
+	// The same share, 1%, over a period of a second rather than 100 ms:
+	// the loops spend it at once and are held off the CPU for most of a
+	// second at a time.
+	for _, f := range [][2]string{
+		{filepath.Join("/sys/fs/cgroup/cpu", parent, id, "box/cpu.cfs_period_us"), "1000000"},
+		{filepath.Join("/sys/fs/cgroup/cpu", parent, id, "box/cpu.cfs_quota_us"), "10000"},
+		{filepath.Join("/sys/fs/cgroup", parent, id, "box/cpu.max"), "10000 1000000"},
+	} {
+		if err := os.WriteFile(f[0], []byte(f[1]), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	agent := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+	t.Cleanup(agent.Close)
+	for range 3 {
+		if _, err := agent.StartProcess(ctx, api.ProcessRequest{Cmd: []string{"sh", "-c", "while :; do :; done"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := func() bool {
+		if b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parent, id, "freezer.state")); err == nil {
+			return strings.TrimSpace(string(b)) == "FROZEN"
+		}
+		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", parent, id, "cgroup.events"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), "frozen 1")
+	}
+
+	err = hasty.Pause(ctx, h)
+	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "did not all stop within 1ns") {
+		t.Fatalf("a pause with no time to freeze = %v, want pause_failed saying why", err)
+	}
+	if frozen() {
+		t.Fatal("a failed pause left the sandbox frozen")
+	}
+	began := time.Now()
+	if err := d.Pause(ctx, h); err != nil {
+		t.Fatalf("Pause of a starved sandbox after %v: %v", time.Since(began), err)
+	}
+	t.Logf("paused in %v", time.Since(began))
+	if !frozen() {
+		t.Fatal("a paused sandbox is not frozen")
+	}
+	if err := d.Resume(ctx, h); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -14,21 +14,27 @@ var _ driver.Pauser = (*Driver)(nil)
 
 // Pause freezes every process of the sandbox, its agent included, with
 // the cgroup freezer: they keep their memory, files and sockets, and run
-// on from where they were at Resume. A task the kernel cannot stop
-// within a short wait (an uninterruptible sleep on a slow disk, say)
-// fails the pause, and the sandbox is thawed again.
+// on from where they were at Resume. A process stops only once it is
+// scheduled, so the pause waits for the kernel to report them all
+// stopped, up to FreezeTimeout; one that has not by then (starved of CPU
+// past it, or in an uninterruptible sleep on a slow disk) fails the
+// pause, and the sandbox is thawed again.
 func (d *Driver) Pause(ctx context.Context, h driver.Handle) error {
 	g, err := d.freezer(h)
 	if err != nil {
 		return err
 	}
-	thaw, frozen, err := g.Freeze(ctx)
+	thaw, frozen, err := d.freeze(ctx, g)
 	if err != nil {
 		return fmt.Errorf("freeze the sandbox's processes: %w", err)
 	}
 	if !frozen {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(fmt.Errorf("freeze the sandbox's processes: %w", err), thaw())
+		}
 		return errors.Join(errdefs.New(errdefs.ErrConflict, "pause_failed",
-			"a process of the sandbox would not stop (it may be waiting on a disk); try again"), thaw())
+			"the sandbox's processes did not all stop within %s: a process stops only once it gets CPU, which a busy host or a small CPU limit holds back, "+
+				"and one waiting on a disk stops only when the disk answers; the sandbox runs on, try again", d.cfg.FreezeTimeout), thaw())
 	}
 	return nil
 }
@@ -43,6 +49,14 @@ func (d *Driver) Resume(ctx context.Context, h driver.Handle) error {
 		return fmt.Errorf("thaw the sandbox's processes: %w", err)
 	}
 	return nil
+}
+
+// freeze freezes g and waits for its processes to stop, up to
+// FreezeTimeout (cgroups.Group.Freeze).
+func (d *Driver) freeze(ctx context.Context, g *cgroups.Group) (thaw func() error, frozen bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.FreezeTimeout)
+	defer cancel()
+	return g.Freeze(ctx)
 }
 
 // freezer is the cgroup that pauses the sandbox of h.

@@ -60,7 +60,7 @@ func (d *Driver) Snapshot(ctx context.Context, h driver.Handle, dst string) (dri
 			if err != nil {
 				return out, fmt.Errorf("freeze the sandbox: %w", err)
 			}
-			if thaw, out.Frozen, err = g.Freeze(ctx); err != nil {
+			if thaw, out.Frozen, err = d.freeze(ctx, g); err != nil {
 				return out, fmt.Errorf("freeze the sandbox: %w", err)
 			}
 		}

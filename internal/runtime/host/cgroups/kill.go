@@ -103,16 +103,24 @@ func signal(pids []int) error {
 // kernel to finish, and returns how to thaw it. Without a freezer it does
 // nothing.
 func (g *Group) freeze(ctx context.Context) (thaw func() error, err error) {
+	ctx, cancel := context.WithTimeout(ctx, freezeWait)
+	defer cancel()
 	thaw, _, err = g.Freeze(ctx)
 	return thaw, err
 }
 
 // Freeze stops every process of the group and the groups below it (v1
-// freezer, v2 cgroup.freeze) until thaw is called; frozen says whether the
-// kernel reported the group frozen within a short wait (a task in an
-// uninterruptible sleep can hold it back). A group frozen already (a
-// paused sandbox) stays so: its thaw does nothing. Without a freezer it
-// does nothing, and says so (frozen false).
+// freezer, v2 cgroup.freeze) until thaw is called, and waits until ctx
+// ends for the kernel to report them stopped, reading the freezer's own
+// state (v1 freezer.state FROZEN, v2 cgroup.events "frozen 1"); frozen
+// says whether it did. A task stops only once it is scheduled, so a group
+// starved of CPU, by its own limit or a busy host, takes as long as the
+// scheduler takes to run each of its tasks once (seconds, on a busy
+// host), and a task in an uninterruptible sleep holds it back for as long
+// as the sleep: ctx is the caller's bound. A group not frozen in time is
+// left freezing until thaw is called. A group frozen already (a paused
+// sandbox) stays so: its thaw does nothing. Without a freezer it does
+// nothing, and says so (frozen false).
 func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err error) {
 	nothing := func() error { return nil }
 	fz, ok := g.freezer()
@@ -128,8 +136,6 @@ func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err
 	if err := writeFile(fz.file, fz.frozen); err != nil {
 		return nothing, false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, freezeWait)
-	defer cancel()
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		ok, err := fz.done()
 		if err != nil {
@@ -140,6 +146,11 @@ func (g *Group) Freeze(ctx context.Context) (thaw func() error, frozen bool, err
 		}
 		if sleep(ctx, wait) != nil {
 			return thaw, false, nil
+		}
+		if fz.again {
+			if err := writeFile(fz.file, fz.frozen); err != nil {
+				return nothing, false, errors.Join(err, thaw())
+			}
 		}
 	}
 }
@@ -169,6 +180,11 @@ type freezerFiles struct {
 	file, frozen, thawed string
 	// done reads whether the kernel reports the group frozen.
 	done func() (bool, error)
+	// again says to write frozen again while the group is freezing, as
+	// runc does on v1: the v1 freezer can miss a task forked while the
+	// group freezes, and each write has it freeze every task it finds
+	// anew. v2 follows forks itself.
+	again bool
 }
 
 // freezer returns the group's freezer files, false when it has none.
@@ -182,7 +198,7 @@ func (g *Group) freezer() (freezerFiles, bool) {
 		}}
 	} else if h, ok := g.m.find(freezer); ok {
 		file := g.path(h, "freezer.state")
-		fz = freezerFiles{file: file, frozen: "FROZEN", thawed: "THAWED", done: func() (bool, error) {
+		fz = freezerFiles{file: file, frozen: "FROZEN", thawed: "THAWED", again: true, done: func() (bool, error) {
 			s, err := readFile(file)
 			return s == "FROZEN", err
 		}}
