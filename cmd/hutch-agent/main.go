@@ -133,7 +133,11 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	}
 	var ln net.Listener
 	listenOnce := func() error {
-		ln, err = listen(env.Socket)
+		socket := env.Socket
+		if env.Namespace != nil {
+			socket = env.Namespace.Path(socket)
+		}
+		ln, err = listen(socket)
 		return err
 	}
 	cfg := agent.ConfigFromEnvelope(env, log.With(logattr.Sandbox(env.SandboxID)))

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -53,6 +54,19 @@ type Config struct {
 	// TmpBytes sizes /tmp and /dev/shm (tmpfs, charged to the sandbox's
 	// memory limit as they fill).
 	TmpBytes int64 `json:"tmp_bytes"`
+	// DirFD is a descriptor (O_PATH) of the sandbox's directory that the
+	// host opened before the agent's mount namespace was copied from its
+	// own. The socket and the egress socket's directory are reached
+	// through it (Path), so what the agent keeps of them refers to the
+	// host's own mount. Through the working directory it would refer to
+	// the namespace's copy of the host's mounts, which a user namespace
+	// locks to their parents: the detach after the pivot could then free
+	// none of them, and every filesystem mounted on the host when the
+	// sandbox started would stay alive (a disk the operator unmounts
+	// still busy, its loop device attached) for as long as the sandbox
+	// runs. The agent closes it before the pivot. 0: none (paths go
+	// through the working directory).
+	DirFD int `json:"dir_fd,omitempty"`
 	// Egress, relative to Dir, is the Unix socket of the control plane's
 	// egress proxy for this sandbox (empty: none). The agent keeps its
 	// directory open across the pivot and dials it through that.
@@ -97,6 +111,9 @@ func (c *Config) Validate() error {
 		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 			errs = append(errs, fmt.Errorf("nsinit: read-only bind %q is not a clean absolute path below /", p))
 		}
+	}
+	if c.DirFD < 0 || c.DirFD > 0 && c.DirFD <= 2 {
+		errs = append(errs, fmt.Errorf("nsinit: dir_fd %d must be 0 (none) or above 2", c.DirFD))
 	}
 	if c.Egress != "" && (path.IsAbs(c.Egress) || path.Clean(c.Egress) != c.Egress || strings.HasPrefix(c.Egress, "..")) {
 		errs = append(errs, fmt.Errorf("nsinit: egress %q must be a clean relative path", c.Egress))
@@ -151,4 +168,13 @@ func (c *Config) lowerdir() string {
 		return strings.Join(c.Lowers, ":")
 	}
 	return c.Lower
+}
+
+// Path is rel, a path relative to the sandbox's directory, reached through
+// DirFD when there is one.
+func (c *Config) Path(rel string) string {
+	if c.DirFD == 0 {
+		return rel
+	}
+	return "/proc/self/fd/" + strconv.Itoa(c.DirFD) + "/" + rel
 }

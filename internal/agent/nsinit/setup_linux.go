@@ -41,11 +41,17 @@ func Setup(c *Config, listen func() error, onForkThread func(func() error) error
 		return nil, err
 	}
 	if c.Egress != "" {
-		if box.egressDir, err = os.OpenFile(filepath.Dir(c.Egress), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		if box.egressDir, err = os.OpenFile(c.Path(filepath.Dir(c.Egress)), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 			box.Close()
 			return nil, fmt.Errorf("nsinit: open the egress directory: %w", err)
 		}
 		box.egressName = filepath.Base(c.Egress)
+	}
+	if c.DirFD != 0 {
+		if err := unix.Close(c.DirFD); err != nil {
+			box.Close()
+			return nil, fmt.Errorf("nsinit: close the sandbox directory's descriptor: %w", err)
+		}
 	}
 	if err := pivot(c.Rootfs); err != nil {
 		box.Close()

@@ -27,6 +27,10 @@ import (
 const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 
+// dirFD is the sandbox's directory's descriptor in its agent, after the
+// agent binary's (nsinit.Config.DirFD).
+const dirFD = launch.ExecFD + 1
+
 // spawned is a sandbox whose agent started in its namespaces and waits
 // for its envelope.
 type spawned struct {
@@ -144,6 +148,14 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 		return nil, err
 	}
 	defer done()
+	// The sandbox's directory, opened here in the host's mount namespace
+	// (nsinit.Config.DirFD).
+	dir, err := os.OpenFile(st.Dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the sandbox's directory: %w", err)
+	}
+	defer dir.Close()
+	cmd.ExtraFiles = append(cmd.ExtraFiles, dir)
 	uids, gids := d.idMaps(st)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags,
@@ -177,7 +189,7 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 // directory is and how spawn starts its agent: the template (or the
 // image's layers), relative to the directory, and the agent's descriptor.
 func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
-	ev.Socket, ev.ExecFD = agentSocket, launch.ExecFD
+	ev.Socket, ev.ExecFD, ev.Namespace.DirFD = agentSocket, launch.ExecFD, dirFD
 	binds, err := d.binds(st)
 	if err != nil {
 		return fmt.Errorf("the sandbox's volumes: %w", err)
@@ -199,7 +211,7 @@ func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
 	if err != nil {
 		return fmt.Errorf("the sandbox's template: %w", err)
 	}
-	ev.Socket, ev.ExecFD, ev.Namespace.Lower = agentSocket, launch.ExecFD, lower
+	ev.Namespace.Lower = lower
 	return nil
 }
 
