@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -82,16 +84,28 @@ var placed = append([]api.SandboxState{api.StateStopped}, holding...)
 // cpuSlack absorbs the rounding of sums of fractional cores.
 const cpuSlack = 1e-9
 
+// admission admits sandboxes against their tenant's quotas and this
+// node's capacity, one at a time.
+type admission struct {
+	store    store.Store
+	node     string
+	capacity Capacity
+	quotas   api.QuotaLimits // of a tenant that set none
+	log      *slog.Logger
+
+	mu sync.Mutex // serialises admissions
+}
+
 // admit checks that a sandbox of tenantID with limits fits its tenant's
 // quotas and this node's capacity (a new one also its tenant's number of
 // sandboxes). On success it returns with the admission lock held: the
 // caller writes the record or transition that claims the room, then calls
 // release.
-func (s *Service) admit(ctx context.Context, tenantID string, l api.Limits, isNew bool) (release func(), err error) {
-	s.admitMu.Lock()
+func (s *admission) admit(ctx context.Context, tenantID string, l api.Limits, isNew bool) (release func(), err error) {
+	s.mu.Lock()
 	defer func() {
 		if err != nil {
-			s.admitMu.Unlock()
+			s.mu.Unlock()
 		}
 	}()
 	sys := tenancy.System(ctx)
@@ -108,7 +122,7 @@ func (s *Service) admit(ctx context.Context, tenantID string, l api.Limits, isNe
 		if r.TenantID == tenantID {
 			count(&tenant, r)
 		}
-		if r.Node == s.cfg.Node || r.Node == "" {
+		if r.Node == s.node || r.Node == "" {
 			count(&node, r)
 		}
 	}
@@ -137,7 +151,7 @@ func (s *Service) admit(ctx context.Context, tenantID string, l api.Limits, isNe
 		return errdefs.New(errdefs.ErrUnavailable, "insufficient_capacity",
 			"this host cannot take %s more %s: its sandboxes may be promised %s together (%s) and that would pass it; ask for less, or try again once other sandboxes end", asked, what, limit, flag)
 	}
-	c := s.cfg.Capacity
+	c := s.capacity
 	switch {
 	case c.MemoryMB > 0 && node.MemoryMB+l.MemoryMB > c.MemoryMB:
 		return nil, full("memory", mib(node.MemoryMB), mib(l.MemoryMB), mib(c.MemoryMB), "--max-memory-overcommit of the host's memory less --reserve-memory-mb")
@@ -146,7 +160,7 @@ func (s *Service) admit(ctx context.Context, tenantID string, l api.Limits, isNe
 	case c.Pids > 0 && node.Pids+l.Pids > c.Pids:
 		return nil, full("pids", strconv.Itoa(node.Pids), strconv.Itoa(l.Pids), strconv.Itoa(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
 	}
-	return s.admitMu.Unlock, nil
+	return s.mu.Unlock, nil
 }
 
 // count adds r to u: to the number of sandboxes, and its limits when it
@@ -163,8 +177,8 @@ func count(u *api.QuotaUsage, r *store.Sandbox) {
 
 // limitsOf are the quotas in force: each one set, else the server's
 // default.
-func (s *Service) limitsOf(q api.Quotas) api.QuotaLimits {
-	d := s.cfg.TenantQuotas
+func (s *admission) limitsOf(q api.Quotas) api.QuotaLimits {
+	d := s.quotas
 	return api.QuotaLimits{
 		Sandboxes: or(q.Sandboxes, d.Sandboxes),
 		MemoryMB:  or(q.MemoryMB, d.MemoryMB),
@@ -193,7 +207,7 @@ func (s *Service) Quotas(ctx context.Context, tenantID string) (api.TenantQuotas
 	if err != nil {
 		return api.TenantQuotas{}, err
 	}
-	return s.quotaView(ctx, t)
+	return s.admission.view(ctx, t)
 }
 
 // SetQuotas replaces a tenant's quotas (nil fields: the server's
@@ -205,12 +219,12 @@ func (s *Service) SetQuotas(ctx context.Context, tenantID string, q api.Quotas) 
 		return api.TenantQuotas{}, err
 	}
 	p, _ := tenancy.From(ctx)
-	s.log.Info("tenant quotas set", logattr.Tenant(tenantID), logattr.Key(p.KeyID), "quotas", fmt.Sprintf("%+v", s.limitsOf(q)))
-	return s.quotaView(ctx, t)
+	s.log.Info("tenant quotas set", logattr.Tenant(tenantID), logattr.Key(p.KeyID), "quotas", fmt.Sprintf("%+v", s.admission.limitsOf(q)))
+	return s.admission.view(ctx, t)
 }
 
-// quotaView shows t's quotas and usage; the caller may read t.
-func (s *Service) quotaView(ctx context.Context, t store.Tenant) (api.TenantQuotas, error) {
+// view shows t's quotas and usage; the caller may read t.
+func (s *admission) view(ctx context.Context, t store.Tenant) (api.TenantQuotas, error) {
 	recs, err := s.store.AllSandboxes(tenancy.System(ctx), placed...)
 	if err != nil {
 		return api.TenantQuotas{}, err

@@ -58,7 +58,7 @@ func (s *Service) CheckAgent(ctx context.Context, id string) {
 	if err != nil || rec.State != api.StateRunning {
 		return
 	}
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return
 	}

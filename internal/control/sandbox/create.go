@@ -44,13 +44,13 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		}
 		req.Template, req.Driver, snapDir = snap.Template, snap.Driver, s.snapshotDir(snap.ID)
 	}
-	d, err := s.pickDriver(req.Driver)
+	d, err := s.drivers.pick(req.Driver)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	defer func(start time.Time) { s.observeCreate(d.Name(), start, retErr) }(time.Now())
+	defer func(start time.Time) { s.observe.create(d.Name(), start, retErr) }(time.Now())
 	if snapDir != "" {
-		if _, _, err := s.snapshotter(&store.Sandbox{Driver: d.Name()}); err != nil {
+		if _, _, err := s.drivers.snapshotter(&store.Sandbox{Driver: d.Name()}); err != nil {
 			return api.Sandbox{}, err
 		}
 	}
@@ -94,13 +94,13 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		exp := now.Add(set.timeout)
 		rec.ExpiresAt = &exp
 	}
-	if rec.Env, err = s.sealEnv(rec, set.env); err != nil {
+	if rec.Env, err = s.seals.env(rec, set.env); err != nil {
 		return api.Sandbox{}, err
 	}
 	unlock := s.locks.Lock(rec.ID)
 	defer unlock()
 	// The record claims the room admit found (admission.go).
-	release, err := s.admit(ctx, rec.TenantID, rec.Limits, true)
+	release, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, true)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -151,7 +151,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 			s.fail(tctx, rec.ID, retErr)
 		}
 	}()
-	raw, err := s.encodeHandle(rec, h)
+	raw, err := s.seals.encodeHandle(rec, h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

@@ -23,7 +23,7 @@ func (s *Service) DiskUsage(ctx context.Context, rec *store.Sandbox) *api.DiskUs
 	if rec.State != api.StateRunning && rec.State != api.StatePaused && rec.State != api.StateStopped {
 		return nil
 	}
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (s *Service) DiskUsage(ctx context.Context, rec *store.Sandbox) *api.DiskUs
 	if !ok {
 		return nil
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return nil
 	}

@@ -61,14 +61,14 @@ func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
 			return nil, notRunning(rec)
 		}
 	}
-	if _, err := s.driverOf(rec); err != nil {
+	if _, err := s.drivers.of(rec); err != nil {
 		return nil, err
 	}
 	// The client of a running sandbox is kept from its attach; the handle
 	// (a decode and an unseal of its token) is read only without one.
 	lv := s.lookup(id)
 	if lv == nil || lv.agent() == nil {
-		h, err := s.decodeHandle(rec)
+		h, err := s.seals.decodeHandle(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
 			return h, nil
 		}
 	}
-	return s.decodeHandle(rec)
+	return s.seals.decodeHandle(rec)
 }
 
 // end closes the call: it frees its place in the quota, logs it and tells
@@ -129,7 +129,7 @@ func (c *call) end(err error) error {
 		p, _ := tenancy.From(c.ctx)
 		c.s.log.Debug("sandbox call", logattr.Sandbox(c.rec.ID), logattr.Tenant(c.rec.TenantID), logattr.Key(p.KeyID), "op", c.op,
 			"duration_ms", float64(time.Since(c.start).Microseconds())/1000, "ok", err == nil || errors.Is(err, io.EOF))
-		c.s.observeCall(c.op, err)
+		c.s.observe.call(c.op, err)
 		if lostAgent(err) {
 			c.s.reportLost(c.rec.ID)
 		}

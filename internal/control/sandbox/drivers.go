@@ -7,32 +7,81 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// driverOf returns the driver recorded with a sandbox, or a 503
+// drivers are the drivers this server runs, as the service finds the one
+// a sandbox or an operation needs.
+type drivers struct {
+	*driver.Set
+	// snapshotDir holds snapshots' files; "" offers no snapshots.
+	snapshotDir string
+}
+
+// of returns the driver recorded with a sandbox, or a 503
 // driver_unavailable error when this server has not loaded it: the
 // sandbox is then left as it is, for a server that has the driver.
-func (s *Service) driverOf(rec *store.Sandbox) (driver.Driver, error) {
-	if d, ok := s.drivers.Get(rec.Driver); ok {
+func (ds drivers) of(rec *store.Sandbox) (driver.Driver, error) {
+	if d, ok := ds.Get(rec.Driver); ok {
 		return d, nil
 	}
-	why := s.drivers.Missing()[rec.Driver]
+	why := ds.Missing()[rec.Driver]
 	if why == "" {
 		why = "this build has no such driver"
 	}
 	return nil, errdefs.Unavailable("driver_unavailable", "sandbox %s runs on the %s driver, which this server has not loaded (%s)", rec.ID, rec.Driver, why)
 }
 
-// pickDriver returns the driver a create asks for, or the default.
-func (s *Service) pickDriver(name string) (driver.Driver, error) {
+// pick returns the driver a create asks for, or the default.
+func (ds drivers) pick(name string) (driver.Driver, error) {
 	if name == "" {
-		return s.drivers.Default(), nil
+		return ds.Default(), nil
 	}
-	if d, ok := s.drivers.Get(name); ok {
+	if d, ok := ds.Get(name); ok {
 		return d, nil
 	}
-	if why, ok := s.drivers.Missing()[name]; ok {
-		return nil, errdefs.Invalid("driver_unavailable", "the %s driver is not loaded on this server (%s); it has %s", name, why, s.drivers.Names())
+	if why, ok := ds.Missing()[name]; ok {
+		return nil, errdefs.Invalid("driver_unavailable", "the %s driver is not loaded on this server (%s); it has %s", name, why, ds.Names())
 	}
-	return nil, errdefs.Invalid("invalid_driver", "no driver %q; this server has %s", name, s.drivers.Names())
+	return nil, errdefs.Invalid("invalid_driver", "no driver %q; this server has %s", name, ds.Names())
+}
+
+// startStop is the driver of a sandbox that is to stop or start,
+// once it is sure the driver can.
+func (ds drivers) startStop(rec *store.Sandbox) (driver.Driver, error) {
+	d, err := ds.of(rec)
+	if err != nil {
+		return nil, err
+	}
+	if !d.Capabilities().StartStop {
+		return nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot stop and start sandboxes", d.Name())
+	}
+	return d, nil
+}
+
+// pauser is the driver of rec, once it is sure the driver can pause.
+func (ds drivers) pauser(rec *store.Sandbox) (driver.Driver, driver.Pauser, error) {
+	d, err := ds.of(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, ok := d.(driver.Pauser)
+	if !ok || !d.Capabilities().Pause {
+		return nil, nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot pause sandboxes on this host", d.Name())
+	}
+	return d, p, nil
+}
+
+// snapshotter is the driver of rec, once it is sure the driver can copy
+// sandboxes' files.
+func (ds drivers) snapshotter(rec *store.Sandbox) (driver.Driver, driver.Snapshotter, error) {
+	d, err := ds.of(rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, ok := d.(driver.Snapshotter)
+	if !ok || !d.Capabilities().Snapshots || ds.snapshotDir == "" {
+		return nil, nil, errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported",
+			"the %s driver on this host cannot snapshot sandboxes (the namespace driver can, as root where the data directory's filesystem id-maps mounts, or rootless)", d.Name())
+	}
+	return d, sn, nil
 }
 
 // Drivers describes every driver of this build for GET /v1/info: the

@@ -56,10 +56,10 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 	e.before, e.counts = s.observeOOM(ctx, c.rec)
 	if e.st, err = c.agent.Exec(ctx, req); err != nil {
 		err = c.end(err)
-		s.observeExec(c.rec.Driver, start, err)
+		s.observe.exec(c.rec.Driver, start, err)
 		return nil, err
 	}
-	return s.observedExec(c.rec.Driver, start, &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}), nil
+	return s.observe.observedExec(c.rec.Driver, start, &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}), nil
 }
 
 // Exec runs a command to completion and returns its output, each stream

@@ -121,7 +121,7 @@ func (s *Service) Idle(ctx context.Context, id string, idle time.Duration, actio
 	if a, ok := s.Activity(id); !ok || a.Calls > 0 || a.Last.After(now.Add(-idle)) {
 		return
 	}
-	if _, _, err := s.pauserOf(rec); action == api.OnExpiryPause && err != nil {
+	if _, _, err := s.drivers.pauser(rec); action == api.OnExpiryPause && err != nil {
 		action = api.OnExpiryStop
 	}
 	idleS := int(idle.Round(time.Second) / time.Second)

@@ -38,7 +38,7 @@ func (s *Service) Destroy(ctx context.Context, id string) error {
 
 // destroy runs under the sandbox's lock, on a teardown context.
 func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Service) destroy(ctx context.Context, rec *store.Sandbox) error {
 		return err
 	}
 	s.detach(rec.ID)
-	if h, err := s.decodeHandle(rec); err == nil {
+	if h, err := s.seals.decodeHandle(rec); err == nil {
 		if err := d.Destroy(ctx, h); err != nil {
 			s.fail(ctx, rec.ID, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "destroy failed; destroy it again, or the sweeper will"))
 			return errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not destroy sandbox %s", d.Name(), rec.ID)
@@ -93,11 +93,11 @@ func (s *Service) lifecycleCall(ctx context.Context, id string, done api.Sandbox
 // restClock at its expiry).
 func (s *Service) stop(ctx context.Context, rec *store.Sandbox, msg string, clock func(*store.Sandbox, time.Time), data map[string]any) (api.Sandbox, error) {
 	id := rec.ID
-	d, err := s.startStopDriver(rec)
+	d, err := s.drivers.startStop(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -156,16 +156,16 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		}
 		return s.toAPI(rec), nil
 	}
-	d, err := s.startStopDriver(rec)
+	d, err := s.drivers.startStop(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
 	// A start is admitted as a create is; the transition claims the room.
-	release, err := s.admit(ctx, rec.TenantID, rec.Limits, false)
+	release, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, false)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -186,7 +186,7 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 		}
 		return api.Sandbox{}, err
 	}
-	raw, err := s.encodeHandle(rec, h)
+	raw, err := s.seals.encodeHandle(rec, h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -200,19 +200,6 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	s.attach(ctx, rec, d, h)
 	s.emit(ctx, rec, api.EventSandboxStarted, "sandbox started", nil)
 	return s.toAPI(rec), nil
-}
-
-// startStopDriver is the driver of a sandbox that is to stop or start,
-// once it is sure the driver can.
-func (s *Service) startStopDriver(rec *store.Sandbox) (driver.Driver, error) {
-	d, err := s.driverOf(rec)
-	if err != nil {
-		return nil, err
-	}
-	if !d.Capabilities().StartStop {
-		return nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot stop and start sandboxes", d.Name())
-	}
-	return d, nil
 }
 
 // fail marks a sandbox failed with the user-safe part of cause and records

@@ -141,7 +141,7 @@ func (s *Service) SampleMetrics(ctx context.Context, now time.Time) {
 // readStats reads what rec uses from its driver; ok is false when the
 // driver measures nothing.
 func (s *Service) readStats(ctx context.Context, rec *store.Sandbox) (_ driver.Stats, ok bool, _ error) {
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return driver.Stats{}, false, err
 	}
@@ -174,7 +174,7 @@ func (s *Service) Metrics(ctx context.Context, id string) (api.SandboxMetrics, e
 	if rec.State != api.StateRunning && rec.State != api.StatePaused {
 		return api.SandboxMetrics{}, notRunning(rec)
 	}
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return api.SandboxMetrics{}, err
 	}

@@ -34,36 +34,41 @@ type Observer interface {
 	ObserveCall(op string, err error)
 }
 
-func (s *Service) observeCreate(driver string, start time.Time, err error) {
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.ObserveCreate(driver, time.Since(start), err)
+// observer tells the Observer, when there is one.
+type observer struct {
+	o Observer
+}
+
+func (ob observer) create(driver string, start time.Time, err error) {
+	if ob.o != nil {
+		ob.o.ObserveCreate(driver, time.Since(start), err)
 	}
 }
 
-func (s *Service) observeCall(op string, err error) {
-	if s.cfg.Observer == nil {
+func (ob observer) call(op string, err error) {
+	if ob.o == nil {
 		return
 	}
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	s.cfg.Observer.ObserveCall(op, err)
+	ob.o.ObserveCall(op, err)
 }
 
-// observeExec reports a command that failed to start through the door.
-func (s *Service) observeExec(driver string, start time.Time, err error) {
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.ObserveExec(driver, time.Since(start), err)
+// exec reports a command that failed to start through the door.
+func (ob observer) exec(driver string, start time.Time, err error) {
+	if ob.o != nil {
+		ob.o.ObserveExec(driver, time.Since(start), err)
 	}
 }
 
 // observedExec reports a started command when its stream closes: how
 // long it ran and how it ended.
-func (s *Service) observedExec(driver string, start time.Time, st Stream[api.ExecEvent]) Stream[api.ExecEvent] {
-	if s.cfg.Observer == nil {
+func (ob observer) observedExec(driver string, start time.Time, st Stream[api.ExecEvent]) Stream[api.ExecEvent] {
+	if ob.o == nil {
 		return st
 	}
-	return &execObserved{Stream: st, obs: s.cfg.Observer, driver: driver, start: start}
+	return &execObserved{Stream: st, obs: ob.o, driver: driver, start: start}
 }
 
 // execObserved is an exec stream that remembers how its command ended.

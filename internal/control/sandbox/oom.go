@@ -30,7 +30,7 @@ func (s *Service) ObserveOOM(ctx context.Context, rec *store.Sandbox) (uint64, b
 }
 
 func (s *Service) observeOOM(ctx context.Context, rec *store.Sandbox) (uint64, bool) {
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return 0, false
 	}

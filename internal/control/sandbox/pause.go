@@ -42,11 +42,11 @@ func (s *Service) Pause(ctx context.Context, id string) (api.Sandbox, error) {
 // lifetime (holdClock, or restClock at its expiry) and data, with its
 // "reason", goes in its event.
 func (s *Service) pause(ctx context.Context, rec *store.Sandbox, clock func(*store.Sandbox, time.Time), data map[string]any) (api.Sandbox, error) {
-	d, p, err := s.pauserOf(rec)
+	d, p, err := s.drivers.pauser(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -94,11 +94,11 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	if rec.State != api.StatePaused {
 		return nil, errdefs.Conflict("sandbox_not_paused", "sandbox %s is %s, not paused", rec.ID, rec.State)
 	}
-	d, p, err := s.pauserOf(rec)
+	d, p, err := s.drivers.pauser(rec)
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -146,28 +146,15 @@ func (s *Service) autoResume(ctx context.Context, id, op string) (*store.Sandbox
 	return s.resume(ctx, rec, map[string]any{"reason": ReasonAuto, "op": op})
 }
 
-// pauserOf is the driver of rec, once it is sure the driver can pause.
-func (s *Service) pauserOf(rec *store.Sandbox) (driver.Driver, driver.Pauser, error) {
-	d, err := s.driverOf(rec)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, ok := d.(driver.Pauser)
-	if !ok || !d.Capabilities().Pause {
-		return nil, nil, errdefs.New(errdefs.ErrUnsupported, "unsupported", "the %s driver cannot pause sandboxes on this host", d.Name())
-	}
-	return d, p, nil
-}
-
 // recoverPaused settles a sandbox the store calls paused after a restart:
 // frozen again if its agent lives (a crash may have come between a thaw
 // and its record), else stopped.
 func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
-	d, p, err := s.pauserOf(rec)
+	d, p, err := s.drivers.pauser(rec)
 	if err != nil {
 		return
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		s.failOrphan(ctx, rec, "its driver handle could not be read")
 		return

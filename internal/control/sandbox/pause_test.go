@@ -129,7 +129,7 @@ func (f *liveFixture) handle(t *testing.T, id string) driver.Handle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := f.svc.decodeHandle(rec)
+	h, err := f.svc.seals.decodeHandle(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

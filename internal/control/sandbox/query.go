@@ -92,7 +92,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 			sb.Error = fmt.Sprintf("its %s driver is not loaded on this server", r.Driver)
 		}
 	}
-	if h, err := s.decodeHandle(r); err == nil && h.Workdir != "" {
+	if h, err := s.seals.decodeHandle(r); err == nil && h.Workdir != "" {
 		sb.Cwd = h.Workdir
 	}
 	return sb

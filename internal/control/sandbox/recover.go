@@ -73,11 +73,11 @@ func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) err
 }
 
 func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
-	d, err := s.driverOf(rec)
+	d, err := s.drivers.of(rec)
 	if err != nil {
 		return
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		s.failOrphan(ctx, rec, "its driver handle could not be read")
 		return
@@ -87,7 +87,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 		// A crash while a snapshot copied the sandbox's files left it
 		// frozen (the copy freezes it) under a record that is not paused:
 		// thaw it, or its agent never answers and it is stopped below.
-		if _, p, perr := s.pauserOf(rec); perr == nil {
+		if _, p, perr := s.drivers.pauser(rec); perr == nil {
 			if terr := p.Resume(ctx, h); terr != nil {
 				s.log.Warn("thaw a recovered sandbox", logattr.Sandbox(rec.ID), "err", terr)
 			}
@@ -133,8 +133,8 @@ func (s *Service) lost(ctx context.Context, rec *store.Sandbox, d driver.Driver,
 }
 
 func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason string) {
-	if d, err := s.driverOf(rec); err == nil {
-		if h, err := s.decodeHandle(rec); err == nil {
+	if d, err := s.drivers.of(rec); err == nil {
+		if h, err := s.seals.decodeHandle(rec); err == nil {
 			tctx, cancel := s.teardownContext(ctx)
 			_ = d.Destroy(tctx, h)
 			cancel()

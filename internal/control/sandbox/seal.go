@@ -24,26 +24,32 @@ type Sealer interface {
 // sealedPrefix starts a sealed value: "hutch-sealed:v1:<key id>:<nonce>:<ciphertext>".
 const sealedPrefix = "hutch-sealed:v1:"
 
-func (s *Service) seal(tenantID, name, v string) (string, error) {
-	if s.cfg.Sealer == nil {
+// seals seals and opens what the store keeps of sandboxes, under its
+// Sealer; without one (tests) values are kept in clear.
+type seals struct {
+	sealer Sealer
+}
+
+func (s seals) seal(tenantID, name, v string) (string, error) {
+	if s.sealer == nil {
 		return v, nil
 	}
-	nonce, ct, err := s.cfg.Sealer.Seal(tenantID, name, []byte(v))
+	nonce, ct, err := s.sealer.Seal(tenantID, name, []byte(v))
 	if err != nil {
 		return "", err
 	}
 	enc := base64.RawStdEncoding
-	return sealedPrefix + s.cfg.Sealer.KeyID() + ":" + enc.EncodeToString(nonce) + ":" + enc.EncodeToString(ct), nil
+	return sealedPrefix + s.sealer.KeyID() + ":" + enc.EncodeToString(nonce) + ":" + enc.EncodeToString(ct), nil
 }
 
 // unseal opens what seal made; a value stored before sealing existed is
 // returned as it is.
-func (s *Service) unseal(tenantID, name, v string) (string, error) {
+func (s seals) unseal(tenantID, name, v string) (string, error) {
 	rest, ok := strings.CutPrefix(v, sealedPrefix)
 	if !ok {
 		return v, nil
 	}
-	if s.cfg.Sealer == nil {
+	if s.sealer == nil {
 		return "", fmt.Errorf("%s is sealed, and this service has no key", name)
 	}
 	parts := strings.Split(rest, ":")
@@ -56,15 +62,15 @@ func (s *Service) unseal(tenantID, name, v string) (string, error) {
 	if err1 != nil || err2 != nil {
 		return "", fmt.Errorf("%s: malformed sealed value", name)
 	}
-	b, err := s.cfg.Sealer.Open(parts[0], tenantID, name, nonce, ct)
+	b, err := s.sealer.Open(parts[0], tenantID, name, nonce, ct)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", name, err)
 	}
 	return string(b), nil
 }
 
-// sealEnv seals each value of a sandbox's env for the store.
-func (s *Service) sealEnv(rec *store.Sandbox, env map[string]string) (map[string]string, error) {
+// env seals each value of a sandbox's env for the store.
+func (s seals) env(rec *store.Sandbox, env map[string]string) (map[string]string, error) {
 	if len(env) == 0 {
 		return env, nil
 	}
@@ -79,8 +85,8 @@ func (s *Service) sealEnv(rec *store.Sandbox, env map[string]string) (map[string
 	return out, nil
 }
 
-// openEnv is a sandbox's env as its create gave it: sealEnv undone.
-func (s *Service) openEnv(rec *store.Sandbox) (map[string]string, error) {
+// openEnv is a sandbox's env as its create gave it: env undone.
+func (s seals) openEnv(rec *store.Sandbox) (map[string]string, error) {
 	if len(rec.Env) == 0 {
 		return nil, nil
 	}
@@ -96,7 +102,7 @@ func (s *Service) openEnv(rec *store.Sandbox) (map[string]string, error) {
 }
 
 // encodeHandle is h as the store keeps it: its token sealed.
-func (s *Service) encodeHandle(rec *store.Sandbox, h driver.Handle) ([]byte, error) {
+func (s seals) encodeHandle(rec *store.Sandbox, h driver.Handle) ([]byte, error) {
 	tok, err := s.seal(rec.TenantID, "sandbox/"+rec.ID+"/token", h.Token)
 	if err != nil {
 		return nil, fmt.Errorf("seal the token of sandbox %s: %w", rec.ID, err)
@@ -106,7 +112,7 @@ func (s *Service) encodeHandle(rec *store.Sandbox, h driver.Handle) ([]byte, err
 }
 
 // decodeHandle is the record's handle with its token opened.
-func (s *Service) decodeHandle(rec *store.Sandbox) (driver.Handle, error) {
+func (s seals) decodeHandle(rec *store.Sandbox) (driver.Handle, error) {
 	h, err := decodeHandle(rec.Handle)
 	if err != nil {
 		return h, err

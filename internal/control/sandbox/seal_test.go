@@ -45,7 +45,7 @@ func TestSealedAtRest(t *testing.T) {
 	if !strings.HasPrefix(h.Token, sealedPrefix) || !strings.HasPrefix(rec.Env["TOKEN"], sealedPrefix) {
 		t.Fatalf("stored token %q and env %q; want both sealed", h.Token, rec.Env["TOKEN"])
 	}
-	clear, err := f.svc.decodeHandle(rec)
+	clear, err := f.svc.seals.decodeHandle(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

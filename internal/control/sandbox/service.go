@@ -127,15 +127,17 @@ type DiskGuard interface {
 type Service struct {
 	cfg     Config
 	store   store.Store
-	drivers *driver.Set
+	drivers drivers
 	log     *slog.Logger
 	events  *events.Log
 	gateway Gateway
 
 	settings atomic.Pointer[api.Settings] // in force (settings.go)
+	seals    seals                        // what the store keeps sealed (seal.go)
+	observe  observer                     // the Observer's reports (observe.go)
 
-	locks   keylock.Map // serialises the lifecycle calls of each sandbox
-	admitMu sync.Mutex  // serialises admissions (admission.go)
+	locks     keylock.Map // serialises the lifecycle calls of each sandbox
+	admission *admission  // (admission.go)
 
 	// lost receives the sandboxes whose agent a call could not reach
 	// (agentcheck.go).
@@ -180,10 +182,13 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		cfg:        cfg,
 		store:      cfg.Store,
-		drivers:    cfg.Drivers,
+		drivers:    drivers{Set: cfg.Drivers, snapshotDir: cfg.SnapshotDir},
 		log:        cfg.Log,
 		events:     cfg.Events,
 		gateway:    cfg.Gateway,
+		seals:      seals{sealer: cfg.Sealer},
+		admission:  &admission{store: cfg.Store, node: cfg.Node, capacity: cfg.Capacity, quotas: cfg.TenantQuotas, log: cfg.Log},
+		observe:    observer{o: cfg.Observer},
 		lostAgents: make(chan string, lostQueue),
 		lives:      map[string]*live{},
 		capturing:  map[string]bool{},

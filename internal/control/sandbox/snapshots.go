@@ -23,21 +23,6 @@ import (
 // (Restore), and Fork is a snapshot that starts n sandboxes and is then
 // dropped.
 
-// snapshotter is the driver of rec, once it is sure the driver can copy
-// sandboxes' files.
-func (s *Service) snapshotter(rec *store.Sandbox) (driver.Driver, driver.Snapshotter, error) {
-	d, err := s.driverOf(rec)
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, ok := d.(driver.Snapshotter)
-	if !ok || !d.Capabilities().Snapshots || s.cfg.SnapshotDir == "" {
-		return nil, nil, errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported",
-			"the %s driver on this host cannot snapshot sandboxes (the namespace driver can, as root where the data directory's filesystem id-maps mounts, or rootless)", d.Name())
-	}
-	return d, sn, nil
-}
-
 // Snapshot copies the files of the caller's sandbox id, running or
 // stopped, into a new snapshot.
 func (s *Service) Snapshot(ctx context.Context, id string, req api.CreateSnapshotRequest) (api.Snapshot, error) {
@@ -63,14 +48,14 @@ func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) 
 	if err := require(OpSnapshot, rec); err != nil {
 		return nil, st, err
 	}
-	_, sn, err := s.snapshotter(rec)
+	_, sn, err := s.drivers.snapshotter(rec)
 	if err != nil {
 		return nil, st, err
 	}
 	if err := s.cfg.Disk.Check("a snapshot"); err != nil {
 		return nil, st, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return nil, st, err
 	}
@@ -179,11 +164,11 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	if rec.State != api.StateRunning {
 		return api.Sandbox{}, errdefs.Conflict("sandbox_not_running", "sandbox %s is %s; start it, then restore", id, rec.State)
 	}
-	d, sn, err := s.snapshotter(rec)
+	d, sn, err := s.drivers.snapshotter(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	h, err := s.decodeHandle(rec)
+	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -196,7 +181,7 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	raw, err := s.encodeHandle(rec, h)
+	raw, err := s.seals.encodeHandle(rec, h)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
@@ -238,7 +223,7 @@ func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api
 			s.log.Error("drop a fork's snapshot", "snapshot", snap.ID, "err", err)
 		}
 	}()
-	env, err := s.openEnv(rec)
+	env, err := s.seals.openEnv(rec)
 	if err != nil {
 		return out, err
 	}
