@@ -103,8 +103,13 @@ func lookupError(op, name string, err error) error {
 // symlink is followed when follow. The descriptors are closed once found
 // returns.
 func lookup(dirs []string, name string, follow bool, found func(dir int, base string, st *unix.Stat_t) error) error {
-	if strings.IndexByte(name, 0) >= 0 {
+	switch {
+	case strings.IndexByte(name, 0) >= 0:
 		return unix.EINVAL
+	case len(name) > maxPath:
+		// As the kernel refuses it: no lookup costs more than a path's
+		// length in names.
+		return unix.ENAMETOOLONG
 	}
 	root := make(level, 0, len(dirs))
 	defer func() { root.close() }()
@@ -177,7 +182,7 @@ func lookup(dirs []string, name string, follow bool, found func(dir int, base st
 		}
 		path = append(path, next)
 	}
-	// name is the root itself.
+	// name ends at a directory: the root, a "..", a link to "/".
 	dir := cur()
 	var st unix.Stat_t
 	if err := unix.Fstat(dir[0], &st); err != nil {
@@ -245,6 +250,10 @@ func (l level) descend(top int, name string) (level, error) {
 		if isOpaque(sub) {
 			break
 		}
+	}
+	if len(next) == 0 {
+		// Gone since it was found: the layers changed under the lookup.
+		return nil, unix.ENOENT
 	}
 	return next, nil
 }

@@ -20,7 +20,7 @@ import (
 
 // unpackLayers unpacks each of layers (bottom first) in Layer mode into
 // a directory of its own under base and returns them, bottom first.
-func unpackLayers(t *testing.T, base string, layers ...[]ent) []string {
+func unpackLayers(t testing.TB, base string, layers ...[]ent) []string {
 	t.Helper()
 	var dirs, lowers []string
 	for i, l := range layers {
@@ -154,4 +154,28 @@ func TestLookupStaysInRoot(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ReadFile of a fifo waits for a writer")
 	}
+}
+
+// FuzzLookup: whatever name an image's config or files give, a lookup
+// ends inside the image: it never reads the host's file its links name.
+func FuzzLookup(f *testing.F) {
+	base := f.TempDir()
+	host := filepath.Join(base, "host")
+	if err := os.Mkdir(host, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	writeFile(f, filepath.Join(host, "secret"), "host")
+	dirs := unpackLayers(f, base,
+		[]ent{dir("etc", 0o755), file("etc/passwd", "root", 0o644), dir("a", 0o755), dir("a/b", 0o755)},
+		[]ent{whiteout(".wh.etc"), symlink("etc", host), symlink("a/up", "../../../../../.."+host), symlink("a/b/self", "."), symlink("abs", "/")},
+	)
+	for _, s := range []string{"etc/secret", "/a/up/secret", "a/b/self/../../etc/secret", "abs/abs/..", "../" + host + "/secret", host + "/secret"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if b, err := layer.ReadFile(dirs, name, 1<<10); err == nil && string(b) == "host" {
+			t.Fatalf("ReadFile(%q) read the host's file", name)
+		}
+		_, _ = layer.Stat(dirs, name)
+	})
 }
