@@ -99,7 +99,7 @@ build:
 		if r.role != api.RoleDev {
 			continue
 		}
-		task := runTask(t, s, a.ID, "sh", "-c", attack+" > /tmp/task-read 2>&1; true")
+		task := runTask(t, s, a.ID, "sh", "-c", "{\n"+attack+"\n} > /tmp/task-read 2>&1; true")
 		if task.Status != api.TaskSucceeded {
 			t.Fatalf("task: %+v", task)
 		}
