@@ -103,6 +103,9 @@ type Config struct {
 	// Credential, when set, is the user and group every command runs as
 	// (the agent needs CAP_SETUID and CAP_SETGID for it).
 	Credential *syscall.Credential
+	// AppCredential, when set, is who the app's processes run as instead
+	// (see envelope.AppGID).
+	AppCredential *syscall.Credential
 	// Adopt, when set, is called with each command's pid right after it
 	// starts (to move it into the sandbox's cgroup); an error kills the
 	// command.
@@ -144,6 +147,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		CommandRlimits:     e.CommandRlimits,
 		Prlimit:            e.Prlimit,
 		Credential:         credential(e.RunAs),
+		AppCredential:      appCredential(e.RunAs),
 		Logger:             logger,
 	}
 }
@@ -155,6 +159,22 @@ func credential(r *envelope.RunAs) *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
+}
+
+// appCredential is who the app's processes run as: where commands run as
+// an unprivileged user, that user with envelope.AppGID for its group (or
+// the one below, should the user's own group be AppGID), so that its
+// config stays out of the commands' reach; otherwise nil, as the
+// commands, since root inside may take any ids.
+func appCredential(r *envelope.RunAs) *syscall.Credential {
+	if credential(r) == nil || r.UID == 0 {
+		return nil
+	}
+	gid := uint32(envelope.AppGID)
+	if r.GID == gid {
+		gid--
+	}
+	return &syscall.Credential{Uid: r.UID, Gid: gid, Groups: []uint32{}}
 }
 
 func (c *Config) validate() error {
@@ -251,6 +271,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.app = supervisor.New(supervisor.Config{
 		Commands:        s.procs,
+		Credential:      cfg.AppCredential,
 		Root:            root,
 		Stopping:        s.stopping,
 		MaxRequestBytes: cfg.MaxRequestBytes,
