@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
 )
 
@@ -18,8 +20,9 @@ import (
 // is in their environment, and a command of the sandbox (its user, as an
 // exec or a task runs) tries to read it from /proc: environ and mem are
 // refused, since the app's processes have a group of their own
-// (envelope.AppGID). They still run as the sandbox's user: what they
-// write in the app directory is the user's to change.
+// (envelope.AppGID); the app's processes cannot read a command's either
+// (a task's config for the agent). They still run as the sandbox's user:
+// what they write in the app directory is the user's to change.
 func TestAppEnvOutOfCommandsReach(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("running commands as another user needs root; CI runs this as root")
@@ -39,11 +42,19 @@ func TestAppEnvOutOfCommandsReach(t *testing.T) {
 	if err := os.Chown(f.Work, user, user); err != nil {
 		t.Fatal(err)
 	}
-	writeManifest(t, f.Work, `version: 1
+	// A command of the user's holding the agent's config, as a task does.
+	task, err := f.Client.StartProcess(context.Background(), api.ProcessRequest{Cmd: []string{"sleep", "100000"},
+		Env: map[string]string{"AGENT_SECRET": "s3cret-agent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeManifest(t, f.Work, fmt.Sprintf(`version: 1
 workers:
   - name: app
     command: echo made > made-by-app; exec sleep 100000
-`)
+  - name: peek
+    command: if (exec 3< /proc/%[1]d/environ) 2>/dev/null; then echo "environ opened"; tr '\0' '\n' < /proc/%[1]d/environ; else echo "environ refused"; fi; exec sleep 100000
+`, task.PID))
 	configure(t, f, map[string]string{"APP_SECRET": "s3cret-runtime"})
 	pid := waitProc(t, f, "app", "running", running).PID
 
@@ -76,5 +87,11 @@ workers:
 		if strings.Contains(got, leak) {
 			t.Errorf("the user's command read the app's process (%q):\n%s", leak, got)
 		}
+	}
+	// Nor does the app read the command's.
+	waitProc(t, f, "peek", "running", running)
+	lines := logLines(t, f, "peek", 100)
+	if !hasLine(lines, agentproto.Stdout, "environ refused") || hasLine(lines, agentproto.Stdout, "s3cret-agent") {
+		t.Errorf("the app reading a command of the user's: %+v", lines)
 	}
 }
