@@ -90,6 +90,11 @@ build:
 		})
 		wantIn(t, r.role+" web process env", env, []string{"RUNTIME_ONLY=runtime-value", "BOTH_SECRET=s3cret-both", "PORT=8080"},
 			[]string{"AGENT_ONLY", "PLAIN_CP"})
+		// The user may signal the app's processes (the same uid), but
+		// they dump no core for it to read.
+		if out := execOut(t, c, r.id, false, fmt.Sprintf(`awk '/^Max core file size/{print $5, $6}' /proc/%d/limits`, pid)); out != "0 0\n" {
+			t.Errorf("%s web process's core limit: %q, want 0 0", r.role, out)
+		}
 		attack := readProcs(pid)
 		for _, asRoot := range []bool{false, true} {
 			out := execOut(t, c, r.id, asRoot, attack)
