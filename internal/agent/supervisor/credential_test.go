@@ -48,6 +48,7 @@ func TestAppEnvOutOfCommandsReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = syscall.Kill(task.PID, syscall.SIGKILL) })
 	writeManifest(t, f.Work, fmt.Sprintf(`version: 1
 workers:
   - name: app
