@@ -65,8 +65,9 @@ func TestAppConfig(t *testing.T) {
 
 	// The app's processes get the runtime's config, in both roles: a
 	// process the app adds to its manifest reads the web process's
-	// environment. Nothing else in the sandbox can read it out of them,
-	// not a plain exec, a task or root (docs/SECURITY.md, row 30).
+	// environment. Nothing else in the sandbox can read it out of them
+	// or take their ids, not a plain exec, a task or root, which holds no
+	// capability in a sandbox of the user's (docs/SECURITY.md, row 30).
 	for _, r := range []struct{ role, id string }{{api.RoleDev, a.Dev}, {api.RoleLive, a.Live}} {
 		pid := webPID(t, s, a.ID, r.role)
 		manifest := fmt.Sprintf(`version: 1
@@ -99,7 +100,7 @@ build:
 		for _, asRoot := range []bool{false, true} {
 			out := execOut(t, c, r.id, asRoot, attack)
 			wantIn(t, fmt.Sprintf("%s: an exec (root %v) reading the web process", r.role, asRoot), out,
-				[]string{"environ refused", "mem refused"}, []string{"runtime-value", "s3cret-both", "opened"})
+				[]string{"environ refused", "mem refused", "ids refused"}, []string{"runtime-value", "s3cret-both", "opened"})
 		}
 		if r.role != api.RoleDev {
 			continue
@@ -114,7 +115,7 @@ build:
 		}
 		// The task's own environment holds BOTH_SECRET: only the
 		// runtime's own value must not be there.
-		wantIn(t, "a task reading the web process", out, []string{"environ refused", "mem refused"},
+		wantIn(t, "a task reading the web process", out, []string{"environ refused", "mem refused", "ids refused"},
 			[]string{"runtime-value", "opened"})
 	}
 	// A plain exec in the sandbox sees none of it.
@@ -213,13 +214,15 @@ func appLog(t *testing.T, s *server, appID, role, name string) string {
 }
 
 // readProcs is a shell script that tries to read the environment and the
-// memory of process pid, then every process's environment, and says what
-// it was refused.
+// memory of process pid, then to take its ids and read its environment,
+// then every process's environment, and says what it was refused.
 func readProcs(pid int) string {
 	return fmt.Sprintf(`for f in environ mem; do
 			if (exec 3< /proc/%[1]d/$f) 2>/dev/null; then echo "$f opened"; else echo "$f refused"; fi
 		done
 		tr '\0' '\n' < /proc/%[1]d/environ
+		set -- $(awk '/^Uid:/{u=$2} /^Gid:/{g=$2} END{print u, g}' /proc/%[1]d/status)
+		setpriv --reuid "$1" --regid "$2" --clear-groups cat /proc/%[1]d/environ || echo "ids refused"
 		for p in /proc/[0-9]*; do tr '\0' '\n' < "$p/environ"; done 2>/dev/null`, pid)
 }
 
