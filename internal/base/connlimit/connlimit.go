@@ -12,6 +12,10 @@
 //     on it showed a valid key) is closed after Config.AnonymousIdle
 //     idle, a few seconds, rather than the server's IdleTimeout.
 //
+// An idle connection closed this way is closed as the server's own idle
+// timeout closes one: a request its client sends at that moment fails,
+// and HTTP clients send it again on a new connection.
+//
 // The server reports its connections' states to the listener through
 // http.Server.ConnState and gives each request its connection through
 // ConnContext; until a connection's state is reported it counts as busy,
@@ -39,7 +43,9 @@ type Config struct {
 	// AnonymousIdle, when positive, is how long a connection that has
 	// not authenticated may sit idle before it is closed.
 	AnonymousIdle time.Duration
-	Log           *slog.Logger
+	// Log is where refusals go (at most one line per address every 10 s);
+	// nil discards them.
+	Log *slog.Logger
 }
 
 // Listener is a net.Listener whose Accept keeps each client address
@@ -61,6 +67,9 @@ type client struct {
 
 // New wraps ln under cfg.
 func New(ln net.Listener, cfg Config) *Listener {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	return &Listener{Listener: ln, cfg: cfg, clients: map[string]*client{}}
 }
 
