@@ -922,7 +922,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign a URL of a port's preview: whoever holds it gets in, private port or not, until it expires (an hour by default, a day at most); a browser that opens it gets a cookie for that preview's host that lasts as long */
+        /** Sign a URL of a port's preview: whoever holds it gets in, private port or not, until it expires (an hour by default, a day at most) or the caller's key is revoked; a browser that opens it gets a cookie for that preview's host that lasts as long, and ends with the key too */
         post: operations["previewURL"];
         delete?: never;
         options?: never;
