@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,9 +92,115 @@ func TestCredentialsStayWithRegistry(t *testing.T) {
 			if err == nil {
 				t.Fatal("Open succeeded against a registry with no image")
 			}
-			if leaked, n := other.got(password); leaked {
+			leaked, n := other.got(password)
+			if leaked {
 				t.Errorf("the password reached %s (%d requests there; Open: %v)", other.named(), n, err)
 			}
+			if n == 0 {
+				t.Errorf("the registry never sent Open to %s: the test proves nothing (Open: %v)", other.named(), err)
+			}
 		})
+	}
+}
+
+// hosts answers as registries and token services on any host, recording
+// which host was sent which Authorization header.
+type hosts struct {
+	realm string // the registries' token realm
+	mu    sync.Mutex
+	auth  map[string][]string
+}
+
+func (h *hosts) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.auth[req.URL.Host] = append(h.auth[req.URL.Host], req.Header.Get("Authorization"))
+	h.mu.Unlock()
+	rec := httptest.NewRecorder()
+	switch {
+	case req.URL.Path == "/token":
+		fmt.Fprint(rec, `{"token":"granted"}`)
+	case !strings.HasPrefix(req.Header.Get("Authorization"), "Bearer "):
+		rec.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q,service="s"`, h.realm))
+		rec.WriteHeader(http.StatusUnauthorized)
+	default:
+		rec.WriteHeader(http.StatusNotFound)
+	}
+	return rec.Result(), nil
+}
+
+// TestCredentialsHosts: which hosts are sent the credentials, for a
+// reference and the token realm its registry names: its own host and
+// port, however the reference spells them, and Docker Hub's token
+// service for Docker Hub alone.
+func TestCredentialsHosts(t *testing.T) {
+	const basic = "Basic dTpwdw==" // u:pw
+	for _, tc := range []struct {
+		ref, realm string
+		sent       map[string]bool // host → sent the credentials
+	}{
+		{"docker.io/library/x:1", "https://auth.docker.io/token", map[string]bool{"index.docker.io": true, "auth.docker.io": true}},
+		{"library/x:1", "https://auth.docker.io/token", map[string]bool{"index.docker.io": true, "auth.docker.io": true}},
+		{"ghcr.io/x:1", "https://ghcr.io/token", map[string]bool{"ghcr.io": true}},
+		{"ghcr.io:443/x:1", "https://GHCR.io/token", map[string]bool{"ghcr.io:443": true, "GHCR.io": true}},
+		{"ghcr.io/x:1", "https://evil.example/token", map[string]bool{"ghcr.io": true, "evil.example": false}},
+		{"ghcr.io/x:1", "https://ghcr.io:8443/token", map[string]bool{"ghcr.io": true, "ghcr.io:8443": false}},
+		{"registry.example.com/x:1", "https://auth.docker.io/token", map[string]bool{"registry.example.com": true, "auth.docker.io": false}},
+	} {
+		t.Run(tc.ref+" "+tc.realm, func(t *testing.T) {
+			h := &hosts{realm: tc.realm, auth: map[string][]string{}}
+			_, err := image.Open(context.Background(), image.Source{Ref: tc.ref, Username: "u", Password: "pw", Transport: h})
+			if err == nil {
+				t.Fatal("Open found an image no host has")
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			for host, want := range tc.sent {
+				seen, ok := h.auth[host]
+				if !ok {
+					t.Errorf("%s was never asked (asked: %v)", host, h.auth)
+					continue
+				}
+				if got := slices.Contains(seen, basic); got != want {
+					t.Errorf("%s sent the credentials: %v, want %v (headers %q)", host, got, want, seen)
+				}
+			}
+		})
+	}
+}
+
+// TestRegistryHost: the names of a registry host, and what is not one.
+func TestRegistryHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"ghcr.io":                   "ghcr.io",
+		"GHCR.IO":                   "ghcr.io",
+		"ghcr.io:443":               "ghcr.io",
+		"docker.io":                 "index.docker.io",
+		"index.docker.io":           "index.docker.io",
+		"registry.example.com:5000": "registry.example.com:5000",
+		"127.0.0.1:5000":            "127.0.0.1:5000",
+		"[::1]:5000":                "[::1]:5000",
+		"":                          "",
+		"https://ghcr.io":           "",
+		"ghcr.io/team":              "",
+		"user@ghcr.io":              "",
+		"ghcr.io:":                  "",
+		"ghcr.io:http":              "",
+		" ghcr.io":                  "",
+		"ghcr.io\n":                 "",
+	} {
+		got, err := image.RegistryHost(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("RegistryHost(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for ref, want := range map[string]string{
+		"debian:bookworm":                                    "index.docker.io",
+		"docker.io/library/debian":                           "index.docker.io",
+		"ghcr.io:443/team/app:1":                             "ghcr.io",
+		"127.0.0.1:5000/x@sha256:" + strings.Repeat("a", 64): "127.0.0.1:5000",
+	} {
+		if got, err := image.RefRegistry(ref); got != want || err != nil {
+			t.Errorf("RefRegistry(%q) = %q, %v; want %q", ref, got, err, want)
+		}
 	}
 }
