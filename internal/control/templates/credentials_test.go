@@ -1,23 +1,18 @@
 package templates_test
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/control/auth"
-	"github.com/hutchdev/hutch/internal/control/events"
-	secretsvc "github.com/hutchdev/hutch/internal/control/secrets"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/templates"
-	"github.com/hutchdev/hutch/internal/store/sqlite"
 )
 
 // recorder is a registry a caller runs: it records every Authorization
@@ -49,6 +44,17 @@ func startRecorder(t *testing.T, challenge string) *recorder {
 
 func (r *recorder) host() string { return strings.TrimPrefix(r.URL, "http://") }
 
+// named is r's address by name, which go-containerregistry takes as a
+// token realm where it refuses a loopback address.
+func (r *recorder) named() string { return "localhost:" + r.URL[strings.LastIndex(r.URL, ":")+1:] }
+
+// requests is how many requests r was sent.
+func (r *recorder) requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
+}
+
 // leaked reports whether any request r saw carried password.
 func (r *recorder) leaked(password string) bool {
 	r.mu.Lock()
@@ -65,38 +71,65 @@ func (r *recorder) leaked(password string) bool {
 	return false
 }
 
-// TestPasswordSecretAttack: a member key names the tenant's provider key
-// as a pull's password_secret, with a reference to a registry it runs.
+// TestPasswordSecretAttack: a member key names one of its tenant's
+// secrets as a pull's password_secret, with a reference to a registry it
+// runs, to read the secret there. An env secret (the provider key the
+// gateway keeps out of every sandbox) is refused before anything is
+// dialled; a registry secret bound to another host too; and a registry
+// secret's own registry cannot pass it on through a token realm on
+// another host.
 func TestPasswordSecretAttack(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tn, _, _, err := auth.CreateTenant(tenancy.System(context.Background()), st, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "a", Role: api.RoleAdmin})
-	member := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "m", Role: api.RoleMember})
-	sealer, err := secretsvc.NewSealer(make([]byte, secretsvc.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := events.New(st, events.Config{})
-	sec := secretsvc.New(secretsvc.Config{}, st, sealer, ev, nil)
 	const providerKey = "sk-live-PROVIDER-KEY-42"
-	if _, err := sec.Create(admin, "OPENAI_API_KEY", "the gateway's", secretsvc.NewValue([]byte(providerKey))); err != nil {
-		t.Fatal(err)
-	}
-	evil := startRecorder(t, `Basic realm="evil"`)
-	svc, err := templates.New(templates.Config{Dir: filepath.Join(t.TempDir(), "layers"),
-		Registries: templates.RegistryPolicy{Insecure: []string{evil.host()}}}, st, sec, ev, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = svc.Pull(member, api.CreateTemplateRequest{Name: "x", Ref: evil.host() + "/x:1", Username: "u", PasswordSecret: "OPENAI_API_KEY"})
-	if evil.leaked(providerKey) {
-		t.Fatalf("the provider key reached the caller's registry as a pull's password (pull: %v)", err)
+	env := secret{secrets.Spec{Name: "OPENAI_API_KEY", Description: "the gateway's"}, providerKey}
+	t.Run("an env secret to the caller's registry", func(t *testing.T) {
+		evil := startRecorder(t, `Basic realm="evil"`)
+		svc, member, _ := newService(t, false, templates.RegistryPolicy{Insecure: []string{evil.host()}}, env)
+		_, err := svc.Pull(member, api.CreateTemplateRequest{Name: "x", Ref: evil.host() + "/x:1", Username: "u", PasswordSecret: env.spec.Name})
+		if evil.leaked(providerKey) {
+			t.Fatalf("the provider key reached the caller's registry as a pull's password (pull: %v)", err)
+		}
+		wantRefused(t, err, "secret_not_registry")
+		if n := evil.requests(); n != 0 {
+			t.Errorf("the caller's registry was sent %d requests; want none", n)
+		}
+	})
+	t.Run("a registry secret to another registry", func(t *testing.T) {
+		const password = "ghcr-PASSWORD-42"
+		ghcr := secret{secrets.Spec{Name: "GHCR", Kind: api.SecretKindRegistry, Registry: "ghcr.io"}, password}
+		evil := startRecorder(t, `Basic realm="evil"`)
+		svc, member, _ := newService(t, false, templates.RegistryPolicy{Insecure: []string{evil.host()}}, ghcr)
+		_, err := svc.Pull(member, api.CreateTemplateRequest{Name: "x", Ref: evil.host() + "/x:1", Username: "u", PasswordSecret: "GHCR"})
+		if evil.leaked(password) {
+			t.Fatalf("ghcr.io's password reached another registry (pull: %v)", err)
+		}
+		wantRefused(t, err, "secret_registry_mismatch")
+		if n := evil.requests(); n != 0 {
+			t.Errorf("the other registry was sent %d requests; want none", n)
+		}
+	})
+	t.Run("a registry secret to a token realm on another host", func(t *testing.T) {
+		const password = "registry-PASSWORD-42"
+		realm := startRecorder(t, `Basic realm="evil"`)
+		bound := startRecorder(t, fmt.Sprintf(`Bearer realm="http://%s/token",service="evil"`, realm.named()))
+		sec := secret{secrets.Spec{Name: "REG", Kind: api.SecretKindRegistry, Registry: bound.host()}, password}
+		svc, member, _ := newService(t, false, templates.RegistryPolicy{Insecure: []string{bound.host(), realm.named()}}, sec)
+		_, err := svc.Pull(member, api.CreateTemplateRequest{Name: "x", Ref: bound.host() + "/x:1", Username: "u", PasswordSecret: "REG"})
+		if err == nil {
+			t.Fatal("Pull succeeded from a registry with no image")
+		}
+		if realm.leaked(password) {
+			t.Errorf("the password reached the token realm on %s (pull: %v)", realm.named(), err)
+		}
+		if realm.requests() == 0 {
+			t.Errorf("the pull never reached the token realm: the test proves nothing (pull: %v)", err)
+		}
+	})
+}
+
+// wantRefused fails t unless err is a 4xx of code.
+func wantRefused(t *testing.T, err error, code string) {
+	t.Helper()
+	if status, _, _ := errdefs.HTTPStatus(err); !errdefs.HasCode(err, code) || status < 400 || status > 499 {
+		t.Errorf("Pull = %v (status %d); want a 4xx of code %s", err, status, code)
 	}
 }
