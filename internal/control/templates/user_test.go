@@ -56,7 +56,7 @@ func TestUserResolvedInsideImage(t *testing.T) {
 				if shared && os.Geteuid() != 0 {
 					t.Skip("shared layers keep the image's owners: root only")
 				}
-				svc, ctx, _ := newService(t, shared, templates.RegistryPolicy{}, nil)
+				svc, ctx, _ := newService(t, shared, templates.RegistryPolicy{})
 				opts := testutil.BusyboxOpts()
 				opts.User = tc.user
 				opts.Layers = [][]testutil.TarEntry{append(append([]testutil.TarEntry{}, own...), tc.link)}
