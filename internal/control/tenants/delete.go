@@ -125,6 +125,9 @@ func (s *Service) run(ctx context.Context, id string) (retErr error) {
 			d.fail(retErr)
 		}
 	}()
+	if err := d.update(func(r *api.TenantDeletion) { r.Error = "" }); err != nil {
+		return err
+	}
 	for _, st := range s.steps() {
 		if err := d.update(func(r *api.TenantDeletion) { r.Step = st.name }); err != nil {
 			return err

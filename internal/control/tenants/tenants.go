@@ -151,15 +151,19 @@ func toAPI(t store.Tenant) api.Tenant {
 	return api.Tenant{ID: t.ID, Name: t.Name, State: t.State, CreatedAt: t.CreatedAt, Deletion: t.Deletion}
 }
 
-// target reads the tenant the caller (an admin) would suspend or delete,
-// and refuses one that may not be: the caller's own, and the admin
-// tenant (403 tenant_protected).
+// target reads the tenant the caller would suspend, resume or delete: an
+// admin's key or the system may (403 admin_required), and never on the
+// caller's own tenant or the admin tenant (403 tenant_protected).
 func (s *Service) target(ctx context.Context, id, verb string) (store.Tenant, error) {
+	p, ok := tenancy.From(ctx)
+	if ok && !p.Holds(api.RoleAdmin) {
+		return store.Tenant{}, tenancy.RoleRequired(api.RoleAdmin)
+	}
 	t, err := s.st.GetTenant(ctx, id)
 	if err != nil {
 		return store.Tenant{}, err
 	}
-	if p, ok := tenancy.From(ctx); ok && p.TenantID == id {
+	if ok && p.TenantID == id {
 		return store.Tenant{}, errdefs.Forbidden("tenant_protected", "a tenant cannot %s itself: use another admin tenant's key", verb)
 	}
 	if t.Name == auth.AdminTenant {
