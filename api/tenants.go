@@ -24,8 +24,9 @@ const (
 
 // Event types recorded in the log of the admin's tenant whose key
 // suspended, resumed or deleted a tenant (the tenant's own log is erased
-// with it). Each carries "tenant_id" and "name" in Data; tenant.deleted
-// also "removed" (TenantRemoved).
+// with it). Each carries "tenant_id" and "name" in Data; tenant.suspended
+// also "stopped" (how many sandboxes it stopped), tenant.deleted
+// "removed" (TenantRemoved).
 const (
 	EventTenantSuspended = "tenant.suspended"
 	EventTenantResumed   = "tenant.resumed"
