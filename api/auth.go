@@ -34,16 +34,3 @@ type Key struct {
 type KeyList struct {
 	Keys []Key `json:"keys"`
 }
-
-// CreateTenantRequest is the body of POST /v1/tenants (admin only).
-type CreateTenantRequest struct {
-	Name string `json:"name"`
-}
-
-// Tenant is a tenant; Key is its first key, returned once on creation.
-type Tenant struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	Key       *Key      `json:"key,omitempty"`
-}

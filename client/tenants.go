@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -43,6 +44,61 @@ func (c *Client) TenantQuotas(ctx context.Context, id string) (*api.TenantQuotas
 func (c *Client) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (*api.TenantQuotas, error) {
 	var out api.TenantQuotas
 	if err := c.do(ctx, http.MethodPut, tenantPath(id)+"/quotas", nil, q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SuspendTenant suspends a tenant; it needs an admin key. The tenant's
+// sandboxes are stopped and its keys may only read (others get 403
+// tenant_suspended) until ResumeTenant. Its data stay.
+func (c *Client) SuspendTenant(ctx context.Context, id string) (*api.Tenant, error) {
+	return c.tenantCall(ctx, http.MethodPost, tenantPath(id)+"/suspend")
+}
+
+// ResumeTenant lifts a tenant's suspension; it needs an admin key. Its
+// sandboxes stay stopped until it starts them.
+func (c *Client) ResumeTenant(ctx context.Context, id string) (*api.Tenant, error) {
+	return c.tenantCall(ctx, http.MethodPost, tenantPath(id)+"/resume")
+}
+
+// DeleteTenant deletes a tenant with everything it owns; it needs an
+// admin key. The server answers at once: State is deleting while the
+// deletion runs (its Deletion says how far it got), deleted once it is
+// done, which every later call returns as it is. A call on a deletion
+// that stopped short runs it on. WaitTenantDeleted follows it.
+func (c *Client) DeleteTenant(ctx context.Context, id string) (*api.Tenant, error) {
+	return c.tenantCall(ctx, http.MethodDelete, tenantPath(id))
+}
+
+// WaitTenantDeleted polls a tenant being deleted until it is deleted and
+// returns it, calling progress (when not nil) with each read. A deletion
+// that stopped short (Deletion.Error) is an error saying why:
+// DeleteTenant again runs it on from there.
+func (c *Client) WaitTenantDeleted(ctx context.Context, id string, progress func(*api.Tenant)) (*api.Tenant, error) {
+	var t *api.Tenant
+	err := poll(ctx, func() (bool, error) {
+		var err error
+		if t, err = c.GetTenant(ctx, id); err != nil {
+			return false, err
+		}
+		if progress != nil {
+			progress(t)
+		}
+		if d := t.Deletion; t.State == api.TenantDeleting && d != nil && d.Error != "" {
+			return false, fmt.Errorf("client: the deletion of tenant %s stopped short: %s", id, d.Error)
+		}
+		if t.State != api.TenantDeleting && t.State != api.TenantDeleted {
+			return false, fmt.Errorf("client: tenant %s is %s, not being deleted", id, t.State)
+		}
+		return t.State == api.TenantDeleted, nil
+	})
+	return t, err
+}
+
+func (c *Client) tenantCall(ctx context.Context, method, path string) (*api.Tenant, error) {
+	var out api.Tenant
+	if err := c.do(ctx, method, path, nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,8 @@ import (
 func newTenantCmd(e *env) *cobra.Command {
 	quota := newGroup("quota", "Show or set a tenant's quotas", "", newQuotaGetCmd(e), newQuotaSetCmd(e))
 	quota.Aliases = []string{"quotas"}
-	return newGroup("tenant", "Create tenants; show and set their quotas (admin)", "", newTenantCreateCmd(e), quota)
+	return newGroup("tenant", "Create, suspend, resume and delete tenants; show and set their quotas (admin)", "",
+		newTenantCreateCmd(e), newTenantSuspendCmd(e), newTenantResumeCmd(e), newTenantDeleteCmd(e), quota)
 }
 
 // newTenantCreateCmd is `hutch tenant create NAME`.
@@ -43,6 +45,141 @@ func newTenantCreateCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// newTenantSuspendCmd is `hutch tenant suspend ID`.
+func newTenantSuspendCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "suspend ID",
+		Short: "Suspend a tenant: stop its sandboxes, let its keys only read (admin)",
+		Long: "Suspends the tenant ID: its keys may still read, anything else is refused (403\n" +
+			"tenant_suspended) and nothing of it starts; every sandbox of it is stopped, its files\n" +
+			"kept. Its data stay. hutch tenant resume undoes it.",
+		Args: nArgs(1, 1, "use: hutch tenant suspend ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.SuspendTenant(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printTenant(e, t, "suspended; its sandboxes are stopped")
+		},
+	}
+}
+
+// newTenantResumeCmd is `hutch tenant resume ID`.
+func newTenantResumeCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume ID",
+		Short: "Resume a suspended tenant; its sandboxes stay stopped (admin)",
+		Args:  nArgs(1, 1, "use: hutch tenant resume ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.ResumeTenant(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printTenant(e, t, "resumed; its sandboxes stay stopped until it starts them")
+		},
+	}
+}
+
+// newTenantDeleteCmd is `hutch tenant delete ID [--no-wait]`: it follows
+// the deletion on stderr, a line per step, until it is done.
+func newTenantDeleteCmd(e *env) *cobra.Command {
+	var noWait bool
+	cmd := &cobra.Command{
+		Use:   "delete ID [--no-wait]",
+		Short: "Delete a tenant with everything it owns; its record stays (admin)",
+		Long: "Deletes the tenant ID: its keys are revoked, then its apps, sandboxes, snapshots,\n" +
+			"templates, volumes, secrets and events are removed, and a record of the deletion stays\n" +
+			"(hutch prints each step as the server reaches it). It cannot be undone. A deletion that\n" +
+			"stopped short, or was cut short by a restart, goes on when run again; a deleted tenant's\n" +
+			"record is printed as it is.",
+		Args: nArgs(1, 1, "use: hutch tenant delete ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			t, err := c.DeleteTenant(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if !noWait && t.State == api.TenantDeleting {
+				progress := deleteProgress(e, t)
+				if t, err = c.WaitTenantDeleted(ctx, args[0], progress); err != nil {
+					return fmt.Errorf("%w; run hutch tenant delete %s again to go on", err, args[0])
+				}
+			}
+			if t.State == api.TenantDeleted {
+				return printTenant(e, t, "deleted: "+removedText(t.Deletion.Removed))
+			}
+			return printTenant(e, t, "is being deleted; hutch tenant delete "+t.ID+" again shows how far it got")
+		},
+	}
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "return once the deletion has begun")
+	return cmd
+}
+
+// deleteProgress returns what prints, on stderr, each step of a deletion
+// as it begins (nothing with --json).
+func deleteProgress(e *env, t *api.Tenant) func(*api.Tenant) {
+	if e.json {
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "hutch: deleting tenant %q (%s)\n", t.Name, t.ID)
+	last := ""
+	return func(t *api.Tenant) {
+		d := t.Deletion
+		if d == nil || d.Step == last || d.Step == api.DeleteStepDone {
+			return
+		}
+		last = d.Step
+		fmt.Fprintf(e.stderr, "hutch:   %s…  (removed so far: %s)\n", d.Step, removedText(d.Removed))
+	}
+}
+
+// removedText says what a deletion removed: "2 sandboxes, 1 key", or
+// "nothing".
+func removedText(r api.TenantRemoved) string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{r.Keys, "key"}, {r.Apps, "app"}, {r.Sandboxes, "sandbox"}, {r.Snapshots, "snapshot"}, {r.Templates, "template"},
+		{r.Volumes, "volume"}, {r.Secrets, "secret"}, {r.Events, "event"}} {
+		switch {
+		case c.n == 1:
+			parts = append(parts, "1 "+c.what)
+		case c.n > 1 && c.what == "sandbox":
+			parts = append(parts, fmt.Sprintf("%d sandboxes", c.n))
+		case c.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %ss", c.n, c.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printTenant prints a tenant's id on stdout and what became of it on
+// stderr, or the tenant as JSON.
+func printTenant(e *env, t *api.Tenant, what string) error {
+	if e.json {
+		return printJSON(e.stdout, t)
+	}
+	fmt.Fprintln(e.stdout, t.ID)
+	fmt.Fprintf(e.stderr, "hutch: tenant %q %s\n", t.Name, what)
+	return nil
 }
 
 // newQuotaGetCmd is `hutch tenant quota get [TENANT]`: the key's own

@@ -9,10 +9,10 @@ import (
 	"github.com/hutchdev/hutch/internal/control/auth"
 )
 
-// openAuth makes the admin tenant and its key on the first start, the
-// one authenticator of API keys for every door that takes them (the API,
-// previews, the E2B layer), so that revoking a key through the API ends
-// its previews' requests too, and what makes tenants.
+// openAuth makes the admin tenant and its key on the first start, and
+// the one authenticator of API keys for every door that takes them (the
+// API, previews, the E2B layer), so that revoking a key through the API
+// ends its previews' requests too.
 func (s *Server) openAuth(ctx context.Context, p *parts) error {
 	keyPath, created, err := auth.Bootstrap(tenancy.System(ctx), p.store, s.cfg.DataDir, s.log)
 	if err != nil {
@@ -23,6 +23,5 @@ func (s *Server) openAuth(ctx context.Context, p *parts) error {
 		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
 	}
 	p.auth = &auth.Authenticator{Store: p.store, Log: s.log}
-	p.tenants = &auth.Tenants{Store: p.store}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/control/tenants"
 	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
 	"github.com/hutchdev/hutch/internal/edge/gateway"
@@ -67,7 +68,6 @@ type parts struct {
 	sealer        *secrets.Sealer
 	secrets       *secrets.Service
 	auth          *auth.Authenticator
-	tenants       *auth.Tenants
 	node          string
 	storage       storage.Backend  // nil: the probe failed
 	storageInfo   *api.StorageInfo // nil: the probe failed
@@ -80,6 +80,7 @@ type parts struct {
 	settings      *settings.Service
 	previewKey    []byte
 	apps          *apps.Service
+	tenants       *tenants.Service
 	previews      *router.Router
 	e2b           *e2b.Handler
 	api           *httpapi.API
@@ -113,6 +114,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		s.runSandboxes,
 		s.openPreviewKey,
 		s.openApps,
+		s.openTenants, // last of the control tier: a deletion reaches every part above
 		s.openPreviews,
 		s.openE2B,
 		s.openAPI,

@@ -32,6 +32,11 @@ type Apps interface {
 	// DeleteApp deletes one of the caller's tenant's apps with its config,
 	// tasks and events.
 	DeleteApp(ctx context.Context, id string) error
+	// DeleteAppsByTenant deletes every app of tenantID left, with its
+	// config, tasks and events, and returns how many. System only: a
+	// tenant's deletion, which deletes each app through the apps layer
+	// first (its sandboxes with it); this erases whatever is left.
+	DeleteAppsByTenant(ctx context.Context, tenantID string) (int, error)
 
 	// PutAppConfig creates or replaces one config entry of an app of the
 	// caller's tenant; at most api.MaxAppConfig entries

@@ -11,8 +11,8 @@ import (
 
 // The checks and normalisation every implementation applies before a write.
 
-// CheckTenant validates t and normalises its time, setting CreatedAt to now
-// if zero.
+// CheckTenant validates a new tenant and normalises it: CreatedAt now if
+// zero, State active if empty (a new tenant is never anything else).
 func CheckTenant(t *Tenant) error {
 	if t.ID == "" {
 		return errdefs.Invalid("invalid_tenant", "a tenant needs an id")
@@ -20,8 +20,24 @@ func CheckTenant(t *Tenant) error {
 	if t.Name == "" {
 		return errdefs.Invalid("invalid_tenant", "a tenant needs a name")
 	}
+	if t.State != "" && t.State != api.TenantActive {
+		return errdefs.Invalid("invalid_tenant", "a new tenant is active, not %s", t.State)
+	}
+	if t.Deletion != nil {
+		return errdefs.Invalid("invalid_tenant", "a new tenant has no deletion")
+	}
+	t.State = api.TenantActive
 	t.CreatedAt = orNow(t.CreatedAt)
 	return nil
+}
+
+// CheckTenantState refuses a state that is not one of api's.
+func CheckTenantState(s api.TenantState) error {
+	switch s {
+	case api.TenantActive, api.TenantSuspended, api.TenantDeleting, api.TenantDeleted:
+		return nil
+	}
+	return errdefs.Invalid("invalid_tenant_state", "unknown tenant state %q", s)
 }
 
 // CheckKey validates k and normalises its times, setting CreatedAt to now if

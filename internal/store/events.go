@@ -32,6 +32,10 @@ type Events interface {
 	// short write, so appends go on between them. System only: the
 	// retention loop.
 	TrimEvents(ctx context.Context, tr EventTrim) (int, error)
+	// DeleteEventsByTenant deletes every event of tenantID and returns
+	// how many, in batches of at most TrimBatch as TrimEvents does. System
+	// only: a tenant's deletion, its last step.
+	DeleteEventsByTenant(ctx context.Context, tenantID string) (int, error)
 }
 
 // Event is one entry of the append-only event log.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/hutchdev/hutch/api"
 )
 
 // Keys keeps the API keys, each in its tenant.
@@ -25,11 +27,15 @@ type Keys interface {
 	// delete that would leave no admin key anywhere is refused
 	// (LastAdminKey), and so is all of it when any part is refused.
 	DeleteKey(ctx context.Context, id string, cascade bool) ([]string, error)
-	// LookupKey returns any tenant's key by id. It is not scoped: auth calls
-	// it to learn the tenant. Nothing else should.
+	// LookupKey returns any tenant's key by id, with its tenant's state
+	// (Key.TenantState). It is not scoped: auth calls it to learn the
+	// tenant. Nothing else should.
 	LookupKey(ctx context.Context, id string) (Key, error)
 	// TouchKey sets a key's LastUsedAt.
 	TouchKey(ctx context.Context, id string, at time.Time) error
+	// DeleteKeysByTenant deletes every key of tenantID and returns their
+	// ids. System only: a tenant's deletion, which revokes its keys first.
+	DeleteKeysByTenant(ctx context.Context, tenantID string) ([]string, error)
 }
 
 // Key is an API key. Only a hash of its secret is kept.
@@ -43,4 +49,7 @@ type Key struct {
 	CreatedBy  string // the ID of the key that created it; "" when the system did
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
+	// TenantState is its tenant's state, read with it by LookupKey;
+	// other reads leave it empty.
+	TenantState api.TenantState
 }

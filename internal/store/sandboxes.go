@@ -35,6 +35,12 @@ type Sandboxes interface {
 	// DeleteSandbox removes a sandbox's row. Destroying a sandbox only sets
 	// its state; this is for garbage collection and tests.
 	DeleteSandbox(ctx context.Context, id string) error
+	// DeleteSandboxesByTenant erases the records of tenantID's
+	// sandboxes, their labels, ports and events with them, and returns
+	// how many. Every one must be destroyed first: a sandbox in any other
+	// state refuses the whole (409 sandbox_not_destroyed). System only: a
+	// tenant's deletion.
+	DeleteSandboxesByTenant(ctx context.Context, tenantID string) (int, error)
 }
 
 // Sandbox is a sandbox's persisted record. Empty maps and an empty Handle

@@ -33,6 +33,9 @@ type Secrets interface {
 	UpdateSecret(ctx context.Context, name string, fn func(*Secret) error) (*Secret, error)
 	// DeleteSecret deletes one of the caller's tenant's secrets.
 	DeleteSecret(ctx context.Context, name string) error
+	// DeleteSecretsByTenant deletes every secret of tenantID and returns
+	// how many. System only: a tenant's deletion.
+	DeleteSecretsByTenant(ctx context.Context, tenantID string) (int, error)
 	// SecretKeyIDs counts every tenant's secrets by the ID of the master
 	// key that sealed them. System only: the start-up check that the
 	// server's key can open what is stored.

@@ -25,6 +25,11 @@ type Templates interface {
 	// unless a sandbox of the tenant not yet destroyed, or a snapshot,
 	// names it (code "template_in_use"), checked in the same transaction.
 	DeleteTemplate(ctx context.Context, name string) error
+	// DeleteTemplatesByTenant deletes every template record of tenantID
+	// left and returns how many; the layer store's collection removes what
+	// they named. System only: a tenant's deletion, once its sandboxes and
+	// snapshots are gone.
+	DeleteTemplatesByTenant(ctx context.Context, tenantID string) (int, error)
 }
 
 // Template is an image a tenant imported or pulled: what its sandboxes

@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 )
 
 // Tenants keeps the tenants, which own every other resource.
@@ -24,6 +27,12 @@ type Tenants interface {
 	// the tenant as written. Admin or system only: a tenant's own keys may
 	// read its quotas (GetTenant) but never change them.
 	SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (Tenant, error)
+	// UpdateTenant reads a tenant, lets fn change its State and Deletion
+	// and writes them back, in one write transaction, and returns what it
+	// wrote (TransitionTenant is the way to change its state). An error
+	// from fn aborts the update and is returned as is; fn must not call
+	// the store. Admin or system only.
+	UpdateTenant(ctx context.Context, id string, fn func(*Tenant) error) (Tenant, error)
 }
 
 // Tenant owns every other resource.
@@ -34,6 +43,53 @@ type Tenant struct {
 	// Quotas are what an admin set on the tenant; a nil field follows the
 	// server's default (the sandbox service applies them at admission).
 	Quotas api.Quotas
+	// State is where the tenant is in its life; a new tenant is active
+	// (CreateTenant sets it). Only an active tenant gets anything new: a
+	// sandbox, app, snapshot, template, volume, secret or key created in
+	// any other is refused (TenantNotActive) in the write that would add
+	// it, and so is an event of a deleted tenant.
+	State api.TenantState
+	// Deletion is the record of its deletion, once begun.
+	Deletion *api.TenantDeletion
+}
+
+// TenantNotActive is the answer to a write that would add to a tenant
+// that is not active: 403 tenant_suspended, or 403 tenant_deleted for a
+// tenant being deleted or deleted.
+func TenantNotActive(state api.TenantState) error {
+	if state == api.TenantSuspended {
+		return tenancy.TenantSuspended()
+	}
+	return errdefs.Forbidden("tenant_deleted", "this tenant is deleted, or being deleted: nothing can be added to it")
+}
+
+// TransitionTenant moves a tenant from one of the states in from to state
+// to, in one write transaction, and lets fn change its Deletion on the
+// way. A tenant in any other state is left alone and the answer is a 409
+// tenant_state_conflict naming the state it was in, returned with the
+// tenant as it is: every change of a tenant's state says what it expects,
+// so two that race cannot both win.
+func TransitionTenant(ctx context.Context, st Tenants, id string, from []api.TenantState, to api.TenantState, fn func(*Tenant)) (Tenant, error) {
+	var found Tenant
+	t, err := st.UpdateTenant(ctx, id, func(t *Tenant) error {
+		if !slices.Contains(from, t.State) {
+			found = *t
+			names := make([]string, len(from))
+			for i, f := range from {
+				names[i] = string(f)
+			}
+			return errdefs.Conflict("tenant_state_conflict", "tenant %s is %s; this needs it %s", id, t.State, strings.Join(names, " or "))
+		}
+		t.State = to
+		if fn != nil {
+			fn(t)
+		}
+		return nil
+	})
+	if errdefs.HasCode(err, "tenant_state_conflict") {
+		return found, err
+	}
+	return t, err
 }
 
 // CheckQuotas refuses a quota that is negative or, for CPU, not a finite

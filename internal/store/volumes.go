@@ -22,6 +22,10 @@ type Volumes interface {
 	// sandbox of the tenant not yet destroyed mounts it ("volume_in_use"),
 	// checked in the same transaction; it returns what it deleted.
 	DeleteVolume(ctx context.Context, name string) (*Volume, error)
+	// DeleteVolumesByTenant deletes every volume record of tenantID left
+	// and returns how many. System only: a tenant's deletion, once its
+	// sandboxes are destroyed (their files are the volume service's).
+	DeleteVolumesByTenant(ctx context.Context, tenantID string) (int, error)
 }
 
 // Volume is a tenant's named directory that sandboxes mount; its files are

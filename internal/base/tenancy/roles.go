@@ -33,6 +33,26 @@ func Holds(role, least string) bool {
 // Holds reports whether p's key has every right of least.
 func (p Principal) Holds(least string) bool { return Holds(p.Role, least) }
 
+// May returns nil when p may make a call that needs least: its role
+// holds least (else RoleRequired), and, for anything beyond reading, its
+// tenant is not suspended (else TenantSuspended).
+func (p Principal) May(least string) error {
+	if !p.Holds(least) {
+		return RoleRequired(least)
+	}
+	if p.Suspended && least != api.RoleReader {
+		return TenantSuspended()
+	}
+	return nil
+}
+
+// TenantSuspended is the answer to a suspended tenant's call that would
+// change or start something: 403 tenant_suspended.
+func TenantSuspended() error {
+	return errdefs.Forbidden("tenant_suspended",
+		"this tenant is suspended: its keys may read what it holds, but nothing starts or changes until an admin resumes it")
+}
+
 // RoleRequired is the answer when a key's role is below least: 403 with
 // the code "<least>_required" (admin_required, member_required).
 func RoleRequired(least string) error {

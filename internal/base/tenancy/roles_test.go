@@ -35,3 +35,26 @@ func TestHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestMay: a key may what its role holds, and a suspended tenant's key
+// only what a reader may (403 tenant_suspended beyond it).
+func TestMay(t *testing.T) {
+	for _, tt := range []struct {
+		p     Principal
+		least string
+		code  string // "" when allowed
+	}{
+		{Principal{Role: api.RoleMember}, api.RoleMember, ""},
+		{Principal{Role: api.RoleReader}, api.RoleMember, "member_required"},
+		{Principal{Role: api.RoleAdmin, Suspended: true}, api.RoleReader, ""},
+		{Principal{Role: api.RoleAdmin, Suspended: true}, api.RoleMember, "tenant_suspended"},
+		{Principal{Role: api.RoleMember, Suspended: true}, api.RoleAdmin, "admin_required"},
+		{Principal{Role: api.RoleReader, Suspended: true}, api.RoleMember, "member_required"},
+	} {
+		err := tt.p.May(tt.least)
+		_, code, _ := errdefs.Classify(err)
+		if (err == nil) != (tt.code == "") || err != nil && code != tt.code {
+			t.Errorf("%+v May(%s) = %v, want %q", tt.p, tt.least, err, tt.code)
+		}
+	}
+}

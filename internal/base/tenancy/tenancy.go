@@ -1,7 +1,7 @@
 // Package tenancy carries who is asking through a context. The auth
 // middleware puts a Principal in; the store reads it and scopes every query
 // to its tenant, so no handler can forget to. roles.go orders the key
-// roles and says what a role lacks.
+// roles and says what a role, or a suspended tenant's key, lacks (May).
 package tenancy
 
 import "context"
@@ -11,6 +11,9 @@ type Principal struct {
 	TenantID string
 	KeyID    string
 	Role     string // api.RoleAdmin, api.RoleMember or api.RoleReader (roles.go)
+	// Suspended says its tenant was suspended when the key was checked:
+	// it may read, and nothing else (May).
+	Suspended bool
 }
 
 type principalKey struct{}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
@@ -103,7 +104,11 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 		}
 		return nil, nil, err
 	}
-	p := tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role}
+	p, err := principalOf(k)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
 	a.touch(tenancy.With(ctx, p), k.ID)
 	connlimit.Authenticated(ctx)
 	return tenancy.With(ctx, p), end, nil
@@ -121,16 +126,38 @@ func (a *Authenticator) Revoke(ctx context.Context, id string, cascade bool) ([]
 	if err != nil {
 		return nil, err
 	}
+	ended := a.forget(ids)
+	if a.Log != nil {
+		a.Log.InfoContext(ctx, "revoked API keys", logattr.Key(id), "keys", ids, "requests_ended", ended)
+	}
+	return ids, nil
+}
+
+// RevokeTenant deletes every key of tenantID (store.Keys.DeleteKeysByTenant,
+// the system's alone: a tenant's deletion) and ends every request in
+// flight that they authenticated. It returns the ids revoked.
+func (a *Authenticator) RevokeTenant(ctx context.Context, tenantID string) ([]string, error) {
+	ids, err := a.Store.DeleteKeysByTenant(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	ended := a.forget(ids)
+	if a.Log != nil {
+		a.Log.InfoContext(ctx, "revoked a tenant's API keys", logattr.Tenant(tenantID), "keys", ids, "requests_ended", ended)
+	}
+	return ids, nil
+}
+
+// forget ends the requests of keys ids, revoked, and drops what it kept
+// of them; it returns how many requests it ended.
+func (a *Authenticator) forget(ids []string) int {
 	ended := a.sessions.end(ids, ErrKeyRevoked)
 	a.mu.Lock()
 	for _, k := range ids {
 		delete(a.touched, k)
 	}
 	a.mu.Unlock()
-	if a.Log != nil {
-		a.Log.InfoContext(ctx, "revoked API keys", logattr.Key(id), "keys", ids, "requests_ended", ended)
-	}
-	return ids, nil
+	return ended
 }
 
 // parseHeader returns the key id and secret of an Authorization header.
@@ -155,9 +182,23 @@ func (a *Authenticator) check(ctx context.Context, id, secret string) (tenancy.P
 	if subtle.ConstantTimeCompare(HashSecret(secret), want) != 1 || err != nil {
 		return tenancy.Principal{}, errInvalidKey
 	}
-	p := tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role}
+	p, err := principalOf(k)
+	if err != nil {
+		return tenancy.Principal{}, err
+	}
 	a.touch(tenancy.With(ctx, p), k.ID)
 	return p, nil
+}
+
+// principalOf is the caller a key makes: its tenant's, marked suspended
+// while its tenant is. A key of a tenant being deleted is no key (its
+// deletion revokes it first thing, and this covers the moment before).
+func principalOf(k store.Key) (tenancy.Principal, error) {
+	switch k.TenantState {
+	case api.TenantDeleting, api.TenantDeleted:
+		return tenancy.Principal{}, errInvalidKey
+	}
+	return tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role, Suspended: k.TenantState == api.TenantSuspended}, nil
 }
 
 // bearer returns the token of a Bearer Authorization header; the scheme is

@@ -1,9 +1,11 @@
 // Package auth owns API keys and who a request is: it mints keys, checks
 // the Authorization header against the store, revokes keys and ends the
 // requests in flight they authenticated (Authenticator.Begin, Revoke),
-// makes and lists a tenant's keys for the API (keys.go), makes tenants
-// with their first key (Tenants), and on first start creates the admin
-// tenant and its key. What a principal
+// makes and lists a tenant's keys for the API (keys.go), revokes every
+// key of a tenant being deleted (RevokeTenant), makes tenants with their
+// first key (CreateTenant), and on first start creates the admin tenant
+// and its key. A key of a suspended tenant is a principal marked
+// suspended; one of a tenant being deleted is no key. What a principal
 // may then touch is enforced by the store, which reads the principal auth
 // puts in the context, and by the API's routes, which name the least role
 // each takes.

@@ -22,7 +22,7 @@ func (a *Authenticator) CreateKey(ctx context.Context, name, role string) (api.K
 	if err := a.Store.CreateKey(ctx, k); err != nil {
 		return api.Key{}, err
 	}
-	out := keyToAPI(k)
+	out := KeyToAPI(k)
 	out.Secret = secret
 	return out, nil
 }
@@ -36,14 +36,14 @@ func (a *Authenticator) ListKeys(ctx context.Context) (api.KeyList, error) {
 	}
 	out := api.KeyList{Keys: make([]api.Key, 0, len(keys))}
 	for _, k := range keys {
-		out.Keys = append(out.Keys, keyToAPI(k))
+		out.Keys = append(out.Keys, KeyToAPI(k))
 	}
 	return out, nil
 }
 
-// keyToAPI is k as the API shows it; only a hash of its secret is kept,
-// and that is not shown.
-func keyToAPI(k store.Key) api.Key {
+// KeyToAPI is k as the API shows it; only a hash of its secret is kept,
+// and that is not shown. A new tenant's first key is shown with it.
+func KeyToAPI(k store.Key) api.Key {
 	return api.Key{
 		ID:         k.ID,
 		TenantID:   k.TenantID,

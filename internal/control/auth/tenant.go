@@ -26,7 +26,7 @@ func CreateTenant(ctx context.Context, st store.Tenants, name string) (store.Ten
 		return store.Tenant{}, store.Key{}, "", errdefs.Invalid("invalid_tenant_name",
 			"a tenant name must have 1 to %d characters and no control characters", MaxTenantName)
 	}
-	t := store.Tenant{ID: ids.New(), Name: name, CreatedAt: store.Time(time.Now())}
+	t := store.Tenant{ID: ids.New(), Name: name, CreatedAt: store.Time(time.Now()), State: api.TenantActive}
 	k, secret := NewKey(t.ID, "default", api.RoleMember)
 	if p, ok := tenancy.From(ctx); ok {
 		k.CreatedBy = p.KeyID
@@ -38,32 +38,3 @@ func CreateTenant(ctx context.Context, st store.Tenants, name string) (store.Ten
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-// Tenants makes and shows tenants, for the API: a tenant is made with its
-// first key. The zero value with Store set is ready; it is safe for
-// concurrent use.
-type Tenants struct {
-	Store store.Tenants
-}
-
-// Create makes the tenant name with its first key (CreateTenant) and
-// returns it with the key, whose secret is shown this once.
-func (ts *Tenants) Create(ctx context.Context, name string) (api.Tenant, error) {
-	t, k, secret, err := CreateTenant(ctx, ts.Store, name)
-	if err != nil {
-		return api.Tenant{}, err
-	}
-	key := keyToAPI(k)
-	key.Secret = secret
-	return api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Key: &key}, nil
-}
-
-// Get shows a tenant: the caller's own, or any to an admin (the store
-// answers 404 tenant_not_found for another's).
-func (ts *Tenants) Get(ctx context.Context, id string) (api.Tenant, error) {
-	t, err := ts.Store.GetTenant(ctx, id)
-	if err != nil {
-		return api.Tenant{}, err
-	}
-	return api.Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt}, nil
-}

@@ -46,34 +46,3 @@ func TestCreateTenant(t *testing.T) {
 		t.Errorf("a name of %d characters: %v", MaxTenantName, err)
 	}
 }
-
-// TestTenants: the API's tenants are made with their first key, shown
-// with its secret once, and shown to their own keys and admins only.
-func TestTenants(t *testing.T) {
-	st := openStore(t)
-	admin, _ := newTenantKey(t, st, api.RoleAdmin)
-	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: admin.TenantID, KeyID: admin.ID, Role: api.RoleAdmin})
-	ts := &Tenants{Store: st}
-
-	tn, err := ts.Create(ctx, "acme")
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	if tn.Name != "acme" || tn.Key == nil || tn.Key.TenantID != tn.ID || tn.Key.Role != api.RoleMember ||
-		tn.Key.CreatedBy != admin.ID || !strings.HasPrefix(tn.Key.Secret, tn.Key.Prefix+"_") {
-		t.Fatalf("Create = %+v, key %+v", tn, tn.Key)
-	}
-	p, err := authenticate(&Authenticator{Store: st}, context.Background(), "Bearer "+tn.Key.Secret)
-	if err != nil {
-		t.Fatalf("the new tenant's key does not authenticate: %v", err)
-	}
-	member := tenancy.With(context.Background(), p)
-	for what, c := range map[string]context.Context{"its own key": member, "an admin": ctx} {
-		got, err := ts.Get(c, tn.ID)
-		if err != nil || got.ID != tn.ID || got.Name != "acme" || !got.CreatedAt.Equal(tn.CreatedAt) || got.Key != nil {
-			t.Errorf("Get by %s = %+v, %v", what, got, err)
-		}
-	}
-	_, err = ts.Get(member, admin.TenantID)
-	wantErr(t, "another tenant's", err, errdefs.ErrNotFound, "tenant_not_found")
-}

@@ -16,8 +16,8 @@ import (
 )
 
 // Admission. A create, and a start of a stopped sandbox, is admitted only
-// when its tenant's quotas and this node's capacity have room for its
-// limits:
+// when its tenant is active (403 tenant_suspended, tenant_deleted) and its
+// quotas and this node's capacity have room for its limits:
 //
 //   - a tenant's quotas (store.Tenant.Quotas, else Config.TenantQuotas)
 //     bound its sandboxes across every node: the number of them that are
@@ -112,6 +112,12 @@ func (s *admission) admit(ctx context.Context, tenantID string, l api.Limits, is
 	t, err := s.store.GetTenant(sys, tenantID)
 	if err != nil {
 		return nil, err
+	}
+	if t.State != api.TenantActive {
+		// A suspended tenant's sandboxes stay stopped; a deleted one's
+		// are being destroyed. Its lock taken, a sandbox that a
+		// suspension stops next is stopped after this call.
+		return nil, store.TenantNotActive(t.State)
 	}
 	recs, err := s.store.AllSandboxes(sys, placed...)
 	if err != nil {

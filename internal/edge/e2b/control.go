@@ -68,8 +68,8 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 		}
 		defer end()
 		p, _ := tenancy.From(ctx)
-		if !p.Holds(least) {
-			h.writeError(w, r, tenancy.RoleRequired(least))
+		if err := p.May(least); err != nil {
+			h.writeError(w, r, err)
 			return
 		}
 		fn(w, r.WithContext(ctx), p)

@@ -93,8 +93,8 @@ func (h *Handler) envdCall(next http.Handler) http.Handler {
 		if readOnly[r.Method+" "+strings.TrimPrefix(r.URL.Path, envdPrefix)] {
 			least = api.RoleReader
 		}
-		if !p.Holds(least) {
-			h.writeError(w, r, tenancy.RoleRequired(least))
+		if err := p.May(least); err != nil {
+			h.writeError(w, r, err)
 			return
 		}
 		user, err := basicUser(r.Header.Get("Authorization"))

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/router"
 )
@@ -30,6 +32,18 @@ type Previews interface {
 	SignedURL(r *http.Request, t router.Target, keyID string, ttl time.Duration) (string, time.Time, error)
 	URL(r *http.Request, t router.Target) string
 	Forget(sandboxID string)
+}
+
+// Tenants is what the API asks of the tenants service
+// (internal/control/tenants.Service), the one door to a tenant as a
+// whole: made, shown, suspended, resumed and deleted (the server's wiring
+// holds the service to it).
+type Tenants interface {
+	Create(ctx context.Context, name string) (api.Tenant, error)
+	Get(ctx context.Context, id string) (api.Tenant, error)
+	Suspend(ctx context.Context, id string) (api.Tenant, error)
+	Resume(ctx context.Context, id string) (api.Tenant, error)
+	Delete(ctx context.Context, id string) (api.Tenant, error)
 }
 
 var (

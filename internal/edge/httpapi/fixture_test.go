@@ -19,6 +19,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
+	tenantsvc "github.com/hutchdev/hutch/internal/control/tenants"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
@@ -64,6 +65,8 @@ type apiFixture struct {
 	srv    *httptest.Server
 	drv    *fake.Driver
 	svc    *sandbox.Service
+	auth   *auth.Authenticator
+	tsvc   *tenantsvc.Service // without apps, templates or volumes
 	events *events.Log
 	drain  context.CancelFunc
 	ca, cb *client.Client // tenant a's and b's
@@ -104,8 +107,14 @@ func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.svc.Close)
-	h := New(Config{Sandboxes: f.svc, Events: f.events, Auth: &auth.Authenticator{Store: f.st},
-		Tenants: &auth.Tenants{Store: f.st}, Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
+	f.auth = &auth.Authenticator{Store: f.st}
+	f.tsvc, err = tenantsvc.New(tenantsvc.Config{Store: f.st, Keys: f.auth, Sandboxes: f.svc, Events: f.events, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.tsvc.Close)
+	h := New(Config{Sandboxes: f.svc, Events: f.events, Auth: f.auth,
+		Tenants: f.tsvc, Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
 	// After the server (cleanups run last first), before the service:
 	// what a WebSocket's handler still does ends first, as in hutch serve.
 	t.Cleanup(h.Wait)

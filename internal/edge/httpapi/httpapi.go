@@ -45,8 +45,8 @@ type Config struct {
 	// Auth authenticates every request and makes, lists and revokes the
 	// caller's tenant's keys.
 	Auth *auth.Authenticator
-	// Tenants makes and shows tenants.
-	Tenants      *auth.Tenants
+	// Tenants makes, shows, suspends, resumes and deletes tenants.
+	Tenants      Tenants
 	Log          *slog.Logger
 	Version      string
 	MaxBodyBytes int64 // JSON request bodies

@@ -13,7 +13,8 @@ import (
 // principal and ends when the key is revoked (auth.Authenticator.Begin),
 // so a stream or WebSocket ends with its key. A request without a valid
 // key is answered 401; one whose key's role is below least, 403
-// <least>_required.
+// <least>_required; one beyond reading by a suspended tenant's key, 403
+// tenant_suspended (tenancy.Principal.May).
 func (a *API) authenticate(least string, next http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, end, err := a.cfg.Auth.Begin(r.Context(), r.Header.Get("Authorization"))
@@ -23,8 +24,9 @@ func (a *API) authenticate(least string, next http.Handler) http.HandlerFunc {
 			return
 		}
 		defer end()
-		if p, _ := tenancy.From(ctx); !p.Holds(least) {
-			a.writeError(w, r, tenancy.RoleRequired(least))
+		p, _ := tenancy.From(ctx)
+		if err := p.May(least); err != nil {
+			a.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))

@@ -120,7 +120,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		"ExecEvent": api.ExecEvent{}, "FileInfo": api.FileInfo{}, "FileList": api.FileList{},
 		"MkdirRequest": api.MkdirRequest{}, "MoveRequest": api.MoveRequest{}, "TarResult": api.TarResult{},
 		"CreateKeyRequest": api.CreateKeyRequest{}, "Key": api.Key{}, "KeyList": api.KeyList{},
-		"CreateTenantRequest": api.CreateTenantRequest{}, "Tenant": api.Tenant{}, "Info": api.Info{},
+		"CreateTenantRequest": api.CreateTenantRequest{}, "Tenant": api.Tenant{}, "TenantDeletion": api.TenantDeletion{}, "TenantRemoved": api.TenantRemoved{}, "Info": api.Info{},
 		"InfoLimits": api.InfoLimits{}, "Error": api.Error{}, "Event": api.Event{}, "EventList": api.EventList{},
 		"ProcessRequest": api.ProcessRequest{}, "TermSize": api.TermSize{}, "Process": api.Process{}, "ProcessList": api.ProcessList{},
 		"OutputEvent": api.OutputEvent{}, "NetworkPolicy": api.NetworkPolicy{}, "Network": api.Network{}, "SignalRequest": api.SignalRequest{}, "TerminalMessage": api.TerminalMessage{},

@@ -49,6 +49,9 @@ func (a *API) routes() []route {
 
 		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant, role: api.RoleAdmin},
 		{method: "GET", pattern: "/v1/tenants/{id}", handler: a.getTenant, role: api.RoleReader},
+		{method: "DELETE", pattern: "/v1/tenants/{id}", handler: a.deleteTenant, role: api.RoleAdmin},
+		{method: "POST", pattern: "/v1/tenants/{id}/suspend", handler: a.suspendTenant, role: api.RoleAdmin, long: true},
+		{method: "POST", pattern: "/v1/tenants/{id}/resume", handler: a.resumeTenant, role: api.RoleAdmin},
 		{method: "GET", pattern: "/v1/tenants/{id}/quotas", handler: a.getQuotas, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/tenants/{id}/quotas", handler: a.setQuotas, role: api.RoleAdmin},
 		{method: "POST", pattern: "/v1/keys", handler: a.createKey},

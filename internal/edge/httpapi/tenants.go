@@ -8,7 +8,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
-// createTenant makes a tenant and its first key (auth.Tenants.Create).
+// createTenant makes a tenant and its first key (tenants.Service.Create).
 // Its route takes admin keys only, and the store checks again.
 func (a *API) createTenant(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateTenantRequest
@@ -38,6 +38,43 @@ func (a *API) getTenant(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
+}
+
+// suspendTenant suspends a tenant: its sandboxes stop, its keys only
+// read. Its route takes admin keys only, and the store checks again.
+func (a *API) suspendTenant(w http.ResponseWriter, r *http.Request) {
+	t, err := a.cfg.Tenants.Suspend(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// resumeTenant lifts a tenant's suspension; its sandboxes stay stopped.
+func (a *API) resumeTenant(w http.ResponseWriter, r *http.Request) {
+	t, err := a.cfg.Tenants.Resume(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// deleteTenant deletes a tenant with everything it owns: 202 with the
+// tenant deleting while the deletion runs in the background (GET shows
+// how far it got), 200 with it deleted once done, every time after.
+func (a *API) deleteTenant(w http.ResponseWriter, r *http.Request) {
+	t, err := a.cfg.Tenants.Delete(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	status := http.StatusAccepted
+	if t.State == api.TenantDeleted {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, t)
 }
 
 // getQuotas shows a tenant's quotas and usage, to its own keys and to

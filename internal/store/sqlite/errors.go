@@ -2,7 +2,11 @@ package sqlite
 
 import (
 	"errors"
+	"strings"
 	"syscall"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/store"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -32,4 +36,20 @@ func isFull(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// tenantRefusal is the store's answer when err is migration 0021's
+// trigger refusing a row of a tenant that is not active; else nil.
+func tenantRefusal(err error) error {
+	var e *msqlite.Error
+	if !errors.As(err, &e) || e.Code() != sqlite3.SQLITE_CONSTRAINT_TRIGGER {
+		return nil
+	}
+	switch msg := e.Error(); {
+	case strings.Contains(msg, "tenant_suspended"):
+		return store.TenantNotActive(api.TenantSuspended)
+	case strings.Contains(msg, "tenant_deleted"):
+		return store.TenantNotActive(api.TenantDeleted)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -13,6 +14,10 @@ import (
 )
 
 const keyCols = `id, tenant_id, name, role, prefix, hash, created_by, created_at, last_used_at`
+
+// lookupKey reads a key by id with its tenant's state.
+var lookupKey = `SELECT k.` + strings.ReplaceAll(keyCols, ", ", ", k.") + `, t.state
+	FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.id = ?`
 
 // CreateKey implements store.Store.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
@@ -175,9 +180,11 @@ func keyRoles(ctx context.Context, tx *sql.Tx, where string, args []any) ([]stor
 	return ks, rows.Err()
 }
 
-// LookupKey implements store.Store.
+// LookupKey implements store.Store: the key and its tenant's state in one
+// read, since every request makes it.
 func (s *Store) LookupKey(ctx context.Context, id string) (store.Key, error) {
-	k, err := scanKey(s.reads.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = ?`, id))
+	var k store.Key
+	err := scanKeyInto(s.reads.QueryRowContext(ctx, lookupKey, id), &k, &k.TenantState)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Key{}, store.KeyNotFound(id)
 	}
@@ -217,20 +224,25 @@ func oneRow(res sql.Result, err error, what string, notFound error) error {
 }
 
 func scanKey(row scanner) (store.Key, error) {
+	var k store.Key
+	err := scanKeyInto(row, &k)
+	return k, err
+}
+
+// scanKeyInto reads keyCols into k, then the columns after them into
+// more.
+func scanKeyInto(row scanner, k *store.Key, more ...any) error {
 	var (
-		k        store.Key
 		created  string
 		lastUsed sql.NullString
 	)
-	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Role, &k.Prefix, &k.Hash, &k.CreatedBy, &created, &lastUsed); err != nil {
-		return store.Key{}, err
+	if err := row.Scan(append([]any{&k.ID, &k.TenantID, &k.Name, &k.Role, &k.Prefix, &k.Hash, &k.CreatedBy, &created, &lastUsed}, more...)...); err != nil {
+		return err
 	}
 	var err error
 	if k.CreatedAt, err = parseTime(created); err != nil {
-		return store.Key{}, err
+		return err
 	}
-	if k.LastUsedAt, err = parseTimePtr(lastUsed); err != nil {
-		return store.Key{}, err
-	}
-	return k, nil
+	k.LastUsedAt, err = parseTimePtr(lastUsed)
+	return err
 }

@@ -115,11 +115,15 @@ func (s *Store) Close() error {
 
 // write runs fn in a write transaction on the one writer connection. A
 // write that finds the filesystem full is tried once more if onFull frees
-// room, and is otherwise a 507 that says what is full, never a 500.
+// room, and is otherwise a 507 that says what is full, never a 500. One
+// that adds to a tenant that is not active is a 403 (tenantRefusal).
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.writeOnce(ctx, fn)
 	if isFull(err) && s.onFull != nil && s.onFull() {
 		err = s.writeOnce(ctx, fn)
+	}
+	if refused := tenantRefusal(err); refused != nil {
+		return refused
 	}
 	if isFull(err) {
 		return errdefs.Wrap(errdefs.ErrInsufficientStorage, "insufficient_storage", err,

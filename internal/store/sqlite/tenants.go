@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -39,8 +40,8 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		q := t.Quotas
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, formatTime(t.CreatedAt), q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.Name, formatTime(t.CreatedAt), q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB, t.State); err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("create tenant %s: %w", t.ID, store.TenantExists(t.Name))
 			}
@@ -135,10 +136,54 @@ func (s *Store) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (s
 	return t, err
 }
 
+// UpdateTenant implements store.Store.
+func (s *Store) UpdateTenant(ctx context.Context, id string, fn func(*store.Tenant) error) (store.Tenant, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return store.Tenant{}, err
+	}
+	if !sc.All && !sc.Admin {
+		return store.Tenant{}, store.AdminRequired()
+	}
+	var t store.Tenant
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTenant(tx.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.TenantNotFound(id)
+		}
+		if err != nil {
+			return fmt.Errorf("update tenant %s: %w", id, err)
+		}
+		if err := fn(&t); err != nil {
+			return err
+		}
+		if err := store.CheckTenantState(t.State); err != nil {
+			return err
+		}
+		if d := t.Deletion; d != nil {
+			d.StartedAt, d.FinishedAt = store.Time(d.StartedAt), store.TimePtr(d.FinishedAt)
+		}
+		deletion, err := encodeJSON(t.Deletion)
+		if err != nil {
+			return fmt.Errorf("update tenant %s: %w", id, err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE tenants SET state = ?, deletion = ? WHERE id = ?`, t.State, deletion, id)
+		if err != nil {
+			return fmt.Errorf("update tenant %s: %w", id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Tenant{}, err
+	}
+	return t, nil
+}
+
 // The columns of a tenant, as scanTenant reads them.
 const (
 	quotaColumns  = `quota_sandboxes, quota_memory_mb, quota_cpu, quota_pids, quota_disk_mb`
-	tenantColumns = `id, name, created_at, ` + quotaColumns
+	tenantColumns = `id, name, created_at, ` + quotaColumns + `, state, deletion`
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -152,14 +197,23 @@ func scanTenant(row scanner) (store.Tenant, error) {
 		created                    string
 		sandboxes, mem, pids, disk sql.NullInt64
 		cpu                        sql.NullFloat64
+		deletion                   sql.NullString
 	)
-	if err := row.Scan(&t.ID, &t.Name, &created, &sandboxes, &mem, &cpu, &pids, &disk); err != nil {
+	if err := row.Scan(&t.ID, &t.Name, &created, &sandboxes, &mem, &cpu, &pids, &disk, &t.State, &deletion); err != nil {
 		return store.Tenant{}, err
 	}
 	var err error
-	t.CreatedAt, err = parseTime(created)
+	if t.CreatedAt, err = parseTime(created); err != nil {
+		return store.Tenant{}, err
+	}
 	t.Quotas = api.Quotas{Sandboxes: nullInt(sandboxes), MemoryMB: nullInt(mem), CPU: nullFloat(cpu), Pids: nullInt(pids), DiskMB: nullInt(disk)}
-	return t, err
+	if deletion.Valid {
+		t.Deletion = new(api.TenantDeletion)
+		if err := json.Unmarshal([]byte(deletion.String), t.Deletion); err != nil {
+			return store.Tenant{}, fmt.Errorf("stored tenant deletion: %w", err)
+		}
+	}
+	return t, nil
 }
 
 // nullInt is an optional INTEGER column.

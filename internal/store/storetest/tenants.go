@@ -29,7 +29,7 @@ func testTenants(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("GetTenant: %v", err)
 	}
-	want := store.Tenant{ID: a.ID, Name: "acme", CreatedAt: store.Time(created)}
+	want := store.Tenant{ID: a.ID, Name: "acme", CreatedAt: store.Time(created), State: api.TenantActive}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GetTenant (-want +got):\n%s", diff)
 	}
@@ -40,6 +40,7 @@ func testTenants(t *testing.T, s store.Store) {
 	wantErr(t, "duplicate id", s.CreateTenant(ctx, store.Tenant{ID: a.ID, Name: "other"}), errdefs.ErrConflict, "tenant_exists")
 	wantErr(t, "duplicate name", s.CreateTenant(ctx, store.Tenant{ID: ids.New(), Name: "acme"}), errdefs.ErrConflict, "tenant_exists")
 	wantErr(t, "no name", s.CreateTenant(ctx, store.Tenant{ID: ids.New()}), errdefs.ErrInvalid, "")
+	wantErr(t, "born suspended", s.CreateTenant(ctx, store.Tenant{ID: ids.New(), Name: "z", State: api.TenantSuspended}), errdefs.ErrInvalid, "invalid_tenant")
 
 	// A tenant and its first key are created together or not at all.
 	b := store.Tenant{ID: ids.New(), Name: "bolt"}

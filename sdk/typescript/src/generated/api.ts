@@ -109,6 +109,54 @@ export interface paths {
         get: operations["getTenant"];
         put?: never;
         post?: never;
+        /**
+         * Delete a tenant with everything it owns; its record stays (admin keys only)
+         * @description The tenant is marked deleting at once (who asked and when, in deletion), so that nothing new reaches it, then, in the background, its keys are revoked (ending their requests) and its apps, sandboxes (destroyed, then their records), snapshots, templates (with layers no other template names), volumes, secrets and events are removed, step by step (deletion.step, what each removed in deletion.removed). Poll GET /v1/tenants/{id} to follow it. A step that fails leaves the tenant deleting with deletion.error; another DELETE, or the server's next start, runs the deletion on from there. Once done the tenant is deleted, its record all that is left, and the caller's tenant's event log holds tenant.deleted. Idempotent - 202 with the tenant deleting while the deletion runs, 200 with it deleted, as it is, every time after; an unknown id is 404. A tenant cannot delete itself, and the admin tenant cannot be deleted (403 tenant_protected).
+         */
+        delete: operations["deleteTenant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["TenantID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Suspend a tenant (admin keys only)
+         * @description The tenant is marked suspended first, so that its keys may only read (anything else is 403 tenant_suspended) and nothing of it is created or started, then every sandbox of it is stopped, its files kept. Its data stay. Suspending a suspended tenant stops what still runs. A sandbox that could not be stopped is 503 sandbox_not_stopped, the tenant suspended all the same. A tenant being deleted is 409 tenant_state_conflict; a tenant cannot suspend itself, and the admin tenant cannot be suspended (403 tenant_protected).
+         */
+        post: operations["suspendTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["TenantID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a suspended tenant (admin keys only)
+         * @description Its keys may change things again. Its sandboxes stay stopped until it starts them. Resuming an active tenant changes nothing; one being deleted is 409 tenant_state_conflict.
+         */
+        post: operations["resumeTenant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2011,12 +2059,44 @@ export interface components {
         CreateTenantRequest: {
             name: string;
         };
+        /** @description A tenant. deletion is set once a deletion began and stays as its record. */
         Tenant: {
             id: string;
             name: string;
+            state: components["schemas"]["TenantState"];
             /** Format: date-time */
             created_at: string;
+            deletion?: components["schemas"]["TenantDeletion"];
             key?: components["schemas"]["Key"];
+        };
+        /**
+         * @description active; suspended (its keys only read, its sandboxes stopped); deleting (its keys revoked, what it owns being removed); deleted (its record is all that is left).
+         * @enum {string}
+         */
+        TenantState: "active" | "suspended" | "deleting" | "deleted";
+        /** @description The record of a tenant's deletion. by is the admin key that asked, by_tenant its tenant (whose log holds tenant.deleted); step is the step under way (keys, apps, sandboxes, snapshots, templates, volumes, secrets, events), done at the end; error says why the last run stopped short (DELETE again, or the next start, runs it on). */
+        TenantDeletion: {
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            finished_at?: string;
+            by: string;
+            by_tenant: string;
+            /** @enum {string} */
+            step: "keys" | "apps" | "sandboxes" | "snapshots" | "templates" | "volumes" | "secrets" | "events" | "done";
+            removed: components["schemas"]["TenantRemoved"];
+            error?: string;
+        };
+        /** @description What a tenant's deletion removed so far. sandboxes counts records erased, each sandbox destroyed first. */
+        TenantRemoved: {
+            keys: number;
+            apps: number;
+            sandboxes: number;
+            snapshots: number;
+            templates: number;
+            volumes: number;
+            secrets: number;
+            events: number;
         };
         /** @description Bounds on what a tenant's live sandboxes hold together. Absent or null: the server's default; 0: no limit. sandboxes counts every sandbox neither destroyed nor failed (a stopped one too); memory_mb, cpu and pids add up the limits of those that are not stopped. disk_mb is recorded, not enforced yet. */
         Quotas: {
@@ -2450,7 +2530,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The key may not do this. */
+        /** @description The key may not do this: its role is below the operation's (<role>_required), its tenant is suspended and this is no read (tenant_suspended), or the tenant may not be changed so (tenant_protected). */
         E403: {
             headers: {
                 [name: string]: unknown;
@@ -2479,7 +2559,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The sandbox or path is in a state that does not allow this. */
+        /** @description The sandbox, tenant or path is in a state that does not allow this. */
         E409: {
             headers: {
                 [name: string]: unknown;
@@ -2740,6 +2820,93 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
+        };
+    };
+    deleteTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["TenantID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant was deleted; its record. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description The tenant is being deleted; its record so far. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+        };
+    };
+    suspendTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["TenantID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant, suspended, its sandboxes stopped. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            503: components["responses"]["E503"];
+        };
+    };
+    resumeTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["TenantID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant, active. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
         };
     };
     getTenantQuotas: {
