@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -38,9 +39,9 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		q := t.Quotas
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, formatTime(t.CreatedAt), q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB); err != nil {
+		args := append([]any{t.ID, t.Name, formatTime(t.CreatedAt)}, quotaArgs(&t.Quotas)...)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`) VALUES (?, ?, ?`+strings.Repeat(", ?", len(args)-3)+`)`,
+			args...); err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("create tenant %s: %w", t.ID, store.TenantExists(t.Name))
 			}
@@ -116,8 +117,8 @@ func (s *Store) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (s
 	}
 	var t store.Tenant
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tenants SET quota_sandboxes = ?, quota_memory_mb = ?, quota_cpu = ?, quota_pids = ?, quota_disk_mb = ? WHERE id = ?`,
-			q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB, id)
+		res, err := tx.ExecContext(ctx, `UPDATE tenants SET (`+quotaColumns+`) = (?`+strings.Repeat(", ?", len(quotaArgs(&q))-1)+`) WHERE id = ?`,
+			append(quotaArgs(&q), id)...)
 		if err != nil {
 			return fmt.Errorf("set quotas of tenant %s: %w", id, err)
 		}
@@ -135,11 +136,27 @@ func (s *Store) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (s
 	return t, err
 }
 
-// The columns of a tenant, as scanTenant reads them.
-const (
-	quotaColumns  = `quota_sandboxes, quota_memory_mb, quota_cpu, quota_pids, quota_disk_mb`
+// The columns of a tenant, as scanTenant reads them: its quotas are
+// quota_cpu, then one column per store.QuotaCounts, named after it.
+var (
+	quotaColumns = func() string {
+		cols := []string{"quota_cpu"}
+		for _, f := range store.QuotaCounts(&api.Quotas{}) {
+			cols = append(cols, "quota_"+f.Name)
+		}
+		return strings.Join(cols, ", ")
+	}()
 	tenantColumns = `id, name, created_at, ` + quotaColumns
 )
+
+// quotaArgs are q's values in the order of quotaColumns.
+func quotaArgs(q *api.Quotas) []any {
+	args := []any{q.CPU}
+	for _, f := range store.QuotaCounts(q) {
+		args = append(args, *f.Value)
+	}
+	return args
+}
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface {
@@ -148,17 +165,25 @@ type scanner interface {
 
 func scanTenant(row scanner) (store.Tenant, error) {
 	var (
-		t                          store.Tenant
-		created                    string
-		sandboxes, mem, pids, disk sql.NullInt64
-		cpu                        sql.NullFloat64
+		t       store.Tenant
+		created string
+		cpu     sql.NullFloat64
 	)
-	if err := row.Scan(&t.ID, &t.Name, &created, &sandboxes, &mem, &cpu, &pids, &disk); err != nil {
+	counts := store.QuotaCounts(&t.Quotas)
+	ns := make([]sql.NullInt64, len(counts))
+	dest := []any{&t.ID, &t.Name, &created, &cpu}
+	for i := range ns {
+		dest = append(dest, &ns[i])
+	}
+	if err := row.Scan(dest...); err != nil {
 		return store.Tenant{}, err
 	}
 	var err error
 	t.CreatedAt, err = parseTime(created)
-	t.Quotas = api.Quotas{Sandboxes: nullInt(sandboxes), MemoryMB: nullInt(mem), CPU: nullFloat(cpu), Pids: nullInt(pids), DiskMB: nullInt(disk)}
+	t.Quotas.CPU = nullFloat(cpu)
+	for i, f := range counts {
+		*f.Value = nullInt(ns[i])
+	}
 	return t, err
 }
 
