@@ -47,7 +47,7 @@ func TestQuotaResources(t *testing.T) {
 	refused := func(what string, err error, quota string) {
 		t.Helper()
 		if client.StatusCode(err) != http.StatusTooManyRequests || client.Code(err) != "quota_exceeded" || !strings.Contains(err.Error(), "quota "+quota+" ") {
-			t.Errorf("%s: %v; want 429 quota_exceeded naming %s", what, err, quota)
+			t.Fatalf("%s: %v; want 429 quota_exceeded naming %s", what, err, quota)
 		}
 	}
 

@@ -28,6 +28,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -40,6 +41,9 @@ const eventTimeout = 10 * time.Second
 // Config is the service's limits.
 type Config struct {
 	MaxValueBytes int64 // largest value; DefaultMaxValueBytes if <= 0
+	// Quotas admits each new secret against its tenant's quota of
+	// secrets; nil admits every one.
+	Quotas *quota.Service
 }
 
 // Service creates, replaces, lists and deletes a tenant's secrets and
@@ -86,7 +90,12 @@ func (s *Service) Create(ctx context.Context, name, description string, v Value)
 	}
 	sec := &store.Secret{TenantID: tenantID, Name: name, Description: description, ValueBytes: v.Len(),
 		KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
-	if err := s.store.CreateSecret(ctx, sec); err != nil {
+	claim, err := s.cfg.Quotas.Admit(ctx, tenantID, quota.Ask{Secrets: 1}, nil)
+	if err != nil {
+		return api.Secret{}, err
+	}
+	defer claim.Cancel()
+	if err := claim.Commit(ctx, nil, func() error { return s.store.CreateSecret(ctx, sec) }); err != nil {
 		return api.Secret{}, err
 	}
 	s.emit(ctx, sec, api.EventSecretCreated, "created")
