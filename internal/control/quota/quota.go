@@ -128,6 +128,22 @@ func (s *Service) SetQuotas(ctx context.Context, tenantID string, q api.Quotas) 
 	return s.view(ctx, t)
 }
 
+// Disk is what tenantID has on disk (its sandboxes' files as last
+// measured, its snapshots, volumes and templates) and its disk_mb quota
+// in bytes (0: no limit).
+func (s *Service) Disk(ctx context.Context, tenantID string) (used, limit int64, err error) {
+	sys := tenancy.System(ctx)
+	t, err := s.store.GetTenant(sys, tenantID)
+	if err != nil {
+		return 0, 0, err
+	}
+	u, err := s.store.TenantUsage(sys, tenantID)
+	if err != nil {
+		return 0, 0, err
+	}
+	return u.DiskBytes(), int64(s.Limits(t.Quotas).DiskMB) << 20, nil
+}
+
 // view shows t's quotas and usage; the caller may read t.
 func (s *Service) view(ctx context.Context, t store.Tenant) (api.TenantQuotas, error) {
 	u, err := s.store.TenantUsage(ctx, t.ID)
