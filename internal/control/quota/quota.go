@@ -17,8 +17,8 @@
 // creates race for it. It serialises this process only: control planes
 // sharing a store could each admit a tenant's last room.
 //
-// A nil *Service admits everything and counts nothing (tests of parts
-// that have no quotas to hold).
+// Admit and Open of a nil *Service admit everything and count nothing
+// (tests of parts that have no quotas to hold).
 package quota
 
 import (
