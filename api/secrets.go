@@ -24,6 +24,24 @@ const (
 	EventSecretDeleted = "secret.deleted"
 )
 
+// Secret kinds: what a secret's value may be used for. A secret's kind,
+// and a registry secret's host, are set when it is created and never
+// change; a value is used only as its kind says.
+const (
+	// SecretKindEnv, the default, is a value the server uses on the
+	// tenant's behalf toward a destination the operator configured: a
+	// provider key the gateway adds to a sandbox's calls. It is never
+	// sent to a registry.
+	SecretKindEnv = "env"
+	// SecretKindRegistry is a registry password, bound to one registry
+	// host (Secret.Registry): a pull's password_secret must name one, the
+	// pull's image must be on that host, and the value is sent to that
+	// host and port alone (to Docker Hub's token service too, for
+	// Docker Hub), never to a token realm or a redirect elsewhere. It
+	// serves nothing else: the gateway refuses it.
+	SecretKindRegistry = "registry"
+)
+
 // Redacted is what a secret value shows instead of itself.
 const Redacted = "[redacted]"
 
@@ -48,19 +66,27 @@ func (SecretValue) LogValue() slog.Value { return slog.StringValue(Redacted) }
 
 // CreateSecretRequest is the body of POST /v1/secrets.
 type CreateSecretRequest struct {
-	Name        string      `json:"name"`
-	Description string      `json:"description,omitempty"`
-	Value       SecretValue `json:"value"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Kind is SecretKindEnv (the default when empty) or
+	// SecretKindRegistry.
+	Kind string `json:"kind,omitempty"`
+	// Registry is the host a registry secret is bound to, "host" or
+	// "host:port" ("docker.io" for Docker Hub); required with
+	// SecretKindRegistry and refused with any other kind.
+	Registry string      `json:"registry,omitempty"`
+	Value    SecretValue `json:"value"`
 }
 
 // LogValue shows the request without its value.
 func (r CreateSecretRequest) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", r.Name), slog.String("description", r.Description),
-		slog.String("value", Redacted))
+		slog.String("kind", r.Kind), slog.String("registry", r.Registry), slog.String("value", Redacted))
 }
 
 // ReplaceSecretRequest is the body of PUT /v1/secrets/{name}: a new value
-// for an existing secret and, when set, a new description.
+// for an existing secret and, when set, a new description. Its kind and
+// registry stay as they were created.
 type ReplaceSecretRequest struct {
 	Value       SecretValue `json:"value"`
 	Description *string     `json:"description,omitempty"`
@@ -82,7 +108,9 @@ type Secret struct {
 	TenantID    string    `json:"tenant_id"`
 	Name        string    `json:"name"`
 	Description string    `json:"description"`
-	ValueBytes  int       `json:"value_bytes"` // the value's length
+	Kind        string    `json:"kind"`               // SecretKindEnv or SecretKindRegistry
+	Registry    string    `json:"registry,omitempty"` // a registry secret's host, canonical: "index.docker.io" for "docker.io"
+	ValueBytes  int       `json:"value_bytes"`        // the value's length
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"` // when the value or description last changed
 }

@@ -54,7 +54,9 @@ type CreateTemplateRequest struct {
 	Ref string `json:"ref"`
 	// Username and PasswordSecret log in to the registry: the password is
 	// the value of the caller's secret of that name, read by the server
-	// (it never travels in the request). Both empty: anonymous.
+	// (it never travels in the request). It must be a registry secret
+	// (SecretKindRegistry) bound to the registry Ref names, and is sent to
+	// that host and port alone. Both empty: anonymous.
 	Username       string `json:"username,omitempty"`
 	PasswordSecret string `json:"password_secret,omitempty"`
 	// Platform picks one image of a multi-platform index, such as

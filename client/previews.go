@@ -17,7 +17,8 @@ import (
 
 // PreviewURL signs a URL of a port's preview that lets its holder in, with
 // no key, until the answer's ExpiresAt: ttl from now (an hour when zero, at
-// most a day; rounded up to whole seconds).
+// most a day; rounded up to whole seconds), or until this client's key is
+// revoked.
 func (c *Client) PreviewURL(ctx context.Context, id string, port int, ttl time.Duration) (*api.PreviewURL, error) {
 	if id == "" {
 		return nil, errNoID

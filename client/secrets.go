@@ -14,7 +14,10 @@ import (
 
 // CreateSecret creates a secret in the caller's tenant. A name already in
 // use is an *Error with code secret_exists (409); a value over the
-// server's limit has code secret_too_large (413).
+// server's limit has code secret_too_large (413). With req.Kind
+// api.SecretKindRegistry and req.Registry a host, it is a registry
+// password bound to that host: the only kind a pull's PasswordSecret
+// takes, sent to that host alone. A kind and a host never change.
 func (c *Client) CreateSecret(ctx context.Context, req api.CreateSecretRequest) (*api.Secret, error) {
 	var out api.Secret
 	if err := c.do(ctx, http.MethodPost, "/v1/secrets", nil, req, &out); err != nil {

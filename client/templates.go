@@ -12,7 +12,10 @@ import (
 
 // PullTemplate makes a template from an image in a registry; the call
 // returns once the image is pulled and unpacked. A name in use is an
-// *Error with code template_exists (409).
+// *Error with code template_exists (409). req.PasswordSecret must name a
+// registry secret bound to the image's registry: another kind of secret
+// is secret_not_registry (400), one bound to another host
+// secret_registry_mismatch (400).
 func (c *Client) PullTemplate(ctx context.Context, req api.CreateTemplateRequest) (*api.Template, error) {
 	var out api.Template
 	if err := c.do(ctx, http.MethodPost, "/v1/templates", nil, req, &out); err != nil {

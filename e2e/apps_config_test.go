@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
 )
 
 // TestAppConfig: each config value goes exactly where its access policy
@@ -59,20 +63,60 @@ func TestAppConfig(t *testing.T) {
 	wantIn(t, "task env", taskEnv, []string{"AGENT_ONLY=agent-value", "BOTH_SECRET=s3cret-both", "HUTCH_APP_ROLE=dev"},
 		[]string{"RUNTIME_ONLY", "PLAIN_CP", "cp-value"})
 
-	// The app's processes see the runtime's, in both roles, live too.
-	for _, id := range []string{a.Dev, a.Live} {
+	// The app's processes get the runtime's config, in both roles: a
+	// process the app adds to its manifest reads the web process's
+	// environment. Nothing else in the sandbox can read it out of them
+	// or take their ids, not a plain exec, a task or root, which holds no
+	// capability in a sandbox of the user's (docs/SECURITY.md, row 30).
+	for _, r := range []struct{ role, id string }{{api.RoleDev, a.Dev}, {api.RoleLive, a.Live}} {
+		pid := webPID(t, s, a.ID, r.role)
+		manifest := fmt.Sprintf(`version: 1
+web:
+  command: node dev-server.mjs
+  port: 8080
+  health_path: /
+workers:
+  - name: peek
+    command: tr '\0' '\n' < /proc/%d/environ; exec sleep 100000
+build:
+  command: ""
+`, pid)
+		if _, err := c.WriteFile(t.Context(), r.id, "/workspace/sandbox.yaml", 0o644, strings.NewReader(manifest)); err != nil {
+			t.Fatal(err)
+		}
 		var env string
-		waitFor(t, "the web process restarted with the config", time.Minute, func() bool {
-			res, err := c.Exec(t.Context(), id, api.ExecRequest{Cmd: []string{"sh", "-c",
-				`for p in /proc/[0-9]*; do if grep -q dev-server "$p/cmdline" 2>/dev/null; then tr '\0' '\n' < "$p/environ"; fi; done`}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			env = res.Stdout
-			return strings.Contains(env, "RUNTIME_ONLY=runtime-value")
+		waitFor(t, r.role+"'s app reading its web process", time.Minute, func() bool {
+			env = appLog(t, s, a.ID, r.role, "peek")
+			return strings.Contains(env, "PORT=")
 		})
-		wantIn(t, "web process env", env, []string{"RUNTIME_ONLY=runtime-value", "BOTH_SECRET=s3cret-both", "PORT=8080"},
+		wantIn(t, r.role+" web process env", env, []string{"RUNTIME_ONLY=runtime-value", "BOTH_SECRET=s3cret-both", "PORT=8080"},
 			[]string{"AGENT_ONLY", "PLAIN_CP"})
+		// The user may signal the app's processes (the same uid), but
+		// they dump no core for it to read.
+		if out := execOut(t, c, r.id, false, fmt.Sprintf(`awk '/^Max core file size/{print $5, $6}' /proc/%d/limits`, pid)); out != "0 0\n" {
+			t.Errorf("%s web process's core limit: %q, want 0 0", r.role, out)
+		}
+		attack := readProcs(pid)
+		for _, asRoot := range []bool{false, true} {
+			out := execOut(t, c, r.id, asRoot, attack)
+			wantIn(t, fmt.Sprintf("%s: an exec (root %v) reading the web process", r.role, asRoot), out,
+				[]string{"environ refused", "mem refused", "ids refused"}, []string{"runtime-value", "s3cret-both", "opened"})
+		}
+		if r.role != api.RoleDev {
+			continue
+		}
+		task := runTask(t, s, a.ID, "sh", "-c", "{\n"+attack+"\n} > /tmp/task-read 2>&1; true")
+		if task.Status != api.TaskSucceeded {
+			t.Fatalf("task: %+v", task)
+		}
+		out, err := readFile(t.Context(), c, a.Dev, "/tmp/task-read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The task's own environment holds BOTH_SECRET: only the
+		// runtime's own value must not be there.
+		wantIn(t, "a task reading the web process", out, []string{"environ refused", "mem refused", "ids refused"},
+			[]string{"runtime-value", "opened"})
 	}
 	// A plain exec in the sandbox sees none of it.
 	res, err := c.Exec(t.Context(), a.Dev, api.ExecRequest{Cmd: []string{"env"}})
@@ -124,6 +168,73 @@ func TestAppConfig(t *testing.T) {
 	if st, code := call(t, s.url, s.key, "DELETE", base+"/AGENT_ONLY", nil, nil); st != 404 || code != "config_not_found" {
 		t.Errorf("second delete: %d %s", st, code)
 	}
+}
+
+// webPID is the pid, in its sandbox, of the web process of app's role,
+// once it runs.
+func webPID(t *testing.T, s *server, appID, role string) int {
+	t.Helper()
+	pid := 0
+	waitFor(t, role+"'s web process running", time.Minute, func() bool {
+		var ps api.AppProcesses
+		mustCall(t, s, "GET", "/v1/apps/"+appID+"/processes?role="+role, nil, &ps, http.StatusOK)
+		for _, p := range ps.Processes {
+			if p.Web && p.State == api.AppProcessRunning {
+				pid = p.Pid
+			}
+		}
+		return pid > 0
+	})
+	return pid
+}
+
+// appLog is the log of the process called name of app's role, its lines
+// one after another.
+func appLog(t *testing.T, s *server, appID, role, name string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", s.url+"/v1/apps/"+appID+"/processes/"+name+"/logs?tail=200&role="+role, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var l api.AppLogLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			b.WriteString(l.Line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// readProcs is a shell script that tries to read the environment and the
+// memory of process pid, then to take its ids and read its environment,
+// then every process's environment, and says what it was refused.
+func readProcs(pid int) string {
+	return fmt.Sprintf(`for f in environ mem; do
+			if (exec 3< /proc/%[1]d/$f) 2>/dev/null; then echo "$f opened"; else echo "$f refused"; fi
+		done
+		tr '\0' '\n' < /proc/%[1]d/environ
+		set -- $(awk '/^Uid:/{u=$2} /^Gid:/{g=$2} END{print u, g}' /proc/%[1]d/status)
+		setpriv --reuid "$1" --regid "$2" --clear-groups cat /proc/%[1]d/environ || echo "ids refused"
+		for p in /proc/[0-9]*; do tr '\0' '\n' < "$p/environ"; done 2>/dev/null`, pid)
+}
+
+// execOut runs script with sh in sandbox id, as root when asked, and
+// returns its output, stdout then stderr.
+func execOut(t *testing.T, c *client.Client, id string, root bool, script string) string {
+	t.Helper()
+	res, err := c.Exec(t.Context(), id, api.ExecRequest{Cmd: []string{"sh", "-c", script}, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Stdout + res.Stderr
 }
 
 // wantIn checks that text holds every one of in and none of out.

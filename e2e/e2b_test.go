@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -77,8 +80,9 @@ func e2bCall(t *testing.T, s *server, method, path string, hdr map[string]string
 
 // TestE2BAccess: the E2B doors keep hutch's tenancy and roles. Another
 // tenant's key finds none of a sandbox, an envd token reaches its own
-// sandbox only and dies with its key, a reader key changes nothing, and
-// what hutch cannot honour is refused by name.
+// sandbox only and dies with its key (so does a URL signed with it), a
+// reader key changes nothing, and what hutch cannot honour is refused by
+// name.
 func TestE2BAccess(t *testing.T) {
 	s := startServer(t, "")
 	ctx := context.Background()
@@ -190,11 +194,26 @@ func TestE2BAccess(t *testing.T) {
 	if code, body := e2bCall(t, s, "POST", list, envdHdr(doomed.SandboxID, doomed.EnvdAccessToken), "{}"); code != 200 {
 		t.Fatalf("envd List before the revocation: %d %s", code, body)
 	}
+	upload := envdHdr(doomed.SandboxID, doomed.EnvdAccessToken)
+	upload["Content-Type"] = "application/octet-stream"
+	if code, body := e2bCall(t, s, "POST", "/e2b/envd/files?path=/tmp/signed.txt", upload, "hello"); code != 200 {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	// A download URL signed with the token, as the SDK signs it.
+	sum := sha256.Sum256([]byte("/tmp/signed.txt:read::" + doomed.EnvdAccessToken))
+	signedURL := "/e2b/envd/files?" + url.Values{"path": {"/tmp/signed.txt"}, "signature": {"v1_" + base64.RawStdEncoding.EncodeToString(sum[:])}}.Encode()
+	sandboxHdr := map[string]string{"E2b-Sandbox-Id": doomed.SandboxID}
+	if code, body := e2bCall(t, s, "GET", signedURL, sandboxHdr, ""); code != 200 || body != "hello" {
+		t.Fatalf("signed download before the revocation: %d %s", code, body)
+	}
 	if err := admin.DeleteKey(ctx, member.ID); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := e2bCall(t, s, "POST", list, envdHdr(doomed.SandboxID, doomed.EnvdAccessToken), "{}"); code != http.StatusUnauthorized {
 		t.Errorf("envd List after the key's revocation: %d %s, want 401", code, body)
+	}
+	if code, body := e2bCall(t, s, "GET", signedURL, sandboxHdr, ""); code != http.StatusUnauthorized {
+		t.Errorf("signed download after the key's revocation: %d %s, want 401", code, body)
 	}
 
 	// What hutch cannot honour is refused by name, and nothing is made.

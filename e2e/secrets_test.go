@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -200,6 +201,26 @@ func TestSecrets(t *testing.T) {
 	if _, errOut, code := s.cli("", "secret", "rm", "CLI_TOKEN"); code != 1 || !strings.Contains(errOut, "secret_not_found") {
 		t.Errorf("second secret rm = %d %q", code, errOut)
 	}
+	// A registry password is bound to its host, which never changes; an
+	// env secret never becomes one.
+	if _, errOut, code := s.cli(value, "secret", "set", "HUB", "--registry", "docker.io"); code != 0 || !strings.Contains(errOut, "a registry password for index.docker.io") {
+		t.Errorf("secret set --registry: %d %q", code, errOut)
+	}
+	if _, errOut, code := s.cli(rotated, "secret", "set", "HUB", "--registry", "Docker.io:443"); code != 0 || !strings.Contains(errOut, "replaced") {
+		t.Errorf("secret set --registry over it, the same host spelt otherwise: %d %q", code, errOut)
+	}
+	if _, errOut, code := s.cli(value, "secret", "set", "HUB", "--registry", "ghcr.io"); code != 1 || !strings.Contains(errOut, "a host cannot change") {
+		t.Errorf("secret set --registry with another host: %d %q", code, errOut)
+	}
+	if _, errOut, code := s.cli(value, "secret", "set", "OPENAI_API_KEY", "--registry", "ghcr.io"); code != 1 || !strings.Contains(errOut, "not a registry secret") {
+		t.Errorf("secret set --registry over an env secret: %d %q", code, errOut)
+	}
+	if out, _, code := s.cli("", "secret", "ls"); code != 0 || !regexp.MustCompile(`HUB\s+registry\s+index\.docker\.io`).MatchString(out) {
+		t.Errorf("secret ls does not show HUB's kind and host: %d %q", code, out)
+	}
+	if _, _, code := s.cli("", "secret", "rm", "HUB"); code != 0 {
+		t.Errorf("secret rm HUB = %d", code)
+	}
 
 	do("", "DELETE", "/v1/secrets/OPENAI_API_KEY", "", 204, "")
 	do("", "GET", "/v1/secrets/OPENAI_API_KEY", "", 404, "secret_not_found")
@@ -216,7 +237,7 @@ func TestSecrets(t *testing.T) {
 		types = append(types, e.Type+" "+e.Data["name"].(string))
 	}
 	wantTypes := "secret.created OPENAI_API_KEY,secret.updated OPENAI_API_KEY,secret.created CLI_TOKEN,secret.updated CLI_TOKEN," +
-		"secret.deleted CLI_TOKEN,secret.deleted OPENAI_API_KEY,secret.created KEPT"
+		"secret.deleted CLI_TOKEN,secret.created HUB,secret.updated HUB,secret.deleted HUB,secret.deleted OPENAI_API_KEY,secret.created KEPT"
 	if strings.Join(types, ",") != wantTypes {
 		t.Errorf("events %v\nwant %s", types, wantTypes)
 	}

@@ -35,11 +35,28 @@ func TestTemplates(t *testing.T) {
 		t.Fatalf("info features %v, %v; want images and snapshots", info, err)
 	}
 
-	// A pull with the wrong password, then with the right one.
-	if _, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: "REG_PW", Value: "wrong"}); err != nil {
+	// The password is a registry secret bound to the registry: an
+	// ordinary secret, or one bound to another host, is refused.
+	pull := api.CreateTemplateRequest{Name: "bb", Ref: reg.Ref("team/busybox:1"), Username: "puller", PasswordSecret: "PLAIN"}
+	if _, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: "PLAIN", Value: "s3cret-pw"}); err != nil {
 		t.Fatal(err)
 	}
-	pull := api.CreateTemplateRequest{Name: "bb", Ref: reg.Ref("team/busybox:1"), Username: "puller", PasswordSecret: "REG_PW"}
+	if _, err := c.PullTemplate(ctx, pull); client.Code(err) != "secret_not_registry" || client.StatusCode(err) != 400 {
+		t.Errorf("pull with an env secret: %v; want 400 secret_not_registry", err)
+	}
+	if _, errOut, code := s.cli("s3cret-pw\n", "secret", "set", "GHCR_PW", "--registry", "ghcr.io"); code != 0 {
+		t.Fatalf("secret set --registry ghcr.io: %d %s", code, errOut)
+	}
+	pull.PasswordSecret = "GHCR_PW"
+	if _, err := c.PullTemplate(ctx, pull); client.Code(err) != "secret_registry_mismatch" || client.StatusCode(err) != 400 {
+		t.Errorf("pull with a secret bound to another registry: %v; want 400 secret_registry_mismatch", err)
+	}
+
+	// A pull with the wrong password, then with the right one.
+	if _, errOut, code := s.cli("wrong\n", "secret", "set", "REG_PW", "--registry", reg.Host); code != 0 || !strings.Contains(errOut, "registry password for "+reg.Host) {
+		t.Fatalf("secret set --registry: %d %s", code, errOut)
+	}
+	pull.PasswordSecret = "REG_PW"
 	if _, err := c.PullTemplate(ctx, pull); client.Code(err) != "image_unauthorized" {
 		t.Fatalf("pull with a wrong password: %v; want image_unauthorized", err)
 	}
@@ -60,6 +77,7 @@ func TestTemplates(t *testing.T) {
 	// dialled (127.0.0.2 is loopback: nothing leaves the host).
 	other := pull
 	other.Name, other.Ref = "elsewhere", strings.Replace(pull.Ref, "127.0.0.1", "127.0.0.2", 1)
+	other.Username, other.PasswordSecret = "", ""
 	if _, err := c.PullTemplate(ctx, other); client.Code(err) != "image_unreachable" || !strings.Contains(err.Error(), "private address") {
 		t.Errorf("a pull from an unnamed private address: %v; want image_unreachable naming the private address", err)
 	}

@@ -67,7 +67,8 @@ func newPortURLCmd(e *env) *cobra.Command {
 		Use:   "url [--ttl DURATION] ID PORT",
 		Short: "Print a signed URL of a port's preview",
 		Long: "Prints a URL of the port's preview that lets whoever has it in, with no key,\n" +
-			"until it expires (--ttl: an hour by default, at most a day), public or not.",
+			"until it expires (--ttl: an hour by default, at most a day) or the key that\n" +
+			"signed it is revoked, public or not.",
 		Args:              nArgs(2, 2, "port url takes a sandbox id and a port"),
 		ValidArgsFunction: completeSandboxes(e, false),
 		RunE: func(cmd *cobra.Command, args []string) error {

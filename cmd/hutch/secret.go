@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -31,14 +32,19 @@ func newSecretCmd(e *env) *cobra.Command {
 
 func newSecretSetCmd(e *env) *cobra.Command {
 	var (
-		desc string
-		raw  bool
+		desc     string
+		registry string
+		raw      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "set NAME [--description D] [--raw] < value",
+		Use:   "set NAME [--description D] [--registry HOST] [--raw] < value",
 		Short: "Create or replace a secret with the value on stdin",
 		Long: "Creates the secret NAME, or replaces its value, with what stdin holds (text; one\n" +
-			"trailing newline is dropped unless --raw). On a terminal it asks without echo.",
+			"trailing newline is dropped unless --raw). On a terminal it asks without echo.\n\n" +
+			"With --registry HOST the secret is a registry password bound to HOST (ghcr.io,\n" +
+			"docker.io, registry.example.com:5000): the only kind `template pull --password-secret`\n" +
+			"takes, sent to that host alone and to nothing else. A secret's kind and host are\n" +
+			"set when it is created; to change them, remove it and set it again.",
 		Args: nArgs(1, 1, "secret set takes one name; the value comes from stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -51,9 +57,16 @@ func newSecretSetCmd(e *env) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			sec, err := c.CreateSecret(ctx, api.CreateSecretRequest{Name: name, Description: desc, Value: api.SecretValue(value)})
+			create := api.CreateSecretRequest{Name: name, Description: desc, Value: api.SecretValue(value)}
+			if registry != "" {
+				create.Kind, create.Registry = api.SecretKindRegistry, registry
+			}
+			sec, err := c.CreateSecret(ctx, create)
 			verb := "created"
 			if client.Code(err) == "secret_exists" {
+				if err := sameKind(cmd, c, name, registry); err != nil {
+					return err
+				}
 				req := api.ReplaceSecretRequest{Value: api.SecretValue(value)}
 				if cmd.Flags().Changed("description") {
 					req.Description = &desc
@@ -68,13 +81,50 @@ func newSecretSetCmd(e *env) *cobra.Command {
 				return printJSON(e.stdout, sec)
 			}
 			fmt.Fprintln(e.stdout, sec.Name)
-			fmt.Fprintf(e.stderr, "hutch: secret %s %s (%d bytes)\n", sec.Name, verb, sec.ValueBytes)
+			bound := ""
+			if sec.Kind == api.SecretKindRegistry {
+				bound = ", a registry password for " + sec.Registry
+			}
+			fmt.Fprintf(e.stderr, "hutch: secret %s %s (%d bytes%s)\n", sec.Name, verb, sec.ValueBytes, bound)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&desc, "description", "", "a `description` of the secret (kept when replacing unless given)")
+	cmd.Flags().StringVar(&registry, "registry", "", "make it a registry password bound to `HOST` (host or host:port)")
 	cmd.Flags().BoolVar(&raw, "raw", false, "keep stdin exactly, trailing newline included")
 	return cmd
+}
+
+// sameKind refuses to replace the existing secret name's value with
+// --registry HOST unless it is a registry secret bound to HOST: a kind and
+// a host never change, so the value would otherwise go where the command
+// did not say. Without --registry the value is replaced whatever the kind;
+// a registry secret's stays bound to its host, which the answer shows.
+func sameKind(cmd *cobra.Command, c *client.Client, name, registry string) error {
+	if registry == "" {
+		return nil
+	}
+	sec, err := c.GetSecret(cmd.Context(), name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case sec.Kind != api.SecretKindRegistry:
+		return fmt.Errorf("secret %s exists and is not a registry secret; a kind cannot change: remove it (hutch secret rm %s) and set it again", name, name)
+	case registryName(sec.Registry) != registryName(registry):
+		return fmt.Errorf("secret %s is a registry password for %s, not %s; a host cannot change: remove it (hutch secret rm %s) and set it again", name, sec.Registry, registry, name)
+	}
+	return nil
+}
+
+// registryName is host as the server keeps a registry secret's host, for
+// comparing: lower case, without :443, docker.io as index.docker.io.
+func registryName(host string) string {
+	h := strings.TrimSuffix(strings.ToLower(host), ":443")
+	if h == "docker.io" {
+		return "index.docker.io"
+	}
+	return h
 }
 
 // readSecretValue reads a value from stdin: without echo from a terminal,
@@ -131,8 +181,8 @@ func newSecretListCmd(e *env) *cobra.Command {
 				return err
 			}
 			now := time.Now()
-			return printList(e.stdout, e.json, list.Secrets, []string{"NAME", "BYTES", "UPDATED", "DESCRIPTION"}, func(s api.Secret) []string {
-				return []string{s.Name, strconv.Itoa(s.ValueBytes), formatAge(now, s.UpdatedAt) + " ago", orDash(s.Description)}
+			return printList(e.stdout, e.json, list.Secrets, []string{"NAME", "KIND", "REGISTRY", "BYTES", "UPDATED", "DESCRIPTION"}, func(s api.Secret) []string {
+				return []string{s.Name, s.Kind, orDash(s.Registry), strconv.Itoa(s.ValueBytes), formatAge(now, s.UpdatedAt) + " ago", orDash(s.Description)}
 			})
 		},
 	}

@@ -25,7 +25,8 @@ func newTemplatePullCmd(e *env) *cobra.Command {
 		Use:   "pull NAME REF [--username U --password-secret S] [--platform P]",
 		Short: "Make a template from an image in a registry",
 		Long: "Makes the template NAME from the image REF in its registry (debian:bookworm,\n" +
-			"registry.example.com/team/app:1.2). The password is the value of your secret S.",
+			"registry.example.com/team/app:1.2). The password is the value of your secret S, a\n" +
+			"registry secret bound to the image's registry (hutch secret set S --registry HOST).",
 		Args: nArgs(2, 2, "template pull takes a name and an image reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := e.client()
@@ -47,7 +48,7 @@ func newTemplatePullCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&user, "username", "", "registry `user`")
-	cmd.Flags().StringVar(&secret, "password-secret", "", "the `name` of your secret holding the registry password")
+	cmd.Flags().StringVar(&secret, "password-secret", "", "the `name` of your registry secret holding the registry password")
 	cmd.Flags().StringVar(&platform, "platform", "", "`os/arch` of a multi-platform image (default: the server's)")
 	return cmd
 }

@@ -103,6 +103,9 @@ type Config struct {
 	// Credential, when set, is the user and group every command runs as
 	// (the agent needs CAP_SETUID and CAP_SETGID for it).
 	Credential *syscall.Credential
+	// AppCredential, when set, is who the app's processes run as instead
+	// (see envelope.AppGID).
+	AppCredential *syscall.Credential
 	// Adopt, when set, is called with each command's pid right after it
 	// starts (to move it into the sandbox's cgroup); an error kills the
 	// command.
@@ -144,17 +147,9 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		CommandRlimits:     e.CommandRlimits,
 		Prlimit:            e.Prlimit,
 		Credential:         credential(e.RunAs),
+		AppCredential:      appCredential(e.RunAs),
 		Logger:             logger,
 	}
-}
-
-// credential is what commands run as: nil (the agent's own user) unless
-// the envelope names another one, and then with no supplementary groups.
-func credential(r *envelope.RunAs) *syscall.Credential {
-	if r == nil || (r.UID == uint32(os.Getuid()) && r.GID == uint32(os.Getgid())) {
-		return nil
-	}
-	return &syscall.Credential{Uid: r.UID, Gid: r.GID, Groups: []uint32{}}
 }
 
 func (c *Config) validate() error {
@@ -251,6 +246,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.app = supervisor.New(supervisor.Config{
 		Commands:        s.procs,
+		Credential:      cfg.AppCredential,
 		Root:            root,
 		Stopping:        s.stopping,
 		MaxRequestBytes: cfg.MaxRequestBytes,

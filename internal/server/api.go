@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 )
 
@@ -70,7 +69,6 @@ func (s *Server) serveAll(_ context.Context, p *parts) error {
 // waits for the handlers to return.
 func (s *Server) serve(ln net.Listener, h http.Handler) {
 	drain, cancel := context.WithCancel(context.Background())
-	ln = connlimit.New(ln, s.cfg.MaxConnsPerClient, s.log)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -83,7 +81,7 @@ func (s *Server) serve(ln net.Listener, h http.Handler) {
 		BaseContext:  func(net.Listener) context.Context { return drain },
 	}
 	// Closed first: stop accepting, end the streams, wait for the rest.
-	s.serveHTTP("api", srv, ln, cancel)
+	s.serveHTTP("api", srv, s.limitConns(ln, srv), cancel)
 }
 
 // serveHTTP serves srv on ln until shutdown. Its closer, name, first runs

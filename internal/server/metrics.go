@@ -36,7 +36,9 @@ func (s *Server) openMetrics(_ context.Context, p *parts) (err error) {
 
 // serveMetrics serves GET /metrics on ln (nil: nothing to serve) with no
 // key: a listener for a scraper on a private network, which must never be
-// reachable from anywhere else. Shutdown stops it before the parts it
+// reachable from anywhere else. Its connections are capped per client as
+// the API's are; none ever authenticates, so each is closed after
+// --anonymous-idle-timeout idle. Shutdown stops it before the parts it
 // reads (the store) close.
 func (s *Server) serveMetrics(ln net.Listener, m *telemetry.Metrics) {
 	if ln == nil {
@@ -52,7 +54,7 @@ func (s *Server) serveMetrics(ln net.Listener, m *telemetry.Metrics) {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.serveHTTP("metrics", srv, ln, nil)
+	s.serveHTTP("metrics", srv, s.limitConns(ln, srv), nil)
 	s.log.Info("metrics serving without a key", "addr", ln.Addr().String())
 	if host, _, _ := net.SplitHostPort(s.cfg.MetricsListen); host == "" || isUnspecified(host) {
 		s.log.Warn("metrics are served without a key on every interface: keep the port from all but the scraper",

@@ -28,8 +28,8 @@ type Secrets interface {
 	// UpdateSecret reads a secret, lets fn change it and writes it back in
 	// one write transaction, and returns what it wrote. An error from fn
 	// aborts the update and is returned as is; fn must not call the store.
-	// ID, TenantID, Name and CreatedAt cannot be changed; UpdatedAt is set
-	// to now.
+	// ID, TenantID, Name, Kind, Registry and CreatedAt cannot be changed;
+	// UpdatedAt is set to now.
 	UpdateSecret(ctx context.Context, name string, fn func(*Secret) error) (*Secret, error)
 	// DeleteSecret deletes one of the caller's tenant's secrets.
 	DeleteSecret(ctx context.Context, name string) error
@@ -46,12 +46,18 @@ type Secret struct {
 	TenantID    string
 	Name        string // unique in its tenant; see CheckSecretName
 	Description string
-	ValueBytes  int    // the plaintext's length
-	KeyID       string // the master key that sealed the value
-	Nonce       []byte
-	Ciphertext  []byte // the sealed value, with its authentication tag
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Kind is what the value may be used for, api.SecretKindEnv or
+	// api.SecretKindRegistry; Registry is the host a registry secret is
+	// bound to (canonical, internal/runtime/host/oci/image.RegistryHost),
+	// and empty for any other kind. Both are set at creation.
+	Kind       string
+	Registry   string
+	ValueBytes int    // the plaintext's length
+	KeyID      string // the master key that sealed the value
+	Nonce      []byte
+	Ciphertext []byte // the sealed value, with its authentication tag
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // CheckSecretName validates a secret's name: 1 to api.MaxSecretName
@@ -62,6 +68,27 @@ func CheckSecretName(name string) error {
 		return errdefs.Invalid("invalid_secret_name",
 			"a secret's name must be 1-%d characters of A-Z, a-z, 0-9, '_', '.' and '-', not starting with '.' or '-'",
 			api.MaxSecretName)
+	}
+	return nil
+}
+
+// CheckSecretKind validates a secret's kind and registry host: a registry
+// secret names its host, a secret of another kind none. It does not check
+// the host's form (internal/control/secrets does, as pulls name hosts).
+func CheckSecretKind(kind, registry string) error {
+	switch kind {
+	case api.SecretKindEnv:
+		if registry != "" {
+			return errdefs.Invalid("invalid_secret_kind", "only a secret of kind %q is bound to a registry; this one is of kind %q",
+				api.SecretKindRegistry, kind)
+		}
+	case api.SecretKindRegistry:
+		if registry == "" {
+			return errdefs.Invalid("invalid_secret_kind", "a secret of kind %q needs the registry host it is bound to, in \"registry\"",
+				api.SecretKindRegistry)
+		}
+	default:
+		return errdefs.Invalid("invalid_secret_kind", "a secret's kind is %q (the default) or %q", api.SecretKindEnv, api.SecretKindRegistry)
 	}
 	return nil
 }
@@ -78,13 +105,20 @@ func validName(name string, max int) bool {
 	return ok
 }
 
-// CheckSecret validates sec and normalises its times, setting CreatedAt to
-// now and UpdatedAt to CreatedAt if zero.
+// CheckSecret validates sec and normalises it: an empty Kind is
+// api.SecretKindEnv; CreatedAt is set to now and UpdatedAt to CreatedAt if
+// zero.
 func CheckSecret(sec *Secret) error {
 	if sec.ID == "" || sec.TenantID == "" {
 		return errdefs.Invalid("invalid_secret", "a secret needs an id and a tenant")
 	}
 	if err := CheckSecretName(sec.Name); err != nil {
+		return err
+	}
+	if sec.Kind == "" {
+		sec.Kind = api.SecretKindEnv
+	}
+	if err := CheckSecretKind(sec.Kind, sec.Registry); err != nil {
 		return err
 	}
 	if len(sec.Description) > api.MaxSecretDescription {

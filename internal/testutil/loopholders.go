@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/runtime/host/loopdev"
 )
 
 // holder is a mount namespace other than the test binary's that still
@@ -61,4 +64,38 @@ func mountsSource(mountinfo, dev string) bool {
 		}
 	}
 	return false
+}
+
+// WaitFreed waits for the loop device of fs, whose filesystem the test
+// unmounted, to detach. It fails when fs is still mounted in the test
+// binary's own namespace, or when the device stays attached for unseen,
+// five seconds with no mount namespace showing it: something holds the
+// filesystem where no mount table shows it (a descriptor or socket in a
+// mount tree that was detached), which is a leak. While other namespaces
+// show it (another test's sandbox starting, or a warm one waiting in its
+// copy of the host's mounts), it waits for them up to patience.
+func (fs *LoopFS) WaitFreed(unseen, patience time.Duration) error {
+	start := time.Now()
+	lastSeen := start
+	for {
+		if loopdev.Detached(fs.Device) {
+			return nil
+		}
+		ours, others := loopHolders(fs.Device)
+		now := time.Now()
+		switch {
+		case ours:
+			if now.Sub(start) > unseen {
+				return fmt.Errorf("%s is still mounted in the test's own mount namespace", fs.Device)
+			}
+		case len(others) > 0:
+			lastSeen = now
+			if now.Sub(start) > patience {
+				return fmt.Errorf("%s is still held, after %v, by the mount namespaces of %v", fs.Device, patience, others)
+			}
+		case now.Sub(lastSeen) > unseen:
+			return fmt.Errorf("%s is still attached %v after its filesystem was unmounted and no mount namespace shows it: something holds the filesystem unseen", fs.Device, unseen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

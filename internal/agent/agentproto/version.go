@@ -49,10 +49,15 @@ const (
 	// root (root in ExecRequest and ProcessRequest) rather than as the
 	// sandbox's user.
 	FeatureRoot = "exec.root"
+	// FeatureDirFD: under the namespace driver the agent takes its
+	// sandbox's directory as a descriptor the host opened
+	// (nsinit.Config.DirFD) and closes it before any command starts; an
+	// agent without it would pass the descriptor on to every command.
+	FeatureDirFD = "ns.dirfd"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

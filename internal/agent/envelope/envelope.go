@@ -95,6 +95,18 @@ type RunAs struct {
 	GID uint32 `json:"gid"`
 }
 
+// AppGID is the group of the app's processes (the agent's supervisor)
+// where the sandbox's commands run as an unprivileged user (a RunAs whose
+// UID is not 0): they run as that user, with this group instead of its
+// own. The kernel lets a process read another's environment and memory
+// (/proc/<pid>/environ, mem) only when all of its groups match too, or
+// with CAP_SYS_PTRACE, so no command, which has the user's group and
+// cannot change it, reads the config the app's processes were started
+// with. A driver that sets such a RunAs maps this group in the sandbox;
+// the namespace driver maps 0-65535 and names it hutch-app in its own
+// /etc/group.
+const AppGID = 65533
+
 // Validate checks what the agent relies on.
 func (e *Envelope) Validate() error {
 	switch {

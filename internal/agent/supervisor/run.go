@@ -135,12 +135,17 @@ func exitText(code int, sig string) string {
 }
 
 // startRun starts one run of spec: /bin/sh -c with the command, in the app
-// directory, as the agent's command user, with the commands' rlimits and
-// cgroup, stdin from /dev/null and its output into p's log.
+// directory, as the app's credential (else as the commands' user), with
+// the commands' rlimits and cgroup, stdin from /dev/null and its output
+// into p's log. The environment goes only to the process: never on its
+// command line, never in a file.
 func (sv *Supervisor) startRun(p *appProc, spec procSpec) (*appRun, error) {
 	es, err := sv.commands.Check(agentproto.ExecRequest{Cmd: []string{"/bin/sh", "-c", spec.command}, Env: spec.env, Cwd: spec.dir})
 	if err != nil {
 		return nil, err
+	}
+	if sv.cred != nil {
+		es.Cred = sv.cred
 	}
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
@@ -40,6 +41,7 @@ import (
 // to record what happens, so it never waits for a process to stop.
 type Supervisor struct {
 	commands        *proc.Service
+	cred            *syscall.Credential
 	root            *files.Root
 	log             *slog.Logger
 	stopping        <-chan struct{}
@@ -66,6 +68,10 @@ type Supervisor struct {
 type Config struct {
 	// Commands starts the app's processes, as the sandbox's commands.
 	Commands *proc.Service
+	// Credential, when set, is who the app's processes run as; nil, as
+	// the commands. Only a user and group no command has keeps the
+	// config in their environment out of the commands' reach.
+	Credential *syscall.Credential
 	// Root resolves the app directory and its manifest.
 	Root *files.Root
 	// Stopping is closed when the agent shuts down: it ends the logs
@@ -81,6 +87,7 @@ type Config struct {
 func New(cfg Config) *Supervisor {
 	return &Supervisor{
 		commands:        cfg.Commands,
+		cred:            cfg.Credential,
 		root:            cfg.Root,
 		log:             cfg.Log,
 		stopping:        cfg.Stopping,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/supervisor"
@@ -30,6 +31,13 @@ import (
 // quickly, so a test takes seconds, not minutes.
 func appFixture(t *testing.T) *agenttest.Fixture {
 	t.Helper()
+	return appFixtureWith(t, nil)
+}
+
+// appFixtureWith is appFixture with its configuration changed by
+// configure (see agenttest.New).
+func appFixtureWith(t *testing.T, configure func(*agent.Config)) *agenttest.Fixture {
+	t.Helper()
 	t.Cleanup(supervisor.SetTiming(supervisor.Timing{
 		BackoffMin: 20 * time.Millisecond,
 		BackoffMax: 100 * time.Millisecond,
@@ -38,7 +46,7 @@ func appFixture(t *testing.T) *agenttest.Fixture {
 		StopGrace:  500 * time.Millisecond,
 		Poll:       50 * time.Millisecond,
 	}))
-	return agenttest.New(t, nil)
+	return agenttest.New(t, configure)
 }
 
 // writeManifest replaces the app's manifest at once (a rename, as the

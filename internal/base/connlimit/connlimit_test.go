@@ -1,9 +1,11 @@
 package connlimit
 
 import (
+	"bufio"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -15,7 +17,7 @@ func TestCapPerClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(raw, 3, slog.New(slog.DiscardHandler))
+	l := New(raw, Config{PerClient: 3, Log: slog.New(slog.DiscardHandler)})
 	defer l.Close()
 	accepted := make(chan net.Conn, 16)
 	go func() {
@@ -66,7 +68,7 @@ func TestRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(raw, 1, slog.New(slog.DiscardHandler))
+	l := New(raw, Config{PerClient: 1, Log: slog.New(slog.DiscardHandler)})
 	defer l.Close()
 	for range 3 {
 		c, err := net.Dial("tcp", raw.Addr().String())
@@ -84,4 +86,192 @@ func TestRelease(t *testing.T) {
 	if n := l.Open(&net.TCPAddr{IP: net.ParseIP("127.0.0.1")}); n != 0 {
 		t.Fatalf("%d still counted", n)
 	}
+}
+
+// server serves on a listener of cfg with its hooks: /auth marks its
+// connection authenticated, /hold answers once hold is closed; it
+// returns the listener and the server's address.
+func server(t *testing.T, cfg Config, hold <-chan struct{}) (*Listener, string) {
+	t.Helper()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Log = slog.New(slog.DiscardHandler)
+	l := New(raw, cfg)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/auth", func(_ http.ResponseWriter, r *http.Request) { Authenticated(r.Context()) })
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		<-hold
+	})
+	srv := &http.Server{Handler: mux, IdleTimeout: time.Minute, ConnState: l.ConnState, ConnContext: l.ConnContext}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(l)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return l, raw.Addr().String()
+}
+
+// request sends GET path on c and reads the answer's head and, unless
+// the path holds, its body; it fails t unless the answer is 200.
+func request(t *testing.T, c net.Conn, br *bufio.Reader, path string) *http.Response {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %v, %v", path, resp, err)
+	}
+	if path != "/hold" {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp
+}
+
+// dialConn is a connection to addr with its reader.
+type dialConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func dialTo(t *testing.T, addr string) dialConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return dialConn{c, bufio.NewReader(c)}
+}
+
+// closedWithin reports whether the server closes c within d.
+func (c dialConn) closedWithin(d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	defer c.SetReadDeadline(time.Time{})
+	_, err := c.br.ReadByte()
+	return err == io.EOF
+}
+
+// waitOpen waits until the listener counts n connections of 127.0.0.1.
+func waitOpen(t *testing.T, l *Listener, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); l.Open(loopback) != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open; want %d", l.Open(loopback), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var loopback = &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}
+
+// TestIdleReplaced: at the cap a new connection is served, and the
+// client's oldest idle connection closed in its place, one that never
+// authenticated before one that did; the count stays at the cap.
+func TestIdleReplaced(t *testing.T) {
+	l, addr := server(t, Config{PerClient: 3}, nil)
+	keyed := dialTo(t, addr)
+	request(t, keyed, keyed.br, "/auth")
+	silent := dialTo(t, addr)
+	waitOpen(t, l, 2)
+	anon := dialTo(t, addr)
+	request(t, anon, anon.br, "/")
+
+	// The oldest idle connection is the keyed one, but it authenticated:
+	// the silent one goes first, then the anonymous one.
+	for i, gone := range []dialConn{silent, anon} {
+		c := dialTo(t, addr)
+		request(t, c, c.br, "/")
+		if !gone.closedWithin(5 * time.Second) {
+			t.Fatalf("new connection %d: the oldest anonymous idle connection is still open", i)
+		}
+	}
+	if keyed.closedWithin(100 * time.Millisecond) {
+		t.Fatal("an authenticated connection closed while anonymous ones were idle")
+	}
+	// With every idle connection authenticated, the oldest goes.
+	for range 3 {
+		c := dialTo(t, addr)
+		request(t, c, c.br, "/auth")
+	}
+	if !keyed.closedWithin(5 * time.Second) {
+		t.Fatal("the oldest idle connection stayed open at the cap")
+	}
+	waitOpen(t, l, 3)
+}
+
+// TestBusyRefused: a client whose connections all carry a request keeps
+// its cap: a new connection is closed unanswered; once one ends, the
+// client is served again.
+func TestBusyRefused(t *testing.T) {
+	hold := make(chan struct{})
+	l, addr := server(t, Config{PerClient: 3, AnonymousIdle: time.Minute}, hold)
+	for range 3 {
+		c := dialTo(t, addr)
+		request(t, c, c.br, "/hold")
+	}
+	over := dialTo(t, addr)
+	if !over.closedWithin(5 * time.Second) {
+		t.Fatal("a connection over a cap of busy connections was kept")
+	}
+	waitOpen(t, l, 3)
+	close(hold)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c := dialTo(t, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if resp, err := http.ReadResponse(c.br, nil); err == nil && resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no connection served once the requests ended")
+		}
+	}
+}
+
+// TestAnonymousIdle: a connection that never authenticated is closed
+// after AnonymousIdle idle, whether it sent a request or not; one that
+// authenticated stays for the server's IdleTimeout, as does one busy past
+// AnonymousIdle until it is idle that long.
+func TestAnonymousIdle(t *testing.T) {
+	const anonIdle = 300 * time.Millisecond
+	hold := make(chan struct{})
+	l, addr := server(t, Config{PerClient: 16, AnonymousIdle: anonIdle}, hold)
+	silent, anon, keyed, busy := dialTo(t, addr), dialTo(t, addr), dialTo(t, addr), dialTo(t, addr)
+	request(t, anon, anon.br, "/")
+	request(t, keyed, keyed.br, "/auth")
+	held := request(t, busy, busy.br, "/hold")
+	start := time.Now()
+	for name, c := range map[string]dialConn{"without a request": silent, "after a request without a key": anon} {
+		if !c.closedWithin(5 * time.Second) {
+			t.Errorf("an idle connection %s stayed open", name)
+		}
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("anonymous idle connections closed after %s; want about %s", time.Since(start), anonIdle)
+	}
+	if keyed.closedWithin(3 * anonIdle) {
+		t.Error("an authenticated idle connection was closed")
+	}
+	if busy.closedWithin(anonIdle) {
+		t.Error("a connection busy past AnonymousIdle was closed")
+	}
+	close(hold)
+	io.Copy(io.Discard, held.Body)
+	if !busy.closedWithin(5 * time.Second) {
+		t.Error("an anonymous connection idle after a long request stayed open")
+	}
+	waitOpen(t, l, 1)
 }

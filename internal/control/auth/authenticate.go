@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
@@ -56,7 +57,10 @@ var dummyHash = HashSecret("hutch-unknown-key")
 //
 // Every failure is an ErrUnauthorized error: code missing_api_key when
 // there is no key, invalid_api_key otherwise, the same for a malformed
-// key, an unknown key id and a wrong secret.
+// key, an unknown key id and a wrong secret. A success marks the
+// connection ctx's request came on as authenticated
+// (connlimit.Authenticated): it may then sit idle for the server's idle
+// timeout, not the few seconds of one that never showed a key.
 //
 // The request is held under its key id before the key is looked up: a
 // revocation that commits before the lookup makes the lookup fail, and one
@@ -78,13 +82,15 @@ func (a *Authenticator) Begin(ctx context.Context, header string) (_ context.Con
 		end()
 		return nil, nil, err
 	}
+	connlimit.Authenticated(ctx)
 	return tenancy.With(ctx, p), end, nil
 }
 
 // BeginKey is Begin for a request that proved its key some other way: it
 // carries a grant the server signed for key id (an E2B envd access token,
 // internal/edge/e2b). The key must still exist, and the request ends, like one
-// Begin serves, as soon as Revoke revokes the key. An unknown id is an
+// Begin serves, as soon as Revoke revokes the key; its connection is
+// marked authenticated as Begin marks it. An unknown id is an
 // invalid_api_key error.
 func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Context, end func(), _ error) {
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -103,6 +109,7 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 	}
 	p := tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role}
 	a.touch(tenancy.With(ctx, p), k.ID)
+	connlimit.Authenticated(ctx)
 	return tenancy.With(ctx, p), end, nil
 }
 

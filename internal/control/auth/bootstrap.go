@@ -88,7 +88,8 @@ func privateDir(dir string, log *slog.Logger) error {
 		return err
 	}
 	if fi.Mode().Perm()&0o066 != 0 {
-		if err := os.Chmod(dir, fi.Mode().Perm()&^0o066); err != nil {
+		// fi.Mode(), not Perm(): the setgid and sticky bits stay.
+		if err := os.Chmod(dir, fi.Mode()&^0o066); err != nil {
 			return err
 		}
 		log.Warn("data directory was readable or writable by others; removed that",

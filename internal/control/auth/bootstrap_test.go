@@ -117,6 +117,27 @@ func TestBootstrapTightensDataDir(t *testing.T) {
 	}
 }
 
+// TestBootstrapKeepsSpecialBits: tightening the data directory takes only
+// read and write from others; the operator's setgid and sticky bits stay
+// (os.Chmod of Mode().Perm() would clear them).
+func TestBootstrapKeepsSpecialBits(t *testing.T) {
+	st := openStore(t)
+	dataDir := t.TempDir()
+	if err := os.Chmod(dataDir, 0o777|os.ModeSetgid|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Bootstrap(context.Background(), st, dataDir, nil); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o711; fi.Mode() != want {
+		t.Errorf("data directory mode %v; want %v", fi.Mode(), want)
+	}
+}
+
 func TestBootstrapStoreDown(t *testing.T) {
 	st := openStore(t)
 	dataDir := t.TempDir()

@@ -246,7 +246,7 @@ func TestLoadChecksTheStore(t *testing.T) {
 	if !strings.Contains(logs.String(), "created the secrets master key") || !strings.Contains(logs.String(), s.KeyID()) {
 		t.Errorf("first start's log: %s", logs)
 	}
-	if _, err := New(Config{}, st, s, events.New(st, events.Config{}), log).Create(ctx, "KEPT", "", NewValue([]byte("v"))); err != nil {
+	if _, err := New(Config{}, st, s, events.New(st, events.Config{}), log).Create(ctx, Spec{Name: "KEPT"}, NewValue([]byte("v"))); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,10 +11,18 @@
 // row's, re-seal with the newest. Rotation is not built.
 //
 // Values never leave the control plane: the API takes them and answers
-// with metadata only; Reveal, for in-process users such as the provider
-// gateway, is not reachable through the API. Value and api.SecretValue
-// print as api.Redacted in logs, fmt and JSON, and no event or error
-// message holds a value.
+// with metadata only; Reveal and RevealRegistry, for in-process users, are
+// not reachable through the API. Value and api.SecretValue print as
+// api.Redacted in logs, fmt and JSON, and no event or error message holds
+// a value.
+//
+// A secret's kind says where its value may go, and is set at creation
+// (kinds.go): an env secret (the default) goes where the operator
+// configured, a provider key the gateway adds to calls (Reveal); a
+// registry secret goes to the one registry host it is bound to, as a
+// pull's password (RevealRegistry). Neither opens as the other, so a
+// caller who picks a registry cannot have any other secret sent there,
+// and a registry password never reaches a provider.
 package secrets
 
 import (
@@ -76,20 +84,36 @@ func New(cfg Config, st store.Secrets, sealer *Sealer, events events.Appender, l
 	return &Service{cfg: cfg, store: st, sealer: sealer, events: events, log: log}
 }
 
-// Create seals v and stores it as the secret name of the caller's tenant.
-// A name already in use is a conflict (code secret_exists). It returns the
-// secret's metadata; the sealed value is left out.
-func (s *Service) Create(ctx context.Context, name, description string, v Value) (api.Secret, error) {
-	tenantID, err := s.check(ctx, name, description, v)
+// Spec is a new secret's metadata, as POST /v1/secrets names it.
+type Spec struct {
+	Name        string
+	Description string
+	// Kind is api.SecretKindEnv (when empty) or api.SecretKindRegistry;
+	// Registry is a registry secret's host, "host" or "host:port".
+	Kind     string
+	Registry string
+}
+
+// Create seals v and stores it as the secret spec.Name of the caller's
+// tenant, of spec's kind: a registry secret is bound to spec.Registry, in
+// its canonical form (image.RegistryHost). A name already in use is a
+// conflict (code secret_exists). It returns the secret's metadata; the
+// sealed value is left out.
+func (s *Service) Create(ctx context.Context, spec Spec, v Value) (api.Secret, error) {
+	tenantID, err := s.check(ctx, spec.Name, spec.Description, v)
 	if err != nil {
 		return api.Secret{}, err
 	}
-	nonce, ct, err := s.sealer.Seal(tenantID, name, v.bytes())
+	kind, registry, err := checkKind(spec.Kind, spec.Registry)
 	if err != nil {
 		return api.Secret{}, err
 	}
-	sec := &store.Secret{TenantID: tenantID, Name: name, Description: description, ValueBytes: v.Len(),
-		KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
+	nonce, ct, err := s.sealer.Seal(tenantID, spec.Name, v.bytes())
+	if err != nil {
+		return api.Secret{}, err
+	}
+	sec := &store.Secret{TenantID: tenantID, Name: spec.Name, Description: spec.Description, Kind: kind, Registry: registry,
+		ValueBytes: v.Len(), KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
 	claim, err := s.cfg.Quotas.Admit(ctx, tenantID, quota.Ask{Secrets: 1}, nil)
 	if err != nil {
 		return api.Secret{}, err
@@ -103,8 +127,9 @@ func (s *Service) Create(ctx context.Context, name, description string, v Value)
 }
 
 // Replace seals v as the new value of the caller's tenant's secret name,
-// and sets its description when description is not nil. A missing secret
-// is not found (code secret_not_found): Replace never creates one.
+// and sets its description when description is not nil; its kind and
+// registry stay. A missing secret is not found (code secret_not_found):
+// Replace never creates one.
 func (s *Service) Replace(ctx context.Context, name string, description *string, v Value) (api.Secret, error) {
 	desc := ""
 	if description != nil {
@@ -175,26 +200,58 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// Reveal returns the value of the caller's tenant's secret name. It is for
-// the control plane's own use, such as the provider gateway putting a key
-// into an upstream request; no API route calls it, and the value must
-// never reach a log, an event, an error or an answer. Give the caller a
+// Reveal returns the value of the caller's tenant's env secret name. It
+// is for the control plane's own use toward destinations the operator
+// configured, such as the provider gateway putting a key into an upstream
+// request; no API route calls it, and the value must never reach a log,
+// an event, an error or an answer. A registry secret is refused (code
+// secret_registry_only): it goes to its registry alone. Give the caller a
 // context carrying the principal of the tenant whose secret it needs.
 func (s *Service) Reveal(ctx context.Context, name string) ([]byte, error) {
+	sec, err := s.load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if sec.Kind != api.SecretKindEnv {
+		return nil, registryOnly(sec)
+	}
+	return s.open(sec)
+}
+
+// RevealRegistry returns the value of the caller's tenant's registry
+// secret name, to be sent as a password to registry (canonical,
+// image.RefRegistry) and nowhere else. A secret of another kind is
+// refused (code secret_not_registry), and so is one bound to another host
+// (secret_registry_mismatch): the caller picks the registry, so only a
+// value made for that very registry may go there.
+func (s *Service) RevealRegistry(ctx context.Context, name, registry string) ([]byte, error) {
+	sec, err := s.load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := boundTo(sec, registry); err != nil {
+		return nil, err
+	}
+	return s.open(sec)
+}
+
+// load reads the caller's tenant's secret name, sealed.
+func (s *Service) load(ctx context.Context, name string) (*store.Secret, error) {
 	if _, ok := tenancy.From(ctx); !ok {
 		return nil, errdefs.Forbidden("no_tenant", "revealing a secret needs the principal of its tenant")
 	}
 	if err := store.CheckSecretName(name); err != nil {
 		return nil, err
 	}
-	sec, err := s.store.GetSecret(ctx, name)
-	if err != nil {
-		return nil, err
-	}
+	return s.store.GetSecret(ctx, name)
+}
+
+// open returns sec's value.
+func (s *Service) open(sec *store.Secret) ([]byte, error) {
 	b, err := s.sealer.Open(sec.KeyID, sec.TenantID, sec.Name, sec.Nonce, sec.Ciphertext)
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "secret_unreadable", err,
-			"secret %q cannot be read with the server's master key", name)
+			"secret %q cannot be read with the server's master key", sec.Name)
 	}
 	return b, nil
 }
@@ -229,6 +286,8 @@ func metadata(sec *store.Secret) api.Secret {
 		TenantID:    sec.TenantID,
 		Name:        sec.Name,
 		Description: sec.Description,
+		Kind:        sec.Kind,
+		Registry:    sec.Registry,
 		ValueBytes:  sec.ValueBytes,
 		CreatedAt:   sec.CreatedAt,
 		UpdatedAt:   sec.UpdatedAt,

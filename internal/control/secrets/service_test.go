@@ -38,7 +38,7 @@ func TestServiceLifecycle(t *testing.T) {
 	ctx := newTenant(t, st, "a")
 	const value = "sk-live-RECOGNISABLE-42"
 
-	sec, err := svc.Create(ctx, "OPENAI_API_KEY", "for the gateway", NewValue([]byte(value)))
+	sec, err := svc.Create(ctx, Spec{Name: "OPENAI_API_KEY", Description: "for the gateway"}, NewValue([]byte(value)))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -61,7 +61,7 @@ func TestServiceLifecycle(t *testing.T) {
 	}
 
 	wantCode(t, "duplicate", func() error {
-		_, err := svc.Create(ctx, "OPENAI_API_KEY", "", NewValue([]byte("x")))
+		_, err := svc.Create(ctx, Spec{Name: "OPENAI_API_KEY"}, NewValue([]byte("x")))
 		return err
 	}(), errdefs.ErrConflict, "secret_exists")
 
@@ -83,7 +83,7 @@ func TestServiceLifecycle(t *testing.T) {
 	_, err = svc.Replace(ctx, "MISSING", nil, NewValue([]byte("x")))
 	wantCode(t, "replace of a missing secret", err, errdefs.ErrNotFound, "secret_not_found")
 
-	if _, err := svc.Create(ctx, "B_SECOND", "", NewValue([]byte("b"))); err != nil {
+	if _, err := svc.Create(ctx, Spec{Name: "B_SECOND"}, NewValue([]byte("b"))); err != nil {
 		t.Fatal(err)
 	}
 	list, err := svc.List(ctx)
@@ -134,7 +134,7 @@ func TestServiceChecks(t *testing.T) {
 	svc, st, _ := newService(t, Config{MaxValueBytes: 10})
 	ctx := newTenant(t, st, "a")
 	create := func(name, desc, value string) error {
-		_, err := svc.Create(ctx, name, desc, NewValue([]byte(value)))
+		_, err := svc.Create(ctx, Spec{Name: name, Description: desc}, NewValue([]byte(value)))
 		return err
 	}
 	if err := create("MAX", "", strings.Repeat("v", 10)); err != nil {
@@ -156,7 +156,7 @@ func TestServiceChecks(t *testing.T) {
 	wantCode(t, "delete of a bad name", svc.Delete(ctx, "-x"), errdefs.ErrInvalid, "invalid_secret_name")
 
 	for _, c := range []context.Context{context.Background(), tenancy.System(context.Background())} {
-		_, err := svc.Create(c, "X", "", NewValue([]byte("v")))
+		_, err := svc.Create(c, Spec{Name: "X"}, NewValue([]byte("v")))
 		wantCode(t, "create without principal", err, errdefs.ErrForbidden, "no_tenant")
 		_, err = svc.Reveal(c, "MAX")
 		wantCode(t, "reveal without principal", err, errdefs.ErrForbidden, "no_tenant")
@@ -170,7 +170,7 @@ func TestServiceTenants(t *testing.T) {
 	svc, st, _ := newService(t, Config{})
 	a := newTenant(t, st, "a")
 	b := newTenant(t, st, "b")
-	if _, err := svc.Create(a, "SHARED_NAME", "", NewValue([]byte("a's value"))); err != nil {
+	if _, err := svc.Create(a, Spec{Name: "SHARED_NAME"}, NewValue([]byte("a's value"))); err != nil {
 		t.Fatal(err)
 	}
 	_, err := svc.Reveal(b, "SHARED_NAME")
@@ -185,7 +185,7 @@ func TestServiceTenants(t *testing.T) {
 	}
 
 	// B may use the same name; each opens its own.
-	if _, err := svc.Create(b, "SHARED_NAME", "", NewValue([]byte("b's value"))); err != nil {
+	if _, err := svc.Create(b, Spec{Name: "SHARED_NAME"}, NewValue([]byte("b's value"))); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := svc.Reveal(a, "SHARED_NAME"); string(v) != "a's value" {
@@ -215,7 +215,7 @@ func TestServiceTenants(t *testing.T) {
 	if !errors.Is(err, ErrOpen) || strings.Contains(err.Error(), "a's value") {
 		t.Errorf("error %v: want ErrOpen without the value", err)
 	}
-	if _, err := svc.Create(a, "OTHER_NAME", "", NewValue([]byte("other"))); err != nil {
+	if _, err := svc.Create(a, Spec{Name: "OTHER_NAME"}, NewValue([]byte("other"))); err != nil {
 		t.Fatal(err)
 	}
 	moveInto(a, "OTHER_NAME")
@@ -231,7 +231,7 @@ func TestServiceRawStore(t *testing.T) {
 	svc := New(Config{}, st, newTestSealer(t), events.New(st, events.Config{}), log)
 	ctx := newTenant(t, st, "a")
 	const value = "RAW-FILE-CANARY-7f3a9c"
-	if _, err := svc.Create(ctx, "CANARY", "", NewValue([]byte(value))); err != nil {
+	if _, err := svc.Create(ctx, Spec{Name: "CANARY"}, NewValue([]byte(value))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Replace(ctx, "CANARY", nil, NewValue([]byte(value+"-2"))); err != nil {

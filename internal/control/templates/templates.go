@@ -54,9 +54,10 @@ type Store interface {
 	store.Snapshots
 }
 
-// Revealer opens a tenant's secret in process (secrets.Service).
-type Revealer interface {
-	Reveal(ctx context.Context, name string) ([]byte, error)
+// RegistrySecrets opens a tenant's registry secret for the registry it is
+// bound to, and refuses any other secret (secrets.Service).
+type RegistrySecrets interface {
+	RevealRegistry(ctx context.Context, name, registry string) ([]byte, error)
 }
 
 // Config configures the service.
@@ -93,7 +94,7 @@ type Service struct {
 	cfg     Config
 	store   Store
 	layers  *Layers
-	secrets Revealer
+	secrets RegistrySecrets
 	events  events.Appender
 	log     *slog.Logger
 	client  *http.Client
@@ -105,7 +106,7 @@ type Service struct {
 
 // New opens the layer store in cfg.Dir and returns the service. events
 // records template.* events.
-func New(cfg Config, st Store, secrets Revealer, events events.Appender, log *slog.Logger) (*Service, error) {
+func New(cfg Config, st Store, secrets RegistrySecrets, events events.Appender, log *slog.Logger) (*Service, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = DefaultMaxUploadBytes
 	}
@@ -123,7 +124,10 @@ func New(cfg Config, st Store, secrets Revealer, events events.Appender, log *sl
 		client: cfg.Registries.client()}, nil
 }
 
-// Pull makes the template req.Name from the image req.Ref.
+// Pull makes the template req.Name from the image req.Ref. A password
+// comes from req.PasswordSecret, which must be a registry secret bound to
+// the registry req.Ref names; the image package sends it to that host
+// alone.
 func (s *Service) Pull(ctx context.Context, req api.CreateTemplateRequest) (api.Template, error) {
 	return shown(s.pull(ctx, req))
 }
@@ -141,7 +145,13 @@ func (s *Service) pull(ctx context.Context, req api.CreateTemplateRequest) (*sto
 		if req.Username == "" {
 			return nil, errdefs.Invalid("invalid_template", "password_secret needs a username")
 		}
-		pw, err := s.secrets.Reveal(ctx, req.PasswordSecret)
+		// The caller names the registry: only a secret bound to it may go
+		// there.
+		registry, err := image.RefRegistry(req.Ref)
+		if err != nil {
+			return nil, err
+		}
+		pw, err := s.secrets.RevealRegistry(ctx, req.PasswordSecret, registry)
 		if err != nil {
 			return nil, err
 		}

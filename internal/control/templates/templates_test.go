@@ -16,24 +16,22 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/templates"
-	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-// secrets is a tenant's secrets as the service reads them.
-type secrets map[string]string
-
-func (s secrets) Reveal(_ context.Context, name string) ([]byte, error) {
-	v, ok := s[name]
-	if !ok {
-		return nil, store.SecretNotFound(name)
-	}
-	return []byte(v), nil
+// secret is one of the tenant's secrets, there before a test's pulls.
+type secret struct {
+	spec  secrets.Spec
+	value string
 }
 
-func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, sec secrets) (*templates.Service, context.Context, string) {
+// newService returns a template service over a store of its own, with the
+// tenant's secrets have, a member's context and the layer store's
+// directory.
+func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, have ...secret) (*templates.Service, context.Context, string) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
 	if err != nil {
@@ -45,8 +43,19 @@ func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, sec sec
 		t.Fatal(err)
 	}
 	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "k", Role: api.RoleMember})
+	sealer, err := secrets.NewSealer(make([]byte, secrets.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.New(st, events.Config{})
+	sec := secrets.New(secrets.Config{}, st, sealer, ev, nil)
+	for _, h := range have {
+		if _, err := sec.Create(ctx, h.spec, secrets.NewValue([]byte(h.value))); err != nil {
+			t.Fatalf("create secret %s: %v", h.spec.Name, err)
+		}
+	}
 	dir := filepath.Join(t.TempDir(), "layers")
-	svc, err := templates.New(templates.Config{Dir: dir, Shared: shared, Registries: reg}, st, sec, events.New(st, events.Config{}), nil)
+	svc, err := templates.New(templates.Config{Dir: dir, Shared: shared, Registries: reg}, st, sec, ev, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +98,7 @@ func TestImportResolveCollect(t *testing.T) {
 			if shared && os.Geteuid() != 0 {
 				t.Skip("shared layers keep the image's owners: root only")
 			}
-			svc, ctx, dir := newService(t, shared, templates.RegistryPolicy{}, nil)
+			svc, ctx, dir := newService(t, shared, templates.RegistryPolicy{})
 			opts := testutil.BusyboxOpts()
 			opts.User = "app"
 			opts.Layers = [][]testutil.TarEntry{{testutil.WhiteoutEntry("etc/group"), testutil.FileEntry("srv/x", "x\n", 0o644)}}
@@ -162,7 +171,7 @@ func TestImportResolveCollect(t *testing.T) {
 // layer naming a path outside itself, an image whose user is not in its
 // /etc/passwd, a name that is not one, an archive that is not an image.
 func TestRefused(t *testing.T) {
-	svc, ctx, dir := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{}, nil)
+	svc, ctx, dir := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{})
 	escape := testutil.BusyboxOpts()
 	escape.Layers = [][]testutil.TarEntry{{testutil.FileEntry("../../outside", "x", 0o644)}}
 	nouser := testutil.BusyboxOpts()
@@ -222,7 +231,7 @@ func TestConcurrentImports(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("shared layers: root only")
 	}
-	svc, ctx, dir := newService(t, true, templates.RegistryPolicy{}, nil)
+	svc, ctx, dir := newService(t, true, templates.RegistryPolicy{})
 	archive := testutil.WriteLayoutTar(t, testutil.BusyboxImage(t, testutil.BusyboxOpts()))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -253,27 +262,34 @@ func TestConcurrentImports(t *testing.T) {
 	}
 }
 
-// TestPull: a pull with credentials from the secret store, from a
-// registry the operator named; the same registry unnamed is not dialled.
+// TestPull: a pull with a registry secret bound to the registry, behind
+// basic authentication and behind a token server on the registry's own
+// host, from a registry the operator named; the same registry unnamed is
+// not dialled.
 func TestPull(t *testing.T) {
-	reg := testutil.StartRegistry(t, testutil.RegistryOpts{Username: "u", Password: "pw"})
-	reg.PushImage(t, testutil.BusyboxImage(t, testutil.BusyboxOpts()), "bb:1")
-	svc, ctx, _ := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{Insecure: []string{reg.Host}}, secrets{"PW": "pw"})
-	req := api.CreateTemplateRequest{Name: "bb", Ref: reg.Ref("bb:1"), Username: "u", PasswordSecret: "PW"}
-	tm, err := svc.Pull(ctx, req)
-	if err != nil {
-		t.Fatalf("Pull: %v", err)
-	}
-	if tm.Source != reg.Ref("bb:1") {
-		t.Errorf("source = %q", tm.Source)
-	}
-	req.Name, req.PasswordSecret = "bb2", "MISSING"
-	if _, err := svc.Pull(ctx, req); !errdefs.HasCode(err, "secret_not_found") {
-		t.Errorf("a password secret that does not exist: %v", err)
-	}
-	unnamed, ctx2, _ := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{}, secrets{"PW": "pw"})
-	req.PasswordSecret = "PW"
-	if _, err := unnamed.Pull(ctx2, req); !errdefs.HasCode(err, "image_unreachable") || !strings.Contains(err.Error(), "private address") {
-		t.Errorf("a loopback registry the operator did not name: %v; want image_unreachable, a private address", err)
+	for _, token := range []bool{false, true} {
+		t.Run(map[bool]string{false: "basic", true: "token"}[token], func(t *testing.T) {
+			reg := testutil.StartRegistry(t, testutil.RegistryOpts{Username: "u", Password: "pw", Token: token})
+			reg.PushImage(t, testutil.BusyboxImage(t, testutil.BusyboxOpts()), "bb:1")
+			pw := secret{secrets.Spec{Name: "PW", Kind: api.SecretKindRegistry, Registry: reg.Host}, "pw"}
+			svc, ctx, _ := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{Insecure: []string{reg.Host}}, pw)
+			req := api.CreateTemplateRequest{Name: "bb", Ref: reg.Ref("bb:1"), Username: "u", PasswordSecret: "PW"}
+			tm, err := svc.Pull(ctx, req)
+			if err != nil {
+				t.Fatalf("Pull: %v", err)
+			}
+			if tm.Source != reg.Ref("bb:1") {
+				t.Errorf("source = %q", tm.Source)
+			}
+			req.Name, req.PasswordSecret = "bb2", "MISSING"
+			if _, err := svc.Pull(ctx, req); !errdefs.HasCode(err, "secret_not_found") {
+				t.Errorf("a password secret that does not exist: %v", err)
+			}
+			unnamed, ctx2, _ := newService(t, os.Geteuid() == 0, templates.RegistryPolicy{}, pw)
+			req.PasswordSecret = "PW"
+			if _, err := unnamed.Pull(ctx2, req); !errdefs.HasCode(err, "image_unreachable") || !strings.Contains(err.Error(), "private address") {
+				t.Errorf("a loopback registry the operator did not name: %v; want image_unreachable, a private address", err)
+			}
+		})
 	}
 }

@@ -1,17 +1,15 @@
 package templates
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/host/oci/layer"
 )
 
 // maxAccountsFile bounds the /etc/passwd or /etc/group read from an image.
@@ -19,7 +17,8 @@ const maxAccountsFile = 4 << 20
 
 // resolveUser finds who the image's User names ("", "name", "uid",
 // "name:group", "uid:gid"), in the image's own /etc/passwd and
-// /etc/group: the topmost of dirs (bottom first) that has each file.
+// /etc/group, resolved inside the image whose layers are dirs (bottom
+// first).
 // An empty User is root.
 func resolveUser(user string, dirs []string) (driver.ImageUser, error) {
 	u := driver.ImageUser{Name: "root", Home: "/root"}
@@ -27,7 +26,7 @@ func resolveUser(user string, dirs []string) (driver.ImageUser, error) {
 	if name == "" && hasGroup {
 		return u, errdefs.Invalid("image_user", "the image's user %q names a group without a user", user)
 	}
-	passwd, err := accounts(dirs, "etc/passwd")
+	passwd, err := accounts(dirs, "/etc/passwd")
 	if err != nil {
 		return u, err
 	}
@@ -54,7 +53,7 @@ func resolveUser(user string, dirs []string) (driver.ImageUser, error) {
 		}
 	}
 	if hasGroup {
-		groups, err := accounts(dirs, "etc/group")
+		groups, err := accounts(dirs, "/etc/group")
 		if err != nil {
 			return u, err
 		}
@@ -76,43 +75,29 @@ func resolveUser(user string, dirs []string) (driver.ImageUser, error) {
 	return u, nil
 }
 
-// accounts reads the colon-separated lines of name from the topmost of
-// dirs that has it as a regular file (none: no lines). The file is read
-// through no symlink.
+// accounts reads the colon-separated lines of name, a path in the image
+// whose layers are dirs (bottom first), as the sandbox would see it: in
+// the topmost layer that has it, through links that stay inside the
+// image's root (layer.ReadFile), never the host's files. No such regular
+// file: no lines.
 func accounts(dirs []string, name string) ([][]string, error) {
-	for i := len(dirs) - 1; i >= 0; i-- {
-		p := filepath.Join(dirs[i], name)
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
+	b, err := layer.ReadFile(dirs, name, maxAccountsFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errdefs.HasCode(err, layer.CodeTooLarge):
+		return nil, errdefs.Invalid("image_user", "the image's %s is over %d bytes", name, maxAccountsFile)
+	case err != nil:
+		return nil, fmt.Errorf("read the image's %s: %w", name, err)
+	}
+	var out [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read the image's /%s: %w", name, err)
-		}
-		if !fi.Mode().IsRegular() {
-			// A whiteout, or a link: the image has no such file to read.
-			return nil, nil
-		}
-		if fi.Size() > maxAccountsFile {
-			return nil, errdefs.Invalid("image_user", "the image's /%s is over %d bytes", name, maxAccountsFile)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, fmt.Errorf("read the image's /%s: %w", name, err)
-		}
-		defer f.Close()
-		var out [][]string
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" || line[0] == '#' {
-				continue
-			}
-			out = append(out, strings.Split(line, ":"))
-		}
-		return out, sc.Err()
+		out = append(out, strings.Split(line, ":"))
 	}
-	return nil, nil
+	return out, nil
 }
 
 // parseID parses a uid or gid a sandbox can hold.

@@ -14,6 +14,7 @@ package volumes
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -57,6 +58,9 @@ type Service struct {
 func New(dir string, backend storage.Backend, st store.Volumes, quotas *quota.Service, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
+	}
+	if err := fixSticky(dir); err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -108,7 +112,8 @@ func (s *Service) create(ctx context.Context, req api.CreateVolumeRequest) (*sto
 		}
 		return nil, fmt.Errorf("limit the volume: %w", err)
 	}
-	if err := os.Chmod(dir, 0o1777); err != nil {
+	// os.ModeSticky, not 0o1000: os.Chmod drops the raw bit.
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		s.remove(dir)
 		return nil, fmt.Errorf("make the volume: %w", err)
 	}
@@ -186,6 +191,27 @@ func (s *Service) Resolve(ctx context.Context, mounts []api.VolumeMount) ([]driv
 		out = append(out, driver.Volume{Dir: s.Dir(v.ID), Path: m.Path, ReadOnly: m.ReadOnly})
 	}
 	return out, nil
+}
+
+// fixSticky gives the sticky bit to the roots of the volumes in dir that
+// an earlier hutch made without it (0777, where 1777 was meant). A root
+// whose mode a sandbox changed since is left as it is.
+func fixSticky(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("volumes: %w", err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode() != fs.ModeDir|0o777 {
+			continue
+		}
+		if err := os.Chmod(p, 0o777|os.ModeSticky); err != nil {
+			return fmt.Errorf("volumes: %w", err)
+		}
+	}
+	return nil
 }
 
 // Dir is where the files of volume id are.

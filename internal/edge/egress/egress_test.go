@@ -1,8 +1,10 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -186,44 +188,69 @@ func TestAllowlistPrivate(t *testing.T) {
 }
 
 // TestConnectionCap: a sandbox holds at most MaxConns connections to its
-// proxy at once; those over are closed as they come, and a place frees
-// when one closes.
+// proxy at once. Idle ones it forgot do not keep it from connecting: a new
+// connection closes the oldest idle one. Only when every connection
+// carries a tunnel is a new one closed as it comes, and a place frees
+// when a tunnel ends.
 func TestConnectionCap(t *testing.T) {
-	f := newFixture(t, &Config{MaxConns: 4}, api.NetworkPolicy{Egress: "public"})
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	closed := 0
-	for range 12 {
+	loop := &Config{MaxConns: 4, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	f := newFixture(t, loop, api.NetworkPolicy{Egress: "allowlist", Allow: []string{"127.0.0.0/8"}})
+	dial := func() net.Conn {
+		t.Helper()
 		c, err := net.Dial("tcp", f.proxy.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, c)
-		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
-			closed++
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closedWithin := func(c net.Conn, d time.Duration) bool {
+		c.SetReadDeadline(time.Now().Add(d))
+		defer c.SetReadDeadline(time.Time{})
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	// Twelve idle connections: the oldest eight close, one for each
+	// newer one over the cap.
+	var idle []net.Conn
+	for range 12 {
+		idle = append(idle, dial())
+	}
+	for i, c := range idle[:8] {
+		if !closedWithin(c, 5*time.Second) {
+			t.Fatalf("idle connection %d of 12 is open; want the oldest 8 closed", i)
 		}
 	}
-	if closed != 8 {
-		t.Fatalf("%d of 12 idle connections were closed; want the 8 over the cap of 4", closed)
+	for i, c := range idle[8:] {
+		if closedWithin(c, 100*time.Millisecond) {
+			t.Fatalf("idle connection %d of 12 closed; want the newest 4 open", 8+i)
+		}
 	}
-	for _, c := range held {
-		c.Close()
+	// A request goes through all the same.
+	if code, body := f.get(t, "http://"+port(f.target)+"/ok", false); code != 200 {
+		t.Fatalf("a request with the cap full of idle connections: %d %q", code, body)
 	}
-	held = nil
-	// The places are free again: a request goes through.
-	pol, _ := netpolicy.Parse(api.NetworkPolicy{Egress: "none"})
-	f.sb.SetPolicy(pol)
+	// Four tunnels: every connection busy, so the next is refused.
+	var tunnels []net.Conn
+	for range 4 {
+		c := dial()
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", port(f.target))
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v, %v", resp, err)
+		}
+		tunnels = append(tunnels, c)
+	}
+	if over := dial(); !closedWithin(over, 5*time.Second) {
+		t.Fatal("a connection over a cap of tunnels was kept")
+	}
+	tunnels[0].Close()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code == http.StatusForbidden {
+		if code, _ := f.get(t, "http://"+port(f.target)+"/", false); code == 200 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no request was answered after the connections closed")
+			t.Fatal("no request was answered after a tunnel closed")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

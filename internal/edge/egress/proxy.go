@@ -415,12 +415,17 @@ func Serve(l net.Listener, s *Sandbox) error {
 		max = DefaultMaxConns
 	}
 	// Every connection of the listener is the sandbox's: the cap is its
-	// whole budget. A connection that sends no request, or sits idle
-	// between requests, is closed; a tunnel lives as long as it is used.
-	l = connlimit.New(l, max, log.With(logattr.Sandbox(s.ID)))
+	// whole budget. At the cap a new connection closes the sandbox's
+	// oldest idle one, so idle ones it forgot cannot keep it from
+	// connecting; only when every connection carries a request or a
+	// tunnel is a new one refused. A connection that sends no request, or
+	// sits idle between requests, is closed; a tunnel lives as long as it
+	// is used. Nothing here authenticates (the listener is the sandbox's
+	// own), so there is no shorter idle deadline for anonymous ones.
+	cl := connlimit.New(l, connlimit.Config{PerClient: max, Log: log.With(logattr.Sandbox(s.ID))})
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	err := srv.Serve(l)
+		ConnState: cl.ConnState, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	err := srv.Serve(cl)
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -53,7 +53,9 @@ type Owners interface {
 
 var _ Owners = (*sandbox.Directory)(nil)
 
-// Keys reveals a secret of the tenant of ctx's principal.
+// Keys reveals an env secret of the tenant of ctx's principal, and refuses
+// a registry secret (code secret_registry_only): that one goes to its
+// registry alone.
 type Keys interface {
 	Reveal(ctx context.Context, name string) ([]byte, error)
 }
@@ -210,6 +212,10 @@ func (g *Gateway) credential(ctx context.Context, tenant string, p *provider) (s
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return "", errdefs.NotFound("provider_key_missing",
 			"provider %s's key is not set: create the secret %q in this sandbox's tenant", p.Name, p.Secret)
+	}
+	if errdefs.HasCode(err, "secret_registry_only") {
+		return "", errdefs.Unavailable("provider_key_invalid",
+			"the secret %q is a registry secret, sent to its registry alone: provider %s's key must be an ordinary (env) secret", p.Secret, p.Name)
 	}
 	if err != nil {
 		return "", errdefs.Wrap(errdefs.ErrUnavailable, "provider_key_unreadable", err, "provider %s's key cannot be read", p.Name)

@@ -106,7 +106,7 @@ func newEnv(t *testing.T, h http.HandlerFunc, mk func(base string) []Provider) *
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := &env{t: t, st: st, sec: secrets.New(secrets.Config{}, st, sealer, events.New(st, events.Config{}), log), logs: logs}
 	e.tenant = e.newTenant("a")
-	if _, err := e.sec.Create(e.tenant, "UP_KEY", "", secrets.NewValue([]byte(theKey))); err != nil {
+	if _, err := e.sec.Create(e.tenant, secrets.Spec{Name: "UP_KEY"}, secrets.NewValue([]byte(theKey))); err != nil {
 		t.Fatal(err)
 	}
 	e.sandbox = e.newSandbox(e.tenant)
@@ -340,13 +340,18 @@ func TestTokens(t *testing.T) {
 }
 
 // TestRefusals: unknown providers, paths that would leave the base URL,
-// a missing key and an oversized body are refused before the upstream,
-// and audited.
+// a missing key, a registry secret as a key and an oversized body are
+// refused before the upstream, and audited.
 func TestRefusals(t *testing.T) {
 	e := newEnv(t, echo, func(base string) []Provider {
 		return []Provider{{Name: "up", BaseURL: base, Secret: "UP_KEY", MaxRequestBytes: 64},
-			{Name: "nokey", BaseURL: base, Secret: "NOT_SET"}}
+			{Name: "nokey", BaseURL: base, Secret: "NOT_SET"},
+			{Name: "regkey", BaseURL: base, Secret: "GHCR"}}
 	})
+	if _, err := e.sec.Create(e.tenant, secrets.Spec{Name: "GHCR", Kind: api.SecretKindRegistry, Registry: "ghcr.io"},
+		secrets.NewValue([]byte("ghcr-password"))); err != nil {
+		t.Fatal(err)
+	}
 	tok := bearer(e.gw.Env(e.sandbox)[api.EnvProviderToken])
 	ch := e.channel(e.sandbox)
 
@@ -371,6 +376,9 @@ func TestRefusals(t *testing.T) {
 	}
 	resp, body = send(t, ch, "GET", "/provider/v1/nokey/x", "", tok)
 	wantRefused(t, "no key", resp, body, 404, "provider_key_missing")
+	// A registry password goes to its registry alone.
+	resp, body = send(t, ch, "GET", "/provider/v1/regkey/x", "", tok)
+	wantRefused(t, "a registry secret", resp, body, 503, "provider_key_invalid")
 	resp, body = send(t, ch, "POST", "/provider/v1/up/x", strings.Repeat("a", 1000), tok)
 	wantRefused(t, "oversized body", resp, body, 413, "body_too_large")
 	if n := e.upstream.count(); n != 0 {
@@ -399,7 +407,7 @@ func TestSharedKey(t *testing.T) {
 	owner, _ := tenancy.From(e.tenant)
 	e.gw.providers["shared"].SecretTenant = owner.TenantID
 	b := e.newTenant("b")
-	if _, err := e.sec.Create(b, "UP_KEY", "", secrets.NewValue([]byte("b's own"))); err != nil {
+	if _, err := e.sec.Create(b, secrets.Spec{Name: "UP_KEY"}, secrets.NewValue([]byte("b's own"))); err != nil {
 		t.Fatal(err)
 	}
 	sb := e.newSandbox(b)

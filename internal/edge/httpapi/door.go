@@ -27,7 +27,7 @@ type Sandboxes interface {
 // (internal/edge/router.Router): signed URLs, links, and forgetting what it
 // cached of a sandbox's ports when their setting changes.
 type Previews interface {
-	SignedURL(r *http.Request, t router.Target, ttl time.Duration) (string, time.Time, error)
+	SignedURL(r *http.Request, t router.Target, keyID string, ttl time.Duration) (string, time.Time, error)
 	URL(r *http.Request, t router.Target) string
 	Forget(sandboxID string)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/router"
 )
@@ -40,7 +41,8 @@ func (a *API) withPreviews(w http.ResponseWriter, r *http.Request, withPort bool
 }
 
 // previewURL answers POST /v1/sandboxes/{id}/ports/{port}/url: a signed
-// URL of the port's preview, an hour by default.
+// URL of the port's preview, an hour by default, good while the caller's
+// key is not revoked (it names the key).
 func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
 	var req api.PreviewURLRequest
 	if r.ContentLength != 0 {
@@ -62,9 +64,10 @@ func (a *API) previewURL(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	u, exp, err := rt.SignedURL(r, t, time.Duration(req.ExpiresInS)*time.Second)
+	p, _ := tenancy.From(r.Context())
+	u, exp, err := rt.SignedURL(r, t, p.KeyID, time.Duration(req.ExpiresInS)*time.Second)
 	if err != nil {
-		a.writeError(w, r, errdefs.Invalid("invalid_expiry", "%s", err.Error()))
+		a.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.PreviewURL{URL: u, ExpiresAt: exp.UTC()})

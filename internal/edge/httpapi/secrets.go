@@ -19,7 +19,8 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request, svc *secrets.
 		a.writeError(w, r, err)
 		return
 	}
-	sec, err := svc.Create(r.Context(), req.Name, req.Description, secrets.NewValue([]byte(req.Value)))
+	sec, err := svc.Create(r.Context(), secrets.Spec{Name: req.Name, Description: req.Description, Kind: req.Kind, Registry: req.Registry},
+		secrets.NewValue([]byte(req.Value)))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -119,6 +119,7 @@ func TestSecretRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if created.Name != "OPENAI_API_KEY" || created.Description != "gateway" || created.ValueBytes != len(value) || created.ID == "" ||
+		created.Kind != api.SecretKindEnv || created.Registry != "" ||
 		created.CreatedAt.IsZero() || !created.UpdatedAt.Equal(created.CreatedAt) {
 		t.Errorf("created = %+v", created)
 	}
@@ -164,6 +165,21 @@ func TestSecretRoutes(t *testing.T) {
 		t.Errorf("description after PUT = %q", got.Description)
 	}
 
+	// A registry secret names the host it is bound to, kept canonical;
+	// a replace keeps it.
+	status, body = f.do(t, f.keyA, "POST", "/v1/secrets", map[string]any{"name": "HUB", "kind": "registry", "registry": "Docker.IO", "value": value})
+	want(t, "create a registry secret", status, body, http.StatusCreated, "")
+	var hub api.Secret
+	if json.Unmarshal(body, &hub); hub.Kind != api.SecretKindRegistry || hub.Registry != "index.docker.io" {
+		t.Errorf("registry secret = %+v; want kind registry, bound to index.docker.io", hub)
+	}
+	status, body = f.do(t, f.keyA, "PUT", "/v1/secrets/HUB", map[string]any{"value": value + "-2"})
+	if json.Unmarshal(body, &hub); status != http.StatusOK || hub.Kind != api.SecretKindRegistry || hub.Registry != "index.docker.io" {
+		t.Errorf("replaced registry secret: %d %+v", status, hub)
+	}
+	status, body = f.do(t, f.keyA, "PUT", "/v1/secrets/HUB", map[string]any{"value": value, "registry": "evil.example"})
+	want(t, "a replace moving a registry secret", status, body, 400, "unknown_field")
+
 	// Failures, each request carrying the value.
 	for _, tt := range []struct {
 		name, key, method, path string
@@ -182,6 +198,11 @@ func TestSecretRoutes(t *testing.T) {
 		{"value not a string", f.keyA, "POST", "/v1/secrets", `{"name":"N","value":["` + value + `"]}`, 400, "invalid_json"},
 		{"broken JSON", f.keyA, "POST", "/v1/secrets", `{"name":"N","value":"` + value + `"`, 400, "invalid_json"},
 		{"unknown field", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "value": value, "secret": value}, 400, "unknown_field"},
+		{"unknown kind", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "kind": "ssh", "value": value}, 400, "invalid_secret_kind"},
+		{"registry kind without a host", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "kind": "registry", "value": value}, 400, "invalid_secret_kind"},
+		{"a host without the registry kind", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "registry": "ghcr.io", "value": value}, 400, "invalid_secret_kind"},
+		{"a registry that is no host", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "kind": "registry", "registry": "ghcr.io " + value, "value": value}, 400, "invalid_secret_registry"},
+		{"a registry URL", f.keyA, "POST", "/v1/secrets", map[string]any{"name": "N", "kind": "registry", "registry": "https://ghcr.io/" + value, "value": value}, 400, "invalid_secret_registry"},
 		{"replace of a missing secret", f.keyA, "PUT", "/v1/secrets/MISSING", map[string]any{"value": value}, 404, "secret_not_found"},
 		{"replace with a bad name", f.keyA, "PUT", "/v1/secrets/-x", map[string]any{"value": value}, 400, "invalid_secret_name"},
 		{"no key", "", "POST", "/v1/secrets", map[string]any{"name": "N", "value": value}, 401, ""},
@@ -237,8 +258,8 @@ func TestSecretRoutesWithoutService(t *testing.T) {
 	want(t, "list without a secret service", status, body, http.StatusServiceUnavailable, "secrets_unavailable")
 }
 
-// TestNoHandlerRevealsSecrets: Service.Reveal is for in-process users
-// only; no file of this package may call it.
+// TestNoHandlerRevealsSecrets: Service.Reveal and RevealRegistry are for
+// in-process users only; no file of this package may call them.
 func TestNoHandlerRevealsSecrets(t *testing.T) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob("*.go")
@@ -254,8 +275,8 @@ func TestNoHandlerRevealsSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Reveal" {
-				t.Errorf("%s: the API must not call Reveal", fset.Position(sel.Pos()))
+			if sel, ok := n.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Reveal") {
+				t.Errorf("%s: the API must not call %s", fset.Position(sel.Pos()), sel.Sel.Name)
 			}
 			return true
 		})

@@ -137,38 +137,38 @@ func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange
 
 // authorizeApp lets a request in to app a (nil when there is none: then
 // only a credential learns so, as with previews): public apps to all;
-// private ones to a key of the app's tenant or a signed-in browser. An
-// unauthenticated browser is sent to /login, an API client gets 401.
+// private ones to a key of the app's tenant or a browser signed in with
+// one, while that key stands (grants.go). An unauthenticated browser is
+// sent to /login, an API client gets 401.
 func (rt *Router) authorizeApp(w http.ResponseWriter, r *http.Request, ex *exchange, a *apps.Host) (*http.Request, bool) {
 	if a != nil && a.Public {
 		ex.access = accessPublic
 		return r, true
 	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
-		g, err := rt.admitKey(key)
+		g, err := rt.admitKey(r, key)
 		if err != nil {
 			rt.fail(w, r, ex, pageBadKey, "unauthorized")
 			return nil, false
 		}
-		ctx, stop := grantContext(r, g)
-		ex.release = func() {
-			stop()
-			rt.releaseGrant(g)
-		}
+		r = rt.serveAs(r, ex, g)
 		if a == nil || g.p.TenantID != a.TenantID {
 			rt.fail(w, r, ex, pageAppNotFound, "not_found")
 			return nil, false
 		}
-		if !g.p.Holds(api.RoleMember) && (!readOnlyMethod(r.Method) || upgradeType(r.Header) != "") {
+		if readerRefused(g.p, r) {
 			rt.fail(w, r, ex, pageReaderRefused, "forbidden")
 			return nil, false
 		}
 		ex.access = accessKey
-		return r.WithContext(ctx), true
-	}
-	if a != nil && rt.hasAppSession(r, a.ID) && rt.cookieAllowed(r) {
-		ex.access = accessCookie
 		return r, true
+	}
+	if a != nil && rt.cookieAllowed(r) {
+		if keyID, ok := rt.appSession(r, a.ID); ok {
+			if g := rt.admitSigned(r, keyID, a.TenantID); g != nil {
+				return rt.signedIn(w, r, ex, g, accessCookie)
+			}
+		}
 	}
 	if wantsHTML(r) {
 		ex.reason = "login_required"
@@ -185,14 +185,17 @@ func wantsHTML(r *http.Request) bool {
 		(isTopLevelNavigation(r) || strings.Contains(r.Header.Get("Accept"), "text/html"))
 }
 
-func (rt *Router) hasAppSession(r *http.Request, appID string) bool {
+// appSession returns the key id of one of r's app cookies that is a
+// session of app appID: the key that signed in, which the caller still
+// checks (admitSigned).
+func (rt *Router) appSession(r *http.Request, appID string) (keyID string, ok bool) {
 	now := rt.cfg.Now()
 	for _, c := range r.CookiesNamed(AppCookieName) {
-		if rt.sessions.valid(rt.sign, c.Value, appSubject(appID), now) {
-			return true
+		if keyID, ok := rt.sessions.valid(rt.sign, c.Value, appSubject(appID), now); ok {
+			return keyID, true
 		}
 	}
-	return false
+	return "", false
 }
 
 var loginTemplate = template.Must(template.New("login").Parse(`<!doctype html>
@@ -209,8 +212,8 @@ input{font:inherit;width:100%;margin:.3em 0 1em;padding:.3em}.err{color:#a00}</s
 `))
 
 // appLogin serves /login on an app's host: a form for an API key of the
-// app's tenant, which, once checked, leaves a session cookie for this host
-// and goes back to next.
+// app's tenant, which, once checked, leaves a session cookie for this host,
+// good while that key stands, and goes back to next.
 func (rt *Router) appLogin(w http.ResponseWriter, r *http.Request, name string) {
 	next := r.FormValue("next")
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
@@ -244,7 +247,7 @@ func (rt *Router) appLogin(w http.ResponseWriter, r *http.Request, name string) 
 	key, ok := hutchKey("Bearer " + strings.TrimSpace(r.PostFormValue("key")))
 	var g *grant
 	if ok {
-		g, err = rt.admitKey(key)
+		g, err = rt.admitKey(r, key)
 	}
 	if !ok || err != nil || a == nil || g.p.TenantID != a.TenantID {
 		if g != nil {
@@ -255,7 +258,7 @@ func (rt *Router) appLogin(w http.ResponseWriter, r *http.Request, name string) 
 	}
 	rt.releaseGrant(g)
 	exp := rt.cfg.Now().Add(appSessionTTL)
-	http.SetCookie(w, &http.Cookie{Name: AppCookieName, Value: rt.sign.sign(purposeSession, appSubject(a.ID), exp), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: AppCookieName, Value: rt.sign.sign(purposeSession, appSubject(a.ID), g.p.KeyID, exp), Path: "/",
 		Expires: exp, MaxAge: int(appSessionTTL / time.Second), HttpOnly: true, Secure: rt.scheme(r) == "https", SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -81,6 +82,8 @@ type appEnv struct {
 	apps *fakeApps
 	srv  *httptest.Server
 	logs *testutil.Buffer
+	// sessions are the requests API keys let in (fakeAuth).
+	sessions *fakeSessions
 }
 
 func newAppEnv(t *testing.T) *appEnv {
@@ -113,8 +116,9 @@ func newAppEnv(t *testing.T) *appEnv {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", s.Listener.Addr().String())
 	})
 	logs := &testutil.Buffer{}
+	sessions := &fakeSessions{}
 	rt, err := New(Config{Domain: "localhost", Key: bytes.Repeat([]byte{1}, KeyBytes), Sandboxes: &fakeStore{sbs: map[string]*store.Sandbox{}},
-		Auth: fakeAuth{}, Tunnels: dial, Log: slog.New(slog.NewJSONHandler(logs, nil)), Apps: fa})
+		Auth: fakeAuth{sessions: sessions}, Tunnels: dial, Log: slog.New(slog.NewJSONHandler(logs, nil)), Apps: fa})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func newAppEnv(t *testing.T) *appEnv {
 			t.Logf("router log:\n%s", logs)
 		}
 	})
-	return &appEnv{t: t, apps: fa, srv: srv, logs: logs}
+	return &appEnv{t: t, apps: fa, srv: srv, logs: logs, sessions: sessions}
 }
 
 func (e *appEnv) host() string {
@@ -351,4 +355,68 @@ func TestAppSwap(t *testing.T) {
 	if err := old.Write(ctx, websocket.MessageText, []byte("still there")); err != nil {
 		t.Errorf("the socket opened before the swap: %v", err)
 	}
+}
+
+// login signs in to the app with key and returns the cookie's value.
+func (e *appEnv) login(key string) string {
+	e.t.Helper()
+	resp, _ := e.do("POST", "/login", strings.NewReader(url.Values{"key": {key}}.Encode()),
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	for _, c := range resp.Cookies() {
+		if c.Name == AppCookieName && resp.StatusCode == http.StatusSeeOther {
+			return c.Value
+		}
+	}
+	e.t.Fatalf("login with %s: %d, no cookie", key, resp.StatusCode)
+	return ""
+}
+
+// TestAppCookieKeyRevoked: an app's sign-in cookie ends with the key that
+// signed in, as the key's own requests do: once the key is revoked, the
+// cookie is refused and a WebSocket it opened is closed; a cookie another
+// key signed in with goes on.
+func TestAppCookieKeyRevoked(t *testing.T) {
+	e := newAppEnv(t)
+	doomed, kept := e.login(keyA), e.login(keyA2)
+	page := func(cookie string) map[string]string {
+		return map[string]string{"Cookie": AppCookieName + "=" + cookie, "Sec-Fetch-Site": "same-origin"}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	hdr := http.Header{}
+	for k, v := range page(doomed) {
+		hdr.Set(k, v)
+	}
+	ws, _, err := websocket.Dial(ctx, "ws://"+e.srv.Listener.Addr().String()+"/ws", &websocket.DialOptions{Host: e.host(), HTTPHeader: hdr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if _, b, err := ws.Read(ctx); err != nil || string(b) != sbLive1 {
+		t.Fatalf("the cookie's WebSocket: %q %v", b, err)
+	}
+
+	e.sessions.revoke("aaaa")
+	wantRevokedWebSocketEnds(t, ctx, ws)
+	resp, body := e.do("GET", "/x", nil, page(doomed))
+	wantStatus(t, "the revoked key's cookie", resp, body, http.StatusUnauthorized, "app_private")
+	if _, body := e.do("GET", "/x", nil, page(kept)); !strings.Contains(body, `"who":"`+sbLive1+`"`) {
+		t.Errorf("another key's cookie: %.120s", body)
+	}
+}
+
+// TestAppCookieReader: a reader key's sign-in views the app and does
+// nothing else there, as the key itself: no method that changes anything,
+// no WebSocket.
+func TestAppCookieReader(t *testing.T) {
+	e := newAppEnv(t)
+	page := map[string]string{"Cookie": AppCookieName + "=" + e.login(keyR), "Sec-Fetch-Site": "same-origin"}
+	if _, body := e.do("GET", "/x", nil, page); !strings.Contains(body, `"who":"`+sbLive1+`"`) {
+		t.Errorf("a reader's GET: %.120s", body)
+	}
+	resp, body := e.do("POST", "/x", nil, page)
+	wantStatus(t, "a reader's POST", resp, body, http.StatusForbidden, "member_required")
+	page["Connection"], page["Upgrade"] = "Upgrade", "websocket"
+	resp, body = e.do("GET", "/ws", nil, page)
+	wantStatus(t, "a reader's WebSocket", resp, body, http.StatusForbidden, "member_required")
 }

@@ -30,16 +30,18 @@ import (
 // so there a typed or bookmarked address needs a new signed link; HTTPS
 // (Config.PublicURL) is the way to serve a custom domain.
 
-// hasSession reports whether one of r's preview cookies is a session of t
-// valid at now. A sibling preview can set a cookie of the same name for
-// the whole preview domain; it does not shadow this host's.
-func (rt *Router) hasSession(r *http.Request, t Target, now time.Time) bool {
+// session returns the key id of one of r's preview cookies that is a
+// session of t valid at now: the key that minted the signed URL which
+// left it, which the caller still checks (admitSigned). A sibling preview
+// can set a cookie of the same name for the whole preview domain; it does
+// not shadow this host's.
+func (rt *Router) session(r *http.Request, t Target, now time.Time) (keyID string, ok bool) {
 	for _, c := range r.CookiesNamed(CookieName) {
-		if rt.sessions.valid(rt.sign, c.Value, t, now) {
-			return true
+		if keyID, ok := rt.sessions.valid(rt.sign, c.Value, t, now); ok {
+			return keyID, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // maxVerified bounds the sessions remembered as verified; past it,
@@ -52,45 +54,54 @@ type verifiedKey struct {
 	t     Target
 }
 
+// verifiedSession is what a session cookie's signature proved.
+type verifiedSession struct {
+	keyID string
+	exp   time.Time
+}
+
 // verified remembers the session cookies whose signature checked, until
 // their expiry, so a browser's requests do not each compute an HMAC. A
 // signature is a function of the token, the target and the router's key,
 // which does not change while the router runs, so the answer cannot go
-// stale before the token expires. The zero value is ready.
+// stale before the token expires. Whether the key that minted it still
+// stands is not remembered here: the grant of its key id says
+// (grants.go). The zero value is ready.
 type verified struct {
 	mu sync.Mutex
-	m  map[verifiedKey]time.Time // → the session's expiry
+	m  map[verifiedKey]verifiedSession
 }
 
-// valid reports whether tok is a session of t at now.
-func (v *verified) valid(s signer, tok string, t Target, now time.Time) bool {
+// valid reports whether tok is a session of t at now, and the key id
+// that minted it.
+func (v *verified) valid(s signer, tok string, t Target, now time.Time) (string, bool) {
 	k := verifiedKey{tok, t}
 	v.mu.Lock()
-	exp, ok := v.m[k]
+	vs, ok := v.m[k]
 	v.mu.Unlock()
 	if ok {
-		return now.Before(exp)
+		return vs.keyID, now.Before(vs.exp)
 	}
-	exp, err := s.verify(purposeSession, tok, t, now)
+	keyID, exp, err := s.verify(purposeSession, tok, t, now)
 	if err != nil {
-		return false
+		return "", false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil {
-		v.m = map[verifiedKey]time.Time{}
+		v.m = map[verifiedKey]verifiedSession{}
 	}
 	if len(v.m) >= maxVerified {
-		for k, e := range v.m {
-			if !now.Before(e) {
+		for k, vs := range v.m {
+			if !now.Before(vs.exp) {
 				delete(v.m, k)
 			}
 		}
 	}
 	if len(v.m) < maxVerified {
-		v.m[k] = exp
+		v.m[k] = verifiedSession{keyID, exp}
 	}
-	return true
+	return keyID, true
 }
 
 // cookieAllowed reports whether the preview cookie may let r in: r comes

@@ -20,7 +20,7 @@ import (
 // cookie it leaves and the preview's own origin.
 func (e *env) sessionCookie() (cookie, origin string) {
 	e.t.Helper()
-	u, _, err := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, 0)
+	u, _, err := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, "aaaa", 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRouterCookieNeedsProvenance(t *testing.T) {
 
 	// Credentials that are not the cookie are unchanged: a signed token
 	// in the URL, or an API key, lets even a sibling's iframe in.
-	u, _, _ := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, 0)
+	u, _, _ := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, "aaaa", 0)
 	pu, _ := url.Parse(u)
 	frame := map[string]string{"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}
 	resp, body := e.get(idRunning, appPort, "/headers?"+TokenParam+"="+pu.Query().Get(TokenParam), frame)

@@ -78,18 +78,27 @@ const (
 	keyR  = "hk_rrrr_secret" // tenant a's, read-only
 )
 
+// fakePrincipals are fakeAuth's keys' principals, by key id.
+var fakePrincipals = map[string]tenancy.Principal{
+	"aaaa": {TenantID: "tenant-a", KeyID: "aaaa", Role: api.RoleMember},
+	"aaa2": {TenantID: "tenant-a", KeyID: "aaa2", Role: api.RoleMember},
+	"bbbb": {TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember},
+	"rrrr": {TenantID: "tenant-a", KeyID: "rrrr", Role: api.RoleReader},
+}
+
 func (f fakeAuth) Begin(ctx context.Context, header string) (context.Context, func(), error) {
 	var p tenancy.Principal
-	switch header {
-	case "Bearer " + keyA:
-		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "aaaa", Role: api.RoleMember}
-	case "Bearer " + keyA2:
-		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "aaa2", Role: api.RoleMember}
-	case "Bearer " + keyB:
-		p = tenancy.Principal{TenantID: "tenant-b", KeyID: "bbbb", Role: api.RoleMember}
-	case "Bearer " + keyR:
-		p = tenancy.Principal{TenantID: "tenant-a", KeyID: "rrrr", Role: api.RoleReader}
+	if id, ok := strings.CutPrefix(header, "Bearer hk_"); ok && strings.HasSuffix(id, "_secret") {
+		p = fakePrincipals[strings.TrimSuffix(id, "_secret")]
 	}
+	return f.begin(ctx, p)
+}
+
+func (f fakeAuth) BeginKey(ctx context.Context, id string) (context.Context, func(), error) {
+	return f.begin(ctx, fakePrincipals[id])
+}
+
+func (f fakeAuth) begin(ctx context.Context, p tenancy.Principal) (context.Context, func(), error) {
 	invalid := errdefs.New(errdefs.ErrUnauthorized, "invalid_api_key", "invalid API key")
 	if f.sessions == nil {
 		if p.KeyID == "" {
@@ -107,7 +116,7 @@ type fakeSessions struct {
 	mu      sync.Mutex
 	open    map[string]map[*context.CancelFunc]bool
 	revoked map[string]bool
-	checks  int // Begin calls
+	checks  int // Begin and BeginKey calls
 }
 
 func (s *fakeSessions) begin(ctx context.Context, p tenancy.Principal, invalid error) (context.Context, func(), error) {

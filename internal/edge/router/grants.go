@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 )
 
@@ -20,6 +21,12 @@ import (
 // included. A key deleted by another server on the same store is seen
 // within grantTTL, as the API itself sees it on its next request.
 //
+// A signed URL, a preview's cookie and an app's cookie name the key that
+// minted them (token.go), and are granted the same way by that key's id
+// (KeyAuthenticator.BeginKey: the key must still exist): revoking the key
+// refuses them and ends what they let in, as for the key itself. One
+// lookup of the key every grantTTL, however many browsers use them.
+//
 // What a grant caches is the key's principal only: every request is still
 // checked against it (the sandbox's tenant, a read-only key's methods),
 // and its credentials are still stripped (rewrite).
@@ -28,9 +35,13 @@ const (
 	maxGrants = 4096 // past it, a key is checked per request as before
 )
 
+// byKeyID prefixes the map's name of a grant by key id; an API key reads
+// hk_…, so the two never meet.
+const byKeyID = "id:"
+
 // grant is one API key's check.
 type grant struct {
-	key     string
+	key     string // the map's name of it: the API key, or byKeyID and the key id
 	p       tenancy.Principal
 	ctx     context.Context // Begin's: ends when the key is revoked
 	end     func()          // releases what Begin holds
@@ -50,26 +61,46 @@ type grants struct {
 	m  map[string]*grant
 }
 
-// admitKey lets in a request with API key key: from a live grant, or
+// admitKey lets in r, which carries API key key: from a live grant, or
 // after Begin checks the key. It returns the grant, with the request
 // counted in it; the caller calls rt.releaseGrant once the request is
 // done.
-func (rt *Router) admitKey(key string) (*grant, error) {
+func (rt *Router) admitKey(r *http.Request, key string) (*grant, error) {
+	return rt.admit(r, key, func(ctx context.Context) (context.Context, func(), error) {
+		return rt.cfg.Auth.Begin(ctx, "Bearer "+key)
+	})
+}
+
+// admitKeyID lets in r, which carries a token minted by key id (a signed
+// URL, a preview's or an app's cookie), as admitKey does: the key must
+// still exist.
+func (rt *Router) admitKeyID(r *http.Request, id string) (*grant, error) {
+	return rt.admit(r, byKeyID+id, func(ctx context.Context) (context.Context, func(), error) {
+		return rt.cfg.Auth.BeginKey(ctx, id)
+	})
+}
+
+// admit lets r in by the grant named key, made with begin when there is
+// none live, and marks r's connection authenticated
+// (connlimit.Authenticated).
+func (rt *Router) admit(r *http.Request, key string, begin func(context.Context) (context.Context, func(), error)) (*grant, error) {
 	now := rt.cfg.Now()
 	gs := &rt.grants
 	gs.mu.Lock()
 	if g := gs.m[key]; g != nil && !g.retired && now.Before(g.expires) && g.ctx.Err() == nil {
 		g.refs++
 		gs.mu.Unlock()
+		connlimit.Authenticated(r.Context())
 		return g, nil
 	}
 	gs.mu.Unlock()
 
 	// Not from the request's context: the grant outlives the request.
-	ctx, end, err := rt.cfg.Auth.Begin(context.Background(), "Bearer "+key)
+	ctx, end, err := begin(context.Background())
 	if err != nil {
 		return nil, err
 	}
+	connlimit.Authenticated(r.Context())
 	p, _ := tenancy.From(ctx)
 	g := &grant{key: key, p: p, ctx: ctx, end: end, expires: now.Add(grantTTL), refs: 1}
 
@@ -94,6 +125,18 @@ func (rt *Router) admitKey(key string) (*grant, error) {
 		f()
 	}
 	return g, nil
+}
+
+// serveAs lets ex's request r in as g's key: it returns r with a context
+// that ends when the key is revoked, and sets ex.release to let go of it
+// and of g once the request is done.
+func (rt *Router) serveAs(r *http.Request, ex *exchange, g *grant) *http.Request {
+	ctx, stop := grantContext(r, g)
+	ex.release = func() {
+		stop()
+		rt.releaseGrant(g)
+	}
+	return r.WithContext(ctx)
 }
 
 // grantContext is the context to serve a request g let in with: r's, and

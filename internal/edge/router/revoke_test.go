@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -208,5 +209,86 @@ func wantRevokedWebSocketEnds(t *testing.T, ctx context.Context, ws *websocket.C
 		}
 	case <-time.After(10 * time.Second): // a hang detector: it ends at once
 		t.Fatal("the revoked key's WebSocket outlived its revocation")
+	}
+}
+
+// TestRouterSignedURLKeyRevoked: a signed URL, and the cookie it leaves,
+// act as the key that minted them: a browser's requests check the key once
+// for many, and once it is revoked the URL and the cookie are refused and
+// a WebSocket the cookie opened ends; what another key minted goes on.
+func TestRouterSignedURLKeyRevoked(t *testing.T) {
+	e := newEnv(t)
+	apiReq := httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil)
+	token := func(keyID string) string {
+		t.Helper()
+		u, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, keyID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pu, _ := url.Parse(u)
+		return pu.Query().Get(TokenParam)
+	}
+	doomed, kept := token("aaaa"), token("aaa2")
+	resp, body := e.get(idRunning, appPort, "/headers?"+TokenParam+"="+doomed, nil)
+	wantStatus(t, "the signed URL", resp, body, 200, "")
+	var cookie string
+	for _, c := range resp.Cookies() {
+		if c.Name == CookieName {
+			cookie = c.Value
+		}
+	}
+	own := "http://" + e.hostHeader(idRunning, appPort)
+	fromPage := map[string]string{"Cookie": CookieName + "=" + cookie, "Referer": own + "/"}
+	_, checks0 := e.sessions.held("aaaa")
+	for range 5 {
+		resp, body = e.get(idRunning, appPort, "/headers", fromPage)
+		wantStatus(t, "the cookie", resp, body, 200, "")
+	}
+	if _, checks := e.sessions.held("aaaa"); checks != checks0 {
+		t.Errorf("five requests with the cookie checked the key %d times; want it granted once (by the signed URL)", checks-checks0)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+e.srv.Listener.Addr().String()+"/ws", &websocket.DialOptions{Host: e.hostHeader(idRunning, appPort),
+		HTTPHeader: http.Header{"Cookie": {CookieName + "=" + cookie}, "Origin": {own}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(ctx, websocket.MessageText, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	e.sessions.revoke("aaaa")
+	wantRevokedWebSocketEnds(t, ctx, ws)
+	resp, body = e.get(idRunning, appPort, "/headers?"+TokenParam+"="+doomed, nil)
+	wantStatus(t, "the revoked key's signed URL", resp, body, 401, "invalid_preview_token")
+	resp, body = e.get(idRunning, appPort, "/headers", fromPage)
+	wantStatus(t, "the revoked key's cookie", resp, body, 401, "preview_private")
+	resp, body = e.get(idRunning, appPort, "/headers?"+TokenParam+"="+kept, nil)
+	wantStatus(t, "another key's signed URL", resp, body, 200, "")
+	if held, _ := e.sessions.held("aaaa"); held != 0 {
+		t.Errorf("%d of the revoked key's grants still held", held)
+	}
+}
+
+// TestRouterSignedNeedsTenant: a token is refused unless the key that
+// minted it is of the sandbox's tenant (a key cannot mint one for another
+// tenant's sandbox; this holds should a token reach another).
+func TestRouterSignedNeedsTenant(t *testing.T) {
+	e := newEnv(t)
+	u, _, err := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, "bbbb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _ := url.Parse(u)
+	resp, body := e.get(idRunning, appPort, "/headers?"+TokenParam+"="+pu.Query().Get(TokenParam), nil)
+	wantStatus(t, "another tenant's key's URL", resp, body, 401, "invalid_preview_token")
+	if _, _, err := e.rt.SignedURL(httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil), Target{idRunning, appPort}, "", 0); err == nil {
+		t.Error("a signed URL without a key id was made")
 	}
 }

@@ -12,16 +12,17 @@
 // /v1/sandboxes/{id}/ports/{port}/url) or the cookie such a URL leaves,
 // scoped to the preview's host and accepted only on requests from the
 // preview's own pages and on top-level navigations (cookie.go: sibling
-// previews share a site). Another tenant's key sees 404, as for a
-// sandbox that does not exist. None of these credentials reaches the
-// sandbox's program.
+// previews share a site). A signed URL and its cookie name the key that
+// minted them (token.go) and act as that key, so its revocation ends
+// them. Another tenant's key sees 404, as for a sandbox that does not
+// exist. None of these credentials reaches the sandbox's program.
 //
 // Per request it reads no store and hashes no key while a preview is busy:
 // what it read of the sandbox is kept a second (lookup.go), a key's check
-// 5 s (grants.go, which says how a revocation still ends its requests at
-// once), a cookie's signature until it expires (cookie.go); and a page's
-// requests go over pooled tunnels without goroutine hand-offs
-// (tunnels.go).
+// 5 s, also the check of the key a URL or cookie names (grants.go, which
+// says how a revocation still ends its requests at once), a cookie's
+// signature until it expires (cookie.go); and a page's requests go over
+// pooled tunnels without goroutine hand-offs (tunnels.go).
 //
 // Lifecycle: a key (keyfile.Load), then New (no side effects), Wrap around the API's
 // handler, Close at shutdown to drop idle tunnels and the keys' grants.
@@ -42,6 +43,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
@@ -57,12 +59,16 @@ const (
 	retryAfter        = 2 // seconds, in Retry-After and the page's reload
 )
 
-// KeyAuthenticator resolves an Authorization header to a principal
+// KeyAuthenticator resolves an Authorization header, or the id of the key
+// that minted a signed URL or cookie, to a principal
 // (internal/control/auth.Authenticator, the one the API uses).
 type KeyAuthenticator interface {
 	// Begin returns ctx carrying the principal, ended as soon as the key
 	// is revoked, and end, which releases it once the request is done.
 	Begin(ctx context.Context, header string) (_ context.Context, end func(), _ error)
+	// BeginKey is Begin for key id, which the router signed a token for:
+	// it fails once the key is revoked.
+	BeginKey(ctx context.Context, id string) (_ context.Context, end func(), _ error)
 }
 
 // Dialer opens a connection to a port of a running sandbox. ctx bounds
@@ -309,10 +315,11 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 // authorize lets the request in, returning the request to proxy, or
 // answers it. pv is nil when the sandbox does not exist; without
 // credentials that answers 401 like a private port, so an anonymous caller
-// cannot tell the two apart. A request an API key let in is proxied with
-// a context that ends when the key is revoked (KeyAuthenticator.Begin,
-// held by the key's grant: grants.go), so its stream or WebSocket ends
-// with the key.
+// cannot tell the two apart. A request an API key let in, or a signed URL
+// or cookie that key minted, is proxied with a context that ends when the
+// key is revoked (KeyAuthenticator.Begin, held by the key's grant:
+// grants.go), so its stream or WebSocket ends with the key; and a revoked
+// key's URL or cookie lets nothing more in.
 //
 // Every request is authorized on its own, also the second of a kept-alive
 // connection: what is cached is what a credential proves (a key's
@@ -326,51 +333,56 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 		ex.access = accessPublic
 		return r, true
 	}
+	tenantID := ""
+	if pv != nil {
+		tenantID = pv.TenantID
+	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
 		// The key's check is cached for grantTTL (grants.go); revoking
 		// the key ends the grant and every request it let in.
-		g, err := rt.admitKey(key)
+		g, err := rt.admitKey(r, key)
 		if err != nil {
 			rt.fail(w, r, ex, pageBadKey, "unauthorized")
 			return nil, false
 		}
-		ctx, stop := grantContext(r, g)
-		ex.release = func() {
-			stop()
-			rt.releaseGrant(g)
-		}
-		p := g.p
-		if pv == nil || p.TenantID != pv.TenantID {
+		r = rt.serveAs(r, ex, g)
+		if pv == nil || g.p.TenantID != pv.TenantID {
 			rt.fail(w, r, ex, pageNotFound, "not_found")
 			return nil, false
 		}
-		// A read-only key views: no method that may change the app's
-		// state, and no WebSocket.
-		if !p.Holds(api.RoleMember) && (!readOnlyMethod(r.Method) || upgradeType(r.Header) != "") {
+		if readerRefused(g.p, r) {
 			rt.fail(w, r, ex, pageReaderRefused, "forbidden")
 			return nil, false
 		}
 		ex.access = accessKey
-		return r.WithContext(ctx), true
+		return r, true
 	}
 	now := rt.cfg.Now()
 	cookieRefused := false
-	if rt.hasSession(r, t, now) {
-		if rt.cookieAllowed(r) {
-			ex.access = accessCookie
-			return r, true
+	if keyID, ok := rt.session(r, t, now); ok {
+		if !rt.cookieAllowed(r) {
+			cookieRefused = true // unless the URL carries a token
+		} else if g := rt.admitSigned(r, keyID, tenantID); g != nil {
+			return rt.signedIn(w, r, ex, g, accessCookie)
 		}
-		cookieRefused = true // unless the URL carries a token
 	}
 	if tok := r.URL.Query().Get(TokenParam); tok != "" {
-		exp, err := rt.sign.verify(purposeURL, tok, t, now)
-		if err != nil {
+		keyID, exp, err := rt.sign.verify(purposeURL, tok, t, now)
+		var g *grant
+		if err == nil {
+			g = rt.admitSigned(r, keyID, tenantID)
+		}
+		if g == nil {
 			rt.fail(w, r, ex, pageBadToken, "unauthorized")
+			return nil, false
+		}
+		r, ok := rt.signedIn(w, r, ex, g, accessToken)
+		if !ok {
 			return nil, false
 		}
 		http.SetCookie(w, &http.Cookie{
 			Name:     CookieName,
-			Value:    rt.sign.sign(purposeSession, t, exp),
+			Value:    rt.sign.sign(purposeSession, t, keyID, exp),
 			Path:     "/",
 			Expires:  exp,
 			MaxAge:   int(exp.Sub(now).Seconds()) + 1,
@@ -378,7 +390,6 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 			Secure:   rt.scheme(r) == "https",
 			SameSite: http.SameSiteLaxMode,
 		})
-		ex.access = accessToken
 		return r, true
 	}
 	if cookieRefused {
@@ -387,6 +398,40 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 	}
 	rt.fail(w, r, ex, pagePrivate, "unauthorized")
 	return nil, false
+}
+
+// admitSigned grants r, which carries a token that key id minted, as
+// that key (grants.go), or returns nil: the key was revoked, or is not of
+// tenantID ("": the resource does not exist, which the caller answers).
+func (rt *Router) admitSigned(r *http.Request, keyID, tenantID string) *grant {
+	g, err := rt.admitKeyID(r, keyID)
+	if err != nil {
+		return nil
+	}
+	if tenantID != "" && g.p.TenantID != tenantID {
+		rt.releaseGrant(g)
+		return nil
+	}
+	return g
+}
+
+// signedIn lets r in as g's key by a token or cookie that key minted, as
+// access, or answers it: a read-only key's token views only, as the key
+// itself does.
+func (rt *Router) signedIn(w http.ResponseWriter, r *http.Request, ex *exchange, g *grant, access access) (*http.Request, bool) {
+	r = rt.serveAs(r, ex, g)
+	if readerRefused(g.p, r) {
+		rt.fail(w, r, ex, pageReaderRefused, "forbidden")
+		return nil, false
+	}
+	ex.access = access
+	return r, true
+}
+
+// readerRefused reports whether p may not make r because p's key only
+// reads: a method that may change the app's state, or a WebSocket.
+func readerRefused(p tenancy.Principal, r *http.Request) bool {
+	return !p.Holds(api.RoleMember) && (!readOnlyMethod(r.Method) || upgradeType(r.Header) != "")
 }
 
 // origin is the request's own origin: the preview's scheme and host.

@@ -155,7 +155,7 @@ func TestRouterReaderKey(t *testing.T) {
 func TestRouterSignedURL(t *testing.T) {
 	e := newEnv(t)
 	apiReq := httptest.NewRequest("POST", "http://127.0.0.1:7070/v1/x", nil)
-	u, exp, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, 0)
+	u, exp, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, "aaaa", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRouterSignedURL(t *testing.T) {
 	}
 
 	for _, ttl := range []time.Duration{-time.Second, time.Millisecond, MaxURLTTL + time.Second} {
-		if _, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, ttl); err == nil {
+		if _, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, "aaaa", ttl); err == nil {
 			t.Errorf("SignedURL(ttl %s) succeeded", ttl)
 		}
 	}
@@ -264,7 +264,7 @@ func TestRouterPublicURL(t *testing.T) {
 	}
 
 	e.rt.public, _ = previewhost.ParsePublicURL("https://localhost", "localhost")
-	signed, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, 0)
+	signed, _, err := e.rt.SignedURL(apiReq, Target{idRunning, appPort}, "aaaa", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

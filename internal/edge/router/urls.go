@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // URL is the preview address of t for a client that reached the server
@@ -37,16 +39,20 @@ func (rt *Router) scheme(r *http.Request) string {
 	return "http"
 }
 
-// SignedURL is URL with a token that lets its holder in until the expiry
-// it returns: ttl from now, DefaultURLTTL when ttl is zero. A ttl below a
-// second or above MaxURLTTL is an error.
-func (rt *Router) SignedURL(req *http.Request, t Target, ttl time.Duration) (string, time.Time, error) {
+// SignedURL is URL with a token minted by key keyID (the caller's) that
+// lets its holder in until the expiry it returns, ttl from now,
+// DefaultURLTTL when ttl is zero, and only while that key is not revoked.
+// A ttl below a second or above MaxURLTTL is an ErrInvalid error.
+func (rt *Router) SignedURL(req *http.Request, t Target, keyID string, ttl time.Duration) (string, time.Time, error) {
 	if ttl == 0 {
 		ttl = DefaultURLTTL
 	}
 	if ttl < time.Second || ttl > MaxURLTTL {
-		return "", time.Time{}, fmt.Errorf("a signed URL lives from 1 s to %s", MaxURLTTL)
+		return "", time.Time{}, errdefs.Invalid("invalid_expiry", "a signed URL lives from 1 s to %s", MaxURLTTL)
+	}
+	if !validKeyID(keyID) {
+		return "", time.Time{}, fmt.Errorf("preview: a signed URL needs the id of the key that mints it, not %q", keyID)
 	}
 	exp := rt.cfg.Now().Add(ttl).Truncate(time.Second)
-	return rt.URL(req, t) + "?" + TokenParam + "=" + rt.sign.sign(purposeURL, t, exp), exp, nil
+	return rt.URL(req, t) + "?" + TokenParam + "=" + rt.sign.sign(purposeURL, t, keyID, exp), exp, nil
 }

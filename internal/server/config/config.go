@@ -98,13 +98,16 @@ type Config struct {
 	// (streams, terminals and watches included).
 	MaxCallsPerSandbox int
 	// MaxConnsPerClient bounds the connections one client address may
-	// hold open on the API's listener.
+	// hold open on the API's listener (and the metrics'); at it, a new
+	// connection closes the client's oldest idle one.
 	MaxConnsPerClient int
 	// RequestTimeout bounds reading and answering an ordinary request;
 	// streams, transfers and commands are exempt. IdleTimeout closes a
-	// kept-alive connection that carries no request.
-	RequestTimeout time.Duration
-	IdleTimeout    time.Duration
+	// kept-alive connection that carries no request; AnonymousIdleTimeout
+	// one on which no request showed a valid key (internal/base/connlimit).
+	RequestTimeout       time.Duration
+	IdleTimeout          time.Duration
+	AnonymousIdleTimeout time.Duration
 	// DiskReserve is the room kept on the data directory's filesystem for
 	// hutch's own state: a reserve file the store may spend, and the free
 	// space (and DiskReserveInodes inodes) below which calls that grow
@@ -145,43 +148,44 @@ type Config struct {
 // Default returns the embedded defaults: `hutch serve` with no flags.
 func Default() Config {
 	return Config{
-		Listen:             "127.0.0.1:7070",
-		DataDir:            "./hutch-data",
-		Store:              "sqlite",
-		Driver:             "auto",
-		CgroupParent:       "hutch",
-		WarmPool:           2,
-		LogLevel:           "info",
-		LogFormat:          "auto",
-		PreviewDomain:      "localhost",
-		DefaultLimits:      api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
-		MaxLimits:          api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
-		DefaultTimeout:     time.Hour,
-		MaxTimeout:         24 * time.Hour,
-		MaxFileBytes:       100 << 20,
-		MaxTarBytes:        1 << 30,
-		MaxOutputBytes:     1 << 20,
-		MaxBodyBytes:       1 << 20,
-		MaxSecretBytes:     64 << 10,
-		MaxImageBytes:      8 << 30,
-		DefaultTemplate:    api.HostTemplate,
-		OnExpiry:           api.OnExpiryDestroy,
-		ExpiryWarning:      5 * time.Minute,
-		OnIdle:             api.OnExpiryPause,
-		MemoryLowPct:       20,
-		MemoryCriticalPct:  10,
-		MinIdle:            time.Minute,
-		MaxCallsPerSandbox: 1024,
-		MaxConnsPerClient:  256,
-		DiskReserve:        64 << 20,
-		DiskReserveInodes:  1024,
-		RequestTimeout:     time.Minute,
-		IdleTimeout:        2 * time.Minute,
-		ShutdownTimeout:    10 * time.Second,
-		TeardownTimeout:    30 * time.Second,
-		FreezeTimeout:      10 * time.Second,
-		EventRetention:     30 * 24 * time.Hour,
-		EventMaxPerTenant:  100000,
+		Listen:               "127.0.0.1:7070",
+		DataDir:              "./hutch-data",
+		Store:                "sqlite",
+		Driver:               "auto",
+		CgroupParent:         "hutch",
+		WarmPool:             2,
+		LogLevel:             "info",
+		LogFormat:            "auto",
+		PreviewDomain:        "localhost",
+		DefaultLimits:        api.Limits{MemoryMB: 512, CPU: 1, Pids: 256},
+		MaxLimits:            api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384},
+		DefaultTimeout:       time.Hour,
+		MaxTimeout:           24 * time.Hour,
+		MaxFileBytes:         100 << 20,
+		MaxTarBytes:          1 << 30,
+		MaxOutputBytes:       1 << 20,
+		MaxBodyBytes:         1 << 20,
+		MaxSecretBytes:       64 << 10,
+		MaxImageBytes:        8 << 30,
+		DefaultTemplate:      api.HostTemplate,
+		OnExpiry:             api.OnExpiryDestroy,
+		ExpiryWarning:        5 * time.Minute,
+		OnIdle:               api.OnExpiryPause,
+		MemoryLowPct:         20,
+		MemoryCriticalPct:    10,
+		MinIdle:              time.Minute,
+		MaxCallsPerSandbox:   1024,
+		MaxConnsPerClient:    256,
+		DiskReserve:          64 << 20,
+		DiskReserveInodes:    1024,
+		RequestTimeout:       time.Minute,
+		IdleTimeout:          2 * time.Minute,
+		AnonymousIdleTimeout: 5 * time.Second,
+		ShutdownTimeout:      10 * time.Second,
+		TeardownTimeout:      30 * time.Second,
+		FreezeTimeout:        10 * time.Second,
+		EventRetention:       30 * 24 * time.Hour,
+		EventMaxPerTenant:    100000,
 		// Host bounds keep a tenant from promising more than the host
 		// has; one count per tenant keeps any one from taking every uid
 		// range and row, the disk and the rest keep one from filling a
@@ -252,7 +256,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
 	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxCallsPerSandbox, "max-calls-per-sandbox", "HUTCH_MAX_CALLS_PER_SANDBOX", "calls in flight to one sandbox (streams, terminals, watches included); one more is 429 too_many_calls")
-	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; more are closed at once")
+	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; a new one closes the oldest idle one, or is closed at once when all carry a request")
 	num(&c.EventMaxPerTenant, "event-max-per-tenant", "HUTCH_EVENT_MAX_PER_TENANT", "events kept per tenant, the newest; older ones are trimmed (0: no limit)")
 	num(&c.MaxOutputBytes, "max-output-bytes", "HUTCH_MAX_OUTPUT_BYTES", "bytes kept per stream of a run-to-completion exec")
 	num(&c.TenantQuotas.Sandboxes, "tenant-max-sandboxes", "HUTCH_TENANT_MAX_SANDBOXES", "default quota: sandboxes a tenant may have that are neither destroyed nor failed, stopped ones included (0: no limit)")
@@ -317,6 +321,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	dur(&c.RequestTimeout, "request-timeout", "HUTCH_REQUEST_TIMEOUT", "time to read and answer an ordinary API request (streams, transfers and commands are exempt)")
 	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
+	dur(&c.AnonymousIdleTimeout, "anonymous-idle-timeout", "HUTCH_ANONYMOUS_IDLE_TIMEOUT", "time a connection on which no request showed a valid key may sit idle (before its first request too)")
 	dur(&c.FreezeTimeout, "freeze-timeout", "HUTCH_FREEZE_TIMEOUT", "how long a pause or a snapshot waits for a sandbox's processes to stop (a busy host slows them); a pause not done by then fails, and the sandbox runs on")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -444,6 +449,7 @@ func (c Config) Validate() error {
 		"max secret bytes": c.MaxSecretBytes, "max image bytes": c.MaxImageBytes, "max calls per sandbox": int64(c.MaxCallsPerSandbox),
 		"disk reserve": c.DiskReserve, "disk reserve inodes": int64(c.DiskReserveInodes),
 		"max conns per client": int64(c.MaxConnsPerClient), "request timeout": int64(c.RequestTimeout), "idle timeout": int64(c.IdleTimeout),
+		"anonymous idle timeout": int64(c.AnonymousIdleTimeout),
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))

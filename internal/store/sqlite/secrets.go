@@ -11,7 +11,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const secretCols = `id, tenant_id, name, description, value_bytes, key_id, nonce, ciphertext, created_at, updated_at`
+const secretCols = `id, tenant_id, name, description, kind, registry, value_bytes, key_id, nonce, ciphertext, created_at, updated_at`
 
 // CreateSecret implements store.Store.
 func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
@@ -32,8 +32,8 @@ func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (`+secretCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sec.ID, sec.TenantID, sec.Name, sec.Description, sec.ValueBytes, sec.KeyID, sec.Nonce, sec.Ciphertext,
+		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (`+secretCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sec.ID, sec.TenantID, sec.Name, sec.Description, sec.Kind, sec.Registry, sec.ValueBytes, sec.KeyID, sec.Nonce, sec.Ciphertext,
 			formatTime(sec.CreatedAt), formatTime(sec.UpdatedAt))
 		switch {
 		case isUnique(err):
@@ -111,6 +111,7 @@ func (s *Store) UpdateSecret(ctx context.Context, name string, fn func(*store.Se
 			return err
 		}
 		sec.ID, sec.TenantID, sec.Name, sec.CreatedAt = before.ID, before.TenantID, before.Name, before.CreatedAt
+		sec.Kind, sec.Registry = before.Kind, before.Registry
 		sec.UpdatedAt = time.Now()
 		if err := store.CheckSecret(sec); err != nil {
 			return err
@@ -178,7 +179,7 @@ func scanSecret(row scanner) (store.Secret, error) {
 		sec              store.Secret
 		created, updated string
 	)
-	if err := row.Scan(&sec.ID, &sec.TenantID, &sec.Name, &sec.Description, &sec.ValueBytes, &sec.KeyID,
+	if err := row.Scan(&sec.ID, &sec.TenantID, &sec.Name, &sec.Description, &sec.Kind, &sec.Registry, &sec.ValueBytes, &sec.KeyID,
 		&sec.Nonce, &sec.Ciphertext, &created, &updated); err != nil {
 		return store.Secret{}, err
 	}

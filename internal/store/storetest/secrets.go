@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 )
 
 // testSecrets covers the secret methods: round trip, conflicts, updates,
-// deletion, names, tenant isolation and the system-only key count.
+// deletion, names, kinds, tenant isolation and the system-only key count.
 func testSecrets(t *testing.T, s store.Store) {
 	for _, tt := range []struct {
 		name string
@@ -27,6 +28,7 @@ func testSecrets(t *testing.T, s store.Store) {
 		{"Update", testSecretUpdate},
 		{"Delete", testSecretDelete},
 		{"Names", testSecretNames},
+		{"Kinds", testSecretKinds},
 		{"Isolation", testSecretIsolation},
 		{"NoPrincipal", testSecretNoPrincipal},
 		{"KeyIDs", testSecretKeyIDs},
@@ -202,6 +204,68 @@ func testSecretNames(t *testing.T, s store.Store) {
 	noValue := newSecret("NO_VALUE")
 	noValue.Ciphertext = nil
 	wantErr(t, "no sealed value", s.CreateSecret(ctx, noValue), errdefs.ErrInvalid, "invalid_secret")
+}
+
+// testSecretKinds: a secret is of kind env unless made a registry one,
+// bound to its host; the kind and the host are kept, checked and never
+// changed by an update.
+func testSecretKinds(t *testing.T, s store.Store) {
+	_, ctx := newTenant(t, s, "a")
+	plain := newSecret("PLAIN")
+	if err := s.CreateSecret(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Kind != api.SecretKindEnv || plain.Registry != "" {
+		t.Errorf("a secret made without a kind is %q bound to %q; want env and none", plain.Kind, plain.Registry)
+	}
+	reg := newSecret("GHCR_PASSWORD")
+	reg.Kind, reg.Registry = api.SecretKindRegistry, "ghcr.io"
+	if err := s.CreateSecret(ctx, reg); err != nil {
+		t.Fatalf("CreateSecret of a registry secret: %v", err)
+	}
+	got, err := s.GetSecret(ctx, reg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != api.SecretKindRegistry || got.Registry != "ghcr.io" {
+		t.Errorf("GetSecret of a registry secret: kind %q registry %q", got.Kind, got.Registry)
+	}
+	list, err := s.ListSecrets(ctx)
+	if err != nil || len(list) != 2 || list[0].Kind != api.SecretKindRegistry || list[1].Kind != api.SecretKindEnv {
+		t.Errorf("ListSecrets = %+v, %v; want the registry secret then the env one", list, err)
+	}
+	for _, bad := range []struct{ kind, registry string }{
+		{"other", ""}, {"other", "ghcr.io"}, {api.SecretKindRegistry, ""}, {api.SecretKindEnv, "ghcr.io"}, {"", "ghcr.io"},
+	} {
+		sec := newSecret("BAD")
+		sec.Kind, sec.Registry = bad.kind, bad.registry
+		wantErr(t, fmt.Sprintf("kind %q registry %q", bad.kind, bad.registry), s.CreateSecret(ctx, sec), errdefs.ErrInvalid, "invalid_secret_kind")
+	}
+	// An update keeps both, whatever fn sets: rebinding a value to another
+	// host would send it there.
+	for _, name := range []string{plain.Name, reg.Name} {
+		before, err := s.GetSecret(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.UpdateSecret(ctx, name, func(x *store.Secret) error {
+			x.Kind, x.Registry, x.Description = api.SecretKindRegistry, "evil.example", "moved"
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("UpdateSecret: %v", err)
+		}
+		read, err := s.GetSecret(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []*store.Secret{after, read} {
+			if x.Kind != before.Kind || x.Registry != before.Registry || x.Description != "moved" {
+				t.Errorf("%s after an update moving it: kind %q registry %q description %q; want %q %q moved",
+					name, x.Kind, x.Registry, x.Description, before.Kind, before.Registry)
+			}
+		}
+	}
 }
 
 func testSecretIsolation(t *testing.T, s store.Store) {

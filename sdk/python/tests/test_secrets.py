@@ -31,3 +31,15 @@ def test_secrets_round_trip(client: hutch.Client) -> None:
     assert nf.value.code == "secret_not_found"
     with pytest.raises(hutch.NotFound):
         client.secrets.replace("PY_TOKEN", "never created")
+
+
+def test_registry_secret(client: hutch.Client) -> None:
+    s = client.secrets.create("PY_REGISTRY", VALUE, kind="registry", registry="docker.io")
+    assert s.kind == "registry" and s.registry == "index.docker.io"
+    assert client.secrets.get("PY_REGISTRY").registry == "index.docker.io"
+    assert client.secrets.create("PY_PLAIN", VALUE).kind == "env"
+    with pytest.raises(hutch.Invalid) as e:
+        client.secrets.create("PY_BAD", VALUE, kind="registry")
+    assert e.value.code == "invalid_secret_kind"
+    for name in ("PY_REGISTRY", "PY_PLAIN"):
+        client.secrets.delete(name)

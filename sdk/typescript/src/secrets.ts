@@ -13,7 +13,11 @@ export class Secrets {
     this.#t = t;
   }
 
-  /** Creates a secret; a name in use is secret_exists (409), a value too large secret_too_large (413). */
+  /**
+   * Creates a secret; a name in use is secret_exists (409), a value too large secret_too_large (413).
+   * `kind: "registry"` with `registry: HOST` makes a registry password: the only kind a template
+   * pull's `password_secret` takes, sent to that host alone. Kind and host never change.
+   */
   create(req: CreateSecretRequest, opts: CallOptions = {}): Promise<Secret> {
     return this.#t.json({ method: "POST", path: "/v1/secrets", json: req, signal: opts.signal });
   }

@@ -29,6 +29,7 @@ export type Port = S["Port"];
 export type PortList = S["PortList"];
 export type PreviewURL = S["PreviewURL"];
 export type Secret = S["Secret"];
+export type SecretKind = S["SecretKind"];
 export type SecretList = S["SecretList"];
 export type CreateSecretRequest = S["CreateSecretRequest"];
 export type ReplaceSecretRequest = S["ReplaceSecretRequest"];

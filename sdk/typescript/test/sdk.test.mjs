@@ -361,6 +361,17 @@ describe("secrets", () => {
     await hutch.secrets.delete("SDK_TS_SECRET");
     await assert.rejects(hutch.secrets.get("SDK_TS_SECRET"), (e) => e.code === "secret_not_found");
   });
+
+  test("a registry secret is bound to its host", async () => {
+    const reg = await hutch.secrets.create({ name: "SDK_TS_REGISTRY", value: "pw", kind: "registry", registry: "docker.io" });
+    assert.equal(reg.kind, "registry");
+    assert.equal(reg.registry, "index.docker.io");
+    await assert.rejects(
+      hutch.secrets.create({ name: "SDK_TS_BAD", value: "pw", kind: "registry" }),
+      (e) => e.code === "invalid_secret_kind",
+    );
+    await hutch.secrets.delete("SDK_TS_REGISTRY");
+  });
 });
 
 describe("events", () => {

@@ -27,7 +27,7 @@ func testVolumes(t *testing.T, s Suite) {
 	if err := os.Mkdir(vol, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(vol, 0o1777); err != nil {
+	if err := os.Chmod(vol, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
 	rw := spec(api.Limits{})

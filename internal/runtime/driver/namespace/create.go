@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
 	"github.com/hutchdev/hutch/internal/agent/nsinit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -149,13 +150,16 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 	}
 	defer done()
 	// The sandbox's directory, opened here in the host's mount namespace
-	// (nsinit.Config.DirFD).
-	dir, err := os.OpenFile(st.Dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open the sandbox's directory: %w", err)
+	// (nsinit.Config.DirFD), for an agent that closes it before any
+	// command starts.
+	if d.agentInfo.Has(agentproto.FeatureDirFD) {
+		dir, err := os.OpenFile(st.Dir, os.O_RDONLY|unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open the sandbox's directory: %w", err)
+		}
+		defer dir.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, dir)
 	}
-	defer dir.Close()
-	cmd.ExtraFiles = append(cmd.ExtraFiles, dir)
 	uids, gids := d.idMaps(st)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags,
@@ -189,7 +193,10 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 // directory is and how spawn starts its agent: the template (or the
 // image's layers), relative to the directory, and the agent's descriptor.
 func (d *Driver) startsFrom(ev *envelope.Envelope, st state) error {
-	ev.Socket, ev.ExecFD, ev.Namespace.DirFD = agentSocket, launch.ExecFD, dirFD
+	ev.Socket, ev.ExecFD = agentSocket, launch.ExecFD
+	if d.agentInfo.Has(agentproto.FeatureDirFD) {
+		ev.Namespace.DirFD = dirFD
+	}
 	binds, err := d.binds(st)
 	if err != nil {
 		return fmt.Errorf("the sandbox's volumes: %w", err)

@@ -24,12 +24,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/confine"

@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/idmap"
+	"github.com/hutchdev/hutch/internal/runtime/host/oci/layer"
 )
 
 // A sandbox from an image has, instead of the host template and binds of
@@ -205,15 +206,19 @@ func (d *Driver) personalizeImage(st state, hostname string, acct account, workd
 		// A directory the image has keeps its owner and mode, as a copy-up
 		// would; one it lacks is the user's.
 		mode, uid, gid := os.FileMode(0o755), acct.id, acct.gid
-		fi, err := inLayers(st.Image.Layers, made[i])
-		if err != nil {
-			return err
+		// Looked up as the sandbox would (layer.Stat): a link in the
+		// image never leads to the host's files.
+		fi, err := layer.Stat(st.Image.Layers, made[i])
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("read the image's %s: %w", made[i], err)
 		}
-		if fi != nil {
+		if err == nil {
 			if !fi.IsDir() {
 				return errdefs.Invalid("invalid_cwd", "cwd %q: %s is not a directory in the image", workdir, made[i])
 			}
-			mode = fi.Mode().Perm()
+			// The sticky and setgid bits too: os.FileMode's, which
+			// os.Chmod takes, not the raw 0o1000 and 0o2000.
+			mode = fi.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
 			if sys, ok := fi.Sys().(*syscall.Stat_t); ok && st.Image.Shared {
 				uid, gid = sys.Uid, sys.Gid
 			}
@@ -223,22 +228,4 @@ func (d *Driver) personalizeImage(st state, hostname string, acct account, workd
 		}
 	}
 	return nil
-}
-
-// inLayers returns what the topmost layer that has p holds there (nil
-// when none has it), resolved inside each layer: a link in an image never
-// leads to the host's files.
-func inLayers(layers []string, p string) (fs.FileInfo, error) {
-	for i := len(layers) - 1; i >= 0; i-- {
-		root, err := os.OpenRoot(layers[i])
-		if err != nil {
-			return nil, fmt.Errorf("read the image's layer: %w", err)
-		}
-		fi, err := root.Lstat(strings.TrimPrefix(p, "/"))
-		root.Close()
-		if err == nil {
-			return fi, nil
-		}
-	}
-	return nil, nil
 }

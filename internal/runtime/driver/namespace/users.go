@@ -91,7 +91,8 @@ func sandboxEtc(hostname, shell string) map[string]string {
 		"passwd": "root:x:0:0:root:/root:" + shell + "\n" +
 			"user:x:" + uid + ":" + uid + ":user:/home/user:" + shell + "\n" +
 			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		"group":       "root:x:0:\ntty:x:" + strconv.Itoa(ttyGID) + ":\nusers:x:100:user\nuser:x:" + uid + ":\nnogroup:x:65534:\n",
+		"group": "root:x:0:\ntty:x:" + strconv.Itoa(ttyGID) + ":\nusers:x:100:user\nuser:x:" + uid + ":\n" +
+			"hutch-app:x:" + strconv.Itoa(envelope.AppGID) + ":\nnogroup:x:65534:\n",
 		"hostname":    hostname + "\n",
 		"hosts":       "127.0.0.1\tlocalhost\n127.0.1.1\t" + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"resolv.conf": "# This sandbox has no network of its own; it reaches out through hutch's egress proxy.\n",

@@ -47,12 +47,22 @@ func Attach(img *os.File, name string) (*os.File, error) {
 	return nil, errors.New("no free loop device after 64 tries")
 }
 
+// Detached reports whether dev has no backing file.
+func Detached(dev string) bool {
+	_, err := os.Stat(backingFile(dev))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// backingFile is where the kernel shows dev's backing file.
+func backingFile(dev string) string {
+	return filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
+}
+
 // WaitDetached waits up to five seconds for dev to have no backing file.
 func WaitDetached(dev string) error {
-	backing := filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		b, err := os.ReadFile(backing)
+		b, err := os.ReadFile(backingFile(dev))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}

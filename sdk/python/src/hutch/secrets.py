@@ -14,12 +14,17 @@ __all__ = ["Secret", "Secrets"]
 
 @dataclass
 class Secret:
-    """A secret's metadata; ``value_bytes`` is its value's length."""
+    """A secret's metadata; ``value_bytes`` is its value's length. ``kind`` is
+    ``"env"`` (a value the server uses toward a destination the operator
+    configured, such as a provider key) or ``"registry"`` (a registry password,
+    sent only to the host in ``registry``)."""
 
     id: str = ""
     tenant_id: str = ""
     name: str = ""
     description: str = ""
+    kind: str = ""
+    registry: str = ""
     value_bytes: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -31,10 +36,23 @@ class Secrets:
     def __init__(self, t: Transport) -> None:
         self._t = t
 
-    def create(self, name: str, value: str, description: str | None = None) -> Secret:
+    def create(
+        self,
+        name: str,
+        value: str,
+        description: str | None = None,
+        *,
+        kind: str | None = None,
+        registry: str | None = None,
+    ) -> Secret:
         """Creates a secret. A name in use is :class:`~hutch.Conflict`
-        ``secret_exists``; a value over the server's limit ``secret_too_large`` (413)."""
-        body = clean({"name": name, "value": value, "description": description})
+        ``secret_exists``; a value over the server's limit ``secret_too_large`` (413).
+
+        ``kind="registry"`` with ``registry="HOST"`` (``ghcr.io``,
+        ``registry.example.com:5000``) makes a registry password: the only kind a
+        template pull's ``password_secret`` takes, sent to that host alone. The
+        kind and host are set here and never change."""
+        body = clean({"name": name, "value": value, "description": description, "kind": kind, "registry": registry})
         return _model.decode(Secret, self._t.call("POST", "/v1/secrets", json_body=body))
 
     def list(self) -> list[Secret]:

@@ -274,7 +274,7 @@ export interface paths {
         put?: never;
         /**
          * Make a template from an image, pulled from a registry or uploaded as an archive
-         * @description With a JSON body (CreateTemplateRequest) the server pulls the image ref from its registry; the password, if any, is the value of the caller's secret named by password_secret. With Content-Type application/x-tar the body is an image archive (an OCI image layout as a tar, or what `docker save` writes) and ?name= names the template. Each layer is unpacked once and shared by every template that has it; device nodes are skipped, setuid and setgid bits cleared, and a layer that names a path outside itself is refused (layer_path_escapes). A registry at a private address (loopback, RFC 1918, link-local) is reached only when the operator names it (--registry-insecure). The call returns once the template is whole.
+         * @description With a JSON body (CreateTemplateRequest) the server pulls the image ref from its registry; the password, if any, is the value of the caller's registry secret named by password_secret, bound to that registry. With Content-Type application/x-tar the body is an image archive (an OCI image layout as a tar, or what `docker save` writes) and ?name= names the template. Each layer is unpacked once and shared by every template that has it; device nodes are skipped, setuid and setgid bits cleared, and a layer that names a path outside itself is refused (layer_path_escapes). A registry at a private address (loopback, RFC 1918, link-local) is reached only when the operator names it (--registry-insecure). The call returns once the template is whole.
          */
         post: operations["createTemplate"];
         delete?: never;
@@ -922,7 +922,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign a URL of a port's preview: whoever holds it gets in, private port or not, until it expires (an hour by default, a day at most); a browser that opens it gets a cookie for that preview's host that lasts as long */
+        /** Sign a URL of a port's preview: whoever holds it gets in, private port or not, until it expires (an hour by default, a day at most) or the caller's key is revoked; a browser that opens it gets a cookie for that preview's host that lasts as long, and ends with the key too */
         post: operations["previewURL"];
         delete?: never;
         options?: never;
@@ -1958,7 +1958,7 @@ export interface components {
             /** @description The image: "registry.example.com/team/app:1.2", "debian:bookworm" (Docker Hub), or by digest. */
             ref?: string;
             username?: string;
-            /** @description The name of the caller's secret whose value is the registry password; the password never travels in the request. */
+            /** @description The name of the caller's registry secret whose value is the registry password; the password never travels in the request. It must be of kind registry (secret_not_registry otherwise) and bound to the registry ref names (secret_registry_mismatch otherwise), both 400 before anything is dialled; the password is sent to that registry's host and port alone. */
             password_secret?: string;
             /** @description One image of a multi-platform index, such as linux/arm64; the server's own by default. */
             platform?: string;
@@ -1973,6 +1973,9 @@ export interface components {
         CreateSecretRequest: {
             name: components["schemas"]["SecretName"];
             description?: string;
+            kind?: components["schemas"]["SecretKind"];
+            /** @description The registry host a secret of kind registry is bound to, host or host:port (ghcr.io, docker.io, registry.example.com:5000); required with that kind, refused with any other (invalid_secret_kind), and a host only (invalid_secret_registry). Kept in canonical form (lower case, no :443, docker.io as index.docker.io). */
+            registry?: string;
             /** @description The value, as text (encode binary values yourself). At most 64 KiB by default (the server's --max-secret-bytes). Never returned. */
             value: string;
         };
@@ -1982,12 +1985,21 @@ export interface components {
             /** @description A new description; the old one is kept when absent. */
             description?: string;
         };
+        /**
+         * @description What the value may be used for, set at creation and never changed. env (the default) is a value the server uses toward a destination the operator configured, such as a provider key the gateway adds to calls; it is never sent to a registry. registry is a registry password bound to one host (registry); a pull's password_secret must name one bound to the image's registry, its value goes to that host and port alone (and to Docker Hub's token service, auth.docker.io, for Docker Hub), never to a token realm or a redirect elsewhere, and the gateway refuses it.
+         * @default env
+         * @enum {string}
+         */
+        SecretKind: "env" | "registry";
         /** @description A secret's metadata. No answer ever holds a value. */
         Secret: {
             id: string;
             tenant_id: string;
             name: components["schemas"]["SecretName"];
             description: string;
+            kind: components["schemas"]["SecretKind"];
+            /** @description The host a registry secret is bound to, in canonical form; absent for env. */
+            registry?: string;
             /** @description The value's length in bytes. */
             value_bytes: number;
             /** Format: date-time */

@@ -6,7 +6,9 @@
 //
 // Sources: a registry reference (pulled over HTTPS with go-containerregistry,
 // anonymously, with basic credentials, or through the token flow the
-// registry asks for), an OCI image layout directory, a tar of one, or a
+// registry asks for; credentials go to the reference's registry host and
+// port alone, never to a token realm or a redirect elsewhere:
+// credentials.go), an OCI image layout directory, a tar of one, or a
 // `docker save` tar. Archives are read in place: Open indexes the tar's
 // entries once and reads each blob from its offset; nothing is extracted,
 // so nothing is written to disk.
@@ -68,9 +70,12 @@ type Source struct {
 	// Name. Empty, Path must hold one image (or one index).
 	Name string
 
-	// Username and Password are a registry's basic credentials; both
-	// empty is anonymous. Registries that answer with a token realm get
-	// them exchanged for a token.
+	// Username and Password are a registry's basic credentials; without
+	// both the pull is anonymous. They are sent only to the host and port
+	// of the registry Ref names: there they are exchanged for a token
+	// when the registry answers with a token realm on its own host (or
+	// Docker Hub's, auth.docker.io); a realm or a redirect on any other
+	// host is never sent them.
 	Username, Password string
 	// Insecure lets Open fall back to plain HTTP when the registry does
 	// not speak HTTPS. It is meant for a registry on loopback, as tests

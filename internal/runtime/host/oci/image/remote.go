@@ -28,17 +28,19 @@ func openRemote(ctx context.Context, src Source, want v1.Platform) (*Image, erro
 	if err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, CodeInvalid, err, "%q is not an image reference", src.Ref)
 	}
-	var auth authn.Authenticator = authn.Anonymous
-	if src.Username != "" || src.Password != "" {
-		auth = &authn.Basic{Username: src.Username, Password: src.Password}
+	registry, err := RegistryHost(ref.Context().RegistryStr())
+	if err != nil {
+		return nil, err
 	}
 	base := src.Transport
 	if base == nil {
 		base = remote.DefaultTransport
 	}
+	// The credentials are added under go-containerregistry, for the
+	// registry's host alone (credentials.go).
 	p, err := remote.NewPuller(
-		remote.WithAuth(auth),
-		remote.WithTransport(&guard{next: base, insecure: src.Insecure}),
+		remote.WithAuth(authn.Anonymous),
+		remote.WithTransport(&guard{next: withCredentials(base, src, registry), insecure: src.Insecure}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)

@@ -36,6 +36,12 @@
 // user.overlay.* or trusted.*) are dropped, and ownership is the caller's
 // unless Options.Owner maps the layer's ids.
 //
+// The server reads an image's files too (its /etc/passwd, the directories
+// above its working directory): Stat and ReadFile look a path up in a
+// stack of layers as the sandbox's overlay shows it, following links
+// inside the image's root as the sandbox would, never out to the host's
+// files (lookup.go).
+//
 // Apply is not atomic: a refused layer leaves the root partly applied
 // (never anything outside it). Unpack gives atomicity: it unpacks into a
 // fresh directory and renames it into place only when the whole layer
