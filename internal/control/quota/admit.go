@@ -162,7 +162,7 @@ func (s *Service) check(tenantID string, l api.QuotaLimits, held, ask Amount) er
 		held, asked int
 		release     string
 	}{
-		{"sandboxes", "sandboxes (stopped ones count)", l.Sandboxes, held.Sandboxes, ask.Sandboxes, "destroy one"},
+		{"sandboxes", "sandboxes", l.Sandboxes, held.Sandboxes, ask.Sandboxes, "stopped ones count; destroy one"},
 		{"snapshots", "snapshots", l.Snapshots, held.Snapshots, ask.Snapshots, "delete one"},
 		{"volumes", "volumes", l.Volumes, held.Volumes, ask.Volumes, "delete one"},
 		{"templates", "templates", l.Templates, held.Templates, ask.Templates, "delete one"},
