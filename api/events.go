@@ -22,8 +22,13 @@ const (
 	// running sandbox, "expires_at".
 	EventSandboxTimeout = "sandbox.timeout"
 	// EventSandboxDiskFull says the sandbox's files reached its disk
-	// limit (writes fail with EDQUOT inside); it carries "used_bytes" and
-	// "limit_bytes", and comes again only after usage fell below 90%.
+	// limit (writes fail with EDQUOT inside, or, where the filesystem has
+	// no quota, the sandbox is stopped); it carries "used_bytes" and
+	// "limit_bytes", and comes again only after usage fell below 90%. A
+	// sandbox stopped for its disk has a sandbox.stopped whose "reason"
+	// is "disk_limit" (past its own limit) or "disk_quota" (it grew while
+	// its tenant was past its disk_mb quota), with "used_bytes" and
+	// "limit_bytes".
 	EventSandboxDiskFull = "sandbox.disk_full"
 	// EventSandboxPaused and EventSandboxResumed say the sandbox's
 	// processes were frozen or thawed; both carry "reason": "request",

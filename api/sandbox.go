@@ -40,9 +40,11 @@ type Limits struct {
 	MemoryMB int     `json:"memory_mb,omitempty"`
 	CPU      float64 `json:"cpu,omitempty"`
 	Pids     int     `json:"pids,omitempty"`
-	// DiskMB caps the sandbox's own files (its root's writable layer)
-	// where the data directory's filesystem has a quota the driver uses
-	// (btrfs qgroups): a write past it fails with EDQUOT inside.
+	// DiskMB caps the sandbox's own files (its root's writable layer).
+	// Where the data directory's filesystem has a quota the driver uses
+	// (btrfs qgroups) a write past it fails with EDQUOT inside; elsewhere
+	// hutch measures the files and stops the sandbox once they pass it
+	// (DiskUsage.Enforcement says which).
 	DiskMB int `json:"disk_mb,omitempty"`
 }
 
@@ -141,7 +143,19 @@ type DiskUsage struct {
 	// Method is how UsedBytes was measured: "qgroup" (the filesystem's
 	// count, as of its last commit, up to 30 s old) or "walk".
 	Method string `json:"method"`
+	// Enforcement is how LimitBytes holds, when there is one: "quota"
+	// (the filesystem refuses a write past it, EDQUOT) or "stop" (the
+	// filesystem has no quota hutch uses: hutch measures the files on a
+	// budget and stops the sandbox once they pass it, so it may write
+	// past it until the next measurement).
+	Enforcement string `json:"enforcement,omitempty"`
 }
+
+// How a sandbox's disk limit holds (DiskUsage.Enforcement).
+const (
+	DiskEnforcedByQuota = "quota"
+	DiskEnforcedByStop  = "stop"
+)
 
 // KeepaliveRequest is the body of POST /v1/sandboxes/{id}/keepalive: no
 // idle action is done to the sandbox for the next ForS seconds (0 ends a

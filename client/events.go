@@ -97,7 +97,8 @@ type EventStream struct {
 // StreamEvents opens a stream of the tenant's events matching q (its
 // SandboxID and Types filters; Limit does not apply). q.After, when set,
 // is sent as the Last-Event-ID header: the stream starts after that
-// event. Too many open streams is an *Error with code too_many_streams
+// event. Too many open streams (the tenant's streams quota) is an *Error
+// with code quota_exceeded
 // (status 429).
 func (c *Client) StreamEvents(ctx context.Context, q EventQuery) (*EventStream, error) {
 	return c.streamEvents(ctx, "/v1/events", q)

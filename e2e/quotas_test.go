@@ -64,7 +64,7 @@ func TestQuotaTenant(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &q); err != nil {
 		t.Fatal(err)
 	}
-	if q.Limits.Sandboxes != 2 || q.Limits.MemoryMB != 4096 || q.Usage.Sandboxes != 2 || q.Usage.MemoryMB != 1024 || q.DiskEnforced {
+	if q.Limits.Sandboxes != 2 || q.Limits.MemoryMB != 4096 || q.Usage.Sandboxes != 2 || q.Usage.MemoryMB != 1024 || !q.DiskEnforced {
 		t.Fatalf("quotas after the CLI set them: %+v", q)
 	}
 	mine, err := acme.TenantQuotas(ctx, tn.ID)

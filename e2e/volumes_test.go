@@ -19,8 +19,9 @@ import (
 // inside and its usage shows outside; a volume's size is enforced the same
 // way; a volume outlives the sandboxes that mount it, read-only mounts
 // refuse writes, and a volume in use cannot be deleted. On the host's own
-// filesystem (ext4 here, no quota) the same limits are refused unless
-// best effort.
+// filesystem (ext4 here, no quota) a sandbox's disk limit is held by
+// measuring and stopping the sandbox (TestDiskWatch); a volume's size is
+// refused unless best effort.
 func TestVolumesAndDiskLimits(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (loop devices, the namespace driver's id-mapped mounts); CI runs as root")
@@ -118,15 +119,19 @@ func TestVolumesAndDiskLimits(t *testing.T) {
 	}
 	s.stop(true)
 
-	// The host's filesystem has no quota hutch uses.
+	// The host's filesystem has no quota hutch uses: a sandbox's disk
+	// limit is held by measuring and stopping it (TestDiskWatch), and
+	// listed as enforced.
 	plain := startServer(t, "", "--driver", "namespace")
 	pc := plain.client()
-	if _, err := pc.CreateSandbox(ctx, api.CreateSandboxRequest{Limits: &api.Limits{DiskMB: 16}}); client.Code(err) != "limit_unsupported" {
-		t.Errorf("disk_mb without a quota: %v; want limit_unsupported", err)
+	if info, err := pc.Info(ctx); err != nil || info.Features["disk_limit"] || !info.Features["disk_watch"] {
+		t.Errorf("info on the host's filesystem: features %v, %v; want disk_watch, not disk_limit", info.Features, err)
 	}
-	best, err := pc.CreateSandbox(ctx, api.CreateSandboxRequest{Limits: &api.Limits{DiskMB: 16}, LimitsBestEffort: true})
-	if err != nil || len(best.UnenforcedLimits) != 1 || best.UnenforcedLimits[0] != "disk_mb" {
-		t.Errorf("disk_mb best effort: %+v, %v; want it listed unenforced", best, err)
+	watched, err := pc.CreateSandbox(ctx, api.CreateSandboxRequest{Limits: &api.Limits{DiskMB: 16}})
+	if err != nil || len(watched.UnenforcedLimits) != 0 {
+		t.Errorf("disk_mb without a quota: %+v, %v; want it taken and held", watched, err)
+	} else if got, err := pc.GetSandbox(ctx, watched.ID); err != nil || got.Disk == nil || got.Disk.Enforcement != api.DiskEnforcedByStop {
+		t.Errorf("its disk: %+v, %v; want a limit held by a stop", got.Disk, err)
 	}
 	if _, err := pc.CreateVolume(ctx, api.CreateVolumeRequest{Name: "v", SizeMB: 8}); client.Code(err) != "quota_unsupported" {
 		t.Errorf("a volume whose size cannot be enforced: %v; want quota_unsupported", err)

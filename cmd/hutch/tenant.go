@@ -221,9 +221,6 @@ func newQuotaGetCmd(e *env) *cobra.Command {
 	}
 }
 
-// quotaNames are the quotas quota set takes, as flags.
-var quotaNames = []string{"sandboxes", "memory-mb", "cpu", "pids", "disk-mb"}
-
 // newQuotaSetCmd is `hutch tenant quota set TENANT --memory-mb 4096 …`:
 // the quotas named change, the others stay as they are.
 func newQuotaSetCmd(e *env) *cobra.Command {
@@ -234,8 +231,8 @@ func newQuotaSetCmd(e *env) *cobra.Command {
 		Args:  nArgs(1, 1, "use: hutch tenant quota set [flags] TENANT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set := false
-			for _, name := range quotaNames {
-				set = set || cmd.Flags().Changed(name)
+			for _, r := range quotaRows {
+				set = set || cmd.Flags().Changed(r.flag())
 			}
 			if !set {
 				return usagef("name at least one quota to set, e.g. --memory-mb 8192")
@@ -250,11 +247,13 @@ func newQuotaSetCmd(e *env) *cobra.Command {
 				return err
 			}
 			q := cur.Set
-			flags["sandboxes"].apply(&q.Sandboxes)
-			flags["memory-mb"].apply(&q.MemoryMB)
-			flags["cpu"].applyFloat(&q.CPU)
-			flags["pids"].apply(&q.Pids)
-			flags["disk-mb"].apply(&q.DiskMB)
+			for _, r := range quotaRows {
+				if r.count == nil {
+					flags[r.flag()].applyFloat(&q.CPU)
+					continue
+				}
+				flags[r.flag()].apply(r.count(&q))
+			}
 			out, err := c.SetTenantQuotas(ctx, args[0], q)
 			if err != nil {
 				return err
@@ -266,20 +265,61 @@ func newQuotaSetCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	for _, name := range quotaNames {
-		f := &quotaFlag{float: name == "cpu"}
-		flags[name] = f
-		cmd.Flags().Var(f, name, quotaHelp[name])
+	for _, r := range quotaRows {
+		f := &quotaFlag{float: r.count == nil}
+		flags[r.flag()] = f
+		cmd.Flags().Var(f, r.flag(), r.help)
 	}
 	return cmd
 }
 
-var quotaHelp = map[string]string{
-	"sandboxes": "`N` sandboxes neither destroyed nor failed (stopped ones count)",
-	"memory-mb": "`MiB` of memory limits of the tenant's sandboxes that are not stopped",
-	"cpu":       "`cores` of CPU limits of the tenant's sandboxes that are not stopped",
-	"pids":      "`N` pids limits of the tenant's sandboxes that are not stopped",
-	"disk-mb":   "`MiB` of disk (recorded, not enforced yet)",
+// quotaRow is one quota as the CLI sets and shows it.
+type quotaRow struct {
+	name string // its field in the API, and its flag with '-' for '_'
+	help string
+	// count is where a whole-number quota is set; nil for cpu, the one
+	// that is not.
+	count func(*api.Quotas) **int
+	limit func(api.QuotaLimits) float64
+	used  func(api.QuotaUsage) float64
+}
+
+func (r quotaRow) flag() string { return strings.ReplaceAll(r.name, "_", "-") }
+
+// quotaRows are the quotas, in the order they are shown.
+var quotaRows = []quotaRow{
+	{"sandboxes", "`N` sandboxes neither destroyed nor failed (stopped ones count)",
+		func(q *api.Quotas) **int { return &q.Sandboxes }, func(l api.QuotaLimits) float64 { return float64(l.Sandboxes) }, func(u api.QuotaUsage) float64 { return float64(u.Sandboxes) }},
+	{"memory_mb", "`MiB` of memory limits of the tenant's sandboxes that are not stopped",
+		func(q *api.Quotas) **int { return &q.MemoryMB }, func(l api.QuotaLimits) float64 { return float64(l.MemoryMB) }, func(u api.QuotaUsage) float64 { return float64(u.MemoryMB) }},
+	{"cpu", "`cores` of CPU limits of the tenant's sandboxes that are not stopped",
+		nil, func(l api.QuotaLimits) float64 { return l.CPU }, func(u api.QuotaUsage) float64 { return u.CPU }},
+	{"pids", "`N` pids limits of the tenant's sandboxes that are not stopped",
+		func(q *api.Quotas) **int { return &q.Pids }, func(l api.QuotaLimits) float64 { return float64(l.Pids) }, func(u api.QuotaUsage) float64 { return float64(u.Pids) }},
+	{"disk_mb", "`MiB` of disk: the tenant's sandboxes' files, snapshots, volumes and templates",
+		func(q *api.Quotas) **int { return &q.DiskMB }, func(l api.QuotaLimits) float64 { return float64(l.DiskMB) }, func(u api.QuotaUsage) float64 { return float64(u.DiskMB) }},
+	{"snapshots", "`N` snapshots",
+		func(q *api.Quotas) **int { return &q.Snapshots }, func(l api.QuotaLimits) float64 { return float64(l.Snapshots) }, func(u api.QuotaUsage) float64 { return float64(u.Snapshots) }},
+	{"snapshots_mb", "`MiB` of snapshots",
+		func(q *api.Quotas) **int { return &q.SnapshotsMB }, func(l api.QuotaLimits) float64 { return float64(l.SnapshotsMB) }, func(u api.QuotaUsage) float64 { return float64(u.SnapshotsMB) }},
+	{"volumes", "`N` volumes",
+		func(q *api.Quotas) **int { return &q.Volumes }, func(l api.QuotaLimits) float64 { return float64(l.Volumes) }, func(u api.QuotaUsage) float64 { return float64(u.Volumes) }},
+	{"volumes_mb", "`MiB` of volumes' sizes",
+		func(q *api.Quotas) **int { return &q.VolumesMB }, func(l api.QuotaLimits) float64 { return float64(l.VolumesMB) }, func(u api.QuotaUsage) float64 { return float64(u.VolumesMB) }},
+	{"templates", "`N` templates",
+		func(q *api.Quotas) **int { return &q.Templates }, func(l api.QuotaLimits) float64 { return float64(l.Templates) }, func(u api.QuotaUsage) float64 { return float64(u.Templates) }},
+	{"templates_mb", "`MiB` of templates' unpacked layers",
+		func(q *api.Quotas) **int { return &q.TemplatesMB }, func(l api.QuotaLimits) float64 { return float64(l.TemplatesMB) }, func(u api.QuotaUsage) float64 { return float64(u.TemplatesMB) }},
+	{"apps", "`N` apps",
+		func(q *api.Quotas) **int { return &q.Apps }, func(l api.QuotaLimits) float64 { return float64(l.Apps) }, func(u api.QuotaUsage) float64 { return float64(u.Apps) }},
+	{"keys", "`N` API keys",
+		func(q *api.Quotas) **int { return &q.Keys }, func(l api.QuotaLimits) float64 { return float64(l.Keys) }, func(u api.QuotaUsage) float64 { return float64(u.Keys) }},
+	{"secrets", "`N` secrets",
+		func(q *api.Quotas) **int { return &q.Secrets }, func(l api.QuotaLimits) float64 { return float64(l.Secrets) }, func(u api.QuotaUsage) float64 { return float64(u.Secrets) }},
+	{"watches", "`N` file watches open at once on a server",
+		func(q *api.Quotas) **int { return &q.Watches }, func(l api.QuotaLimits) float64 { return float64(l.Watches) }, func(u api.QuotaUsage) float64 { return float64(u.Watches) }},
+	{"streams", "`N` streams (events, output, logs, terminal input) open at once on a server",
+		func(q *api.Quotas) **int { return &q.Streams }, func(l api.QuotaLimits) float64 { return float64(l.Streams) }, func(u api.QuotaUsage) float64 { return float64(u.Streams) }},
 }
 
 // quotaFlag is one quota on the command line: a number, or "default".
@@ -351,28 +391,16 @@ func printQuotas(e *env, q *api.TenantQuotas) {
 	fmt.Fprintf(e.stdout, "tenant %s\n", q.TenantID)
 	w := newTable(e.stdout)
 	fmt.Fprintln(w, "QUOTA\tLIMIT\tFROM\tUSED")
-	from := func(set bool) string {
-		if set {
-			return "set"
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, r := range quotaRows {
+		limit, from := "none", "default"
+		if l := r.limit(q.Limits); l != 0 {
+			limit = num(l)
 		}
-		return "default"
-	}
-	limit := func(v float64) string {
-		if v == 0 {
-			return "none"
+		if (r.count == nil && q.Set.CPU != nil) || (r.count != nil && *r.count(&q.Set) != nil) {
+			from = "set"
 		}
-		return strconv.FormatFloat(v, 'f', -1, 64)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.name, limit, from, num(r.used(q.Usage)))
 	}
-	used := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	l, u, s := q.Limits, q.Usage, q.Set
-	fmt.Fprintf(w, "sandboxes\t%s\t%s\t%s\n", limit(float64(l.Sandboxes)), from(s.Sandboxes != nil), used(float64(u.Sandboxes)))
-	fmt.Fprintf(w, "memory_mb\t%s\t%s\t%s\n", limit(float64(l.MemoryMB)), from(s.MemoryMB != nil), used(float64(u.MemoryMB)))
-	fmt.Fprintf(w, "cpu\t%s\t%s\t%s\n", limit(l.CPU), from(s.CPU != nil), used(u.CPU))
-	fmt.Fprintf(w, "pids\t%s\t%s\t%s\n", limit(float64(l.Pids)), from(s.Pids != nil), used(float64(u.Pids)))
-	disk := "not enforced"
-	if q.DiskEnforced {
-		disk = "-"
-	}
-	fmt.Fprintf(w, "disk_mb\t%s\t%s\t%s\n", limit(float64(l.DiskMB)), from(s.DiskMB != nil), disk)
 	w.Flush()
 }

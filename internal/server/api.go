@@ -29,6 +29,7 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 		Apps:         p.apps,
 		Auth:         p.auth,
 		Tenants:      p.tenants,
+		Quotas:       p.quotas,
 		Log:          s.log,
 		Version:      s.version,
 		StoreName:    cfg.Store,

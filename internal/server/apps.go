@@ -28,7 +28,7 @@ func (s *Server) openApps(ctx context.Context, p *parts) error {
 			scheme, port = u.Scheme, u.Port()
 		}
 	}
-	a, err := apps.New(apps.Config{Store: p.store, Sandboxes: p.sandboxes, Sealer: p.sealer, Events: p.events, Log: s.log, Domain: domain,
+	a, err := apps.New(apps.Config{Store: p.store, Sandboxes: p.sandboxes, Sealer: p.sealer, Events: p.events, Log: s.log, Domain: domain, Quotas: p.quotas,
 		URL: func(host string) string {
 			if port != "" {
 				host = net.JoinHostPort(host, port)

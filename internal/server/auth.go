@@ -22,6 +22,6 @@ func (s *Server) openAuth(ctx context.Context, p *parts) error {
 	if created {
 		fmt.Fprintf(os.Stderr, "hutch: created the admin API key in %s (mode 0600); use it as 'Authorization: Bearer <key>'\n", keyPath)
 	}
-	p.auth = &auth.Authenticator{Store: p.store, Log: s.log}
+	p.auth = &auth.Authenticator{Store: p.store, Log: s.log, Quotas: p.quotas}
 	return nil
 }

@@ -59,11 +59,11 @@ func (s *Server) openSandboxes(_ context.Context, p *parts) error {
 		TeardownTimeout:    cfg.TeardownTimeout,
 		Egress: &egress.Proxies{Config: &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: p.metrics, Log: s.log,
 			Local: p.gateway.ForSandbox, LocalPrefix: gateway.Prefix}},
-		Observer:     p.metrics,
-		Disk:         p.disk,
-		Sealer:       p.sealer,
-		Capacity:     capacity,
-		TenantQuotas: cfg.TenantQuotas,
+		Observer: p.metrics,
+		Disk:     p.disk,
+		Sealer:   p.sealer,
+		Capacity: capacity,
+		Quotas:   p.quotas,
 	})
 	return err
 }

@@ -16,6 +16,6 @@ func (s *Server) openSecrets(ctx context.Context, p *parts) error {
 		return fmt.Errorf("secrets: %w", err)
 	}
 	p.sealer = sealer
-	p.secrets = secrets.New(secrets.Config{MaxValueBytes: s.cfg.MaxSecretBytes}, p.store, sealer, p.events, s.log)
+	p.secrets = secrets.New(secrets.Config{MaxValueBytes: s.cfg.MaxSecretBytes, Quotas: p.quotas}, p.store, sealer, p.events, s.log)
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
@@ -62,6 +63,7 @@ type parts struct {
 	ln, metricsLn net.Listener // metricsLn nil: no --metrics-listen
 	disk          *diskguard.Guard
 	store         store.Store
+	quotas        *quota.Service
 	events        *events.Log
 	directory     *sandbox.Directory // sandboxes' owners, for the parts built before the service
 	metrics       *telemetry.Metrics
@@ -101,6 +103,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		s.listen,      // first: a port in use fails the start before anything is made
 		s.openDataDir, // and its disk reserve, before the store that spends it
 		s.openStore,
+		s.openQuotas,
 		s.openMetrics,
 		s.openSecrets, // early: a bad master key stops the start at once
 		s.openAuth,

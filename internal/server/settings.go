@@ -43,7 +43,7 @@ func readOnly(cfg config.Config) []settings.Fixed {
 		{Key: "default_template", Flag: "--default-template", Value: cfg.DefaultTemplate},
 		{Key: "default_limits", Flag: "--default-memory-mb and --default-pids", Value: cfg.DefaultLimits},
 		{Key: "max_limits", Flag: "", Value: cfg.MaxLimits},
-		{Key: "tenant_quotas", Flag: "--tenant-max-sandboxes, --tenant-memory-mb, --tenant-cpu, --tenant-pids and --tenant-disk-mb", Value: cfg.TenantQuotas},
+		{Key: "tenant_quotas", Flag: "--tenant-max-sandboxes, --tenant-memory-mb, --tenant-cpu, --tenant-pids, --tenant-disk-mb and the other --tenant-* flags", Value: cfg.TenantQuotas},
 		{Key: "max_file_bytes", Flag: "--max-file-bytes", Value: cfg.MaxFileBytes},
 		{Key: "max_tar_bytes", Flag: "--max-tar-bytes", Value: cfg.MaxTarBytes},
 		{Key: "max_image_bytes", Flag: "--max-image-bytes", Value: cfg.MaxImageBytes},

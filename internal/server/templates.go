@@ -32,6 +32,7 @@ func (s *Server) openTemplates(_ context.Context, p *parts) error {
 		Storage:        p.storage,
 		SnapshotDir:    snapshotDir(s.cfg),
 		Disk:           p.disk,
+		Quotas:         p.quotas,
 	}, p.store, p.secrets, p.events, s.log)
 	if err != nil {
 		return fmt.Errorf("templates: %w", err)

@@ -124,6 +124,9 @@ func CheckSandbox(sb *Sandbox) error {
 	if sb.State == "" {
 		return errdefs.Invalid("invalid_sandbox", "a sandbox needs a state")
 	}
+	if sb.DiskBytes < 0 {
+		return errdefs.Invalid("invalid_sandbox", "a sandbox's disk bytes cannot be negative")
+	}
 	sb.CreatedAt = orNow(sb.CreatedAt)
 	sb.UpdatedAt = orNow(sb.UpdatedAt)
 	sb.ExpiresAt = TimePtr(sb.ExpiresAt)

@@ -78,6 +78,10 @@ type Sandbox struct {
 	// KeepaliveUntil keeps it from idle actions until then.
 	IdleTimeoutS   int
 	KeepaliveUntil *time.Time
+	// DiskBytes is what its files took when last measured (an estimate
+	// at create: the bytes of the snapshot it starts from). CreateSandbox
+	// stores it; only SetSandboxDisk changes it later.
+	DiskBytes int64
 }
 
 // SandboxCount is how many sandboxes are in one state on one driver

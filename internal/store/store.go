@@ -4,7 +4,8 @@
 // behaviour both must show.
 //
 // Store is one interface per resource (Tenants, Keys, Sandboxes, Events,
-// Secrets, Templates, Snapshots, Volumes, Settings, Ports, Apps), each
+// Secrets, Templates, Snapshots, Volumes, Settings, Ports, Apps, and the
+// Usage that quotas read), each
 // declared beside its record in a file of its own, and a backend
 // implements every one of them: one that lacks a part does not compile,
 // so no caller looks for a part at run time. A consumer takes the
@@ -41,6 +42,7 @@ type Store interface {
 	Settings
 	Ports
 	Apps
+	Usage
 
 	// Close releases the database.
 	Close() error

@@ -96,13 +96,31 @@ func TransitionTenant(ctx context.Context, st Tenants, id string, from []api.Ten
 // number (400 invalid_quota). Zero is no limit; nil is the server's
 // default.
 func CheckQuotas(q api.Quotas) error {
-	for name, v := range map[string]*int{"sandboxes": q.Sandboxes, "memory_mb": q.MemoryMB, "pids": q.Pids, "disk_mb": q.DiskMB} {
-		if v != nil && *v < 0 {
-			return errdefs.Invalid("invalid_quota", "quota %s must be 0 (no limit) or positive, not %d", name, *v)
+	for _, f := range QuotaCounts(&q) {
+		if v := *f.Value; v != nil && *v < 0 {
+			return errdefs.Invalid("invalid_quota", "quota %s must be 0 (no limit) or positive, not %d", f.Name, *v)
 		}
 	}
 	if c := q.CPU; c != nil && (*c < 0 || math.IsNaN(*c) || math.IsInf(*c, 0)) {
 		return errdefs.Invalid("invalid_quota", "quota cpu must be 0 (no limit) or a positive number of cores")
 	}
 	return nil
+}
+
+// QuotaCount is one whole-number quota of a tenant: its name (the JSON
+// field's, and the column's after "quota_") and where it is kept.
+type QuotaCount struct {
+	Name  string
+	Value **int
+}
+
+// QuotaCounts are q's whole-number quotas (all but cpu), in the order of
+// the tenants table's columns.
+func QuotaCounts(q *api.Quotas) []QuotaCount {
+	return []QuotaCount{
+		{"sandboxes", &q.Sandboxes}, {"memory_mb", &q.MemoryMB}, {"pids", &q.Pids}, {"disk_mb", &q.DiskMB},
+		{"snapshots", &q.Snapshots}, {"snapshots_mb", &q.SnapshotsMB}, {"volumes", &q.Volumes}, {"volumes_mb", &q.VolumesMB},
+		{"templates", &q.Templates}, {"templates_mb", &q.TemplatesMB}, {"apps", &q.Apps}, {"keys", &q.Keys},
+		{"secrets", &q.Secrets}, {"watches", &q.Watches}, {"streams", &q.Streams},
+	}
 }

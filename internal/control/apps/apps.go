@@ -27,6 +27,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/keylock"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/store"
@@ -67,6 +68,9 @@ type Config struct {
 	// ReadyTimeout bounds how long a new sandbox's app takes to answer;
 	// zero means two minutes.
 	ReadyTimeout time.Duration
+	// Quotas admits each new app against its tenant's quota of apps (its
+	// sandboxes are admitted as every sandbox is); nil admits every one.
+	Quotas *quota.Service
 }
 
 // Service is the apps layer. It is safe for concurrent use.

@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/apps/presets"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -49,7 +50,12 @@ func (s *Service) Create(ctx context.Context, req api.CreateAppRequest) (api.App
 		tmpl = req.Template
 	}
 	a := &store.App{Name: req.Name, Preset: pre.Name, Template: tmpl, Public: req.Public, State: api.AppCreating, Limits: req.Limits}
-	if err := s.apps.CreateApp(ctx, a); err != nil {
+	claim, err := s.cfg.Quotas.Admit(ctx, p.TenantID, quota.Ask{Apps: 1}, nil)
+	if err != nil {
+		return api.App{}, err
+	}
+	defer claim.Cancel()
+	if err := claim.Commit(ctx, nil, func() error { return s.apps.CreateApp(ctx, a) }); err != nil {
 		return api.App{}, err
 	}
 	s.cache.put(a)

@@ -14,6 +14,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -33,6 +34,9 @@ const maxTouched = 10_000
 type Authenticator struct {
 	Store store.Keys
 	Log   *slog.Logger // optional: failed LastUsedAt writes and revocations
+	// Quotas admits each key CreateKey makes against its tenant's quota
+	// of keys; nil admits every one.
+	Quotas *quota.Service
 
 	mu       sync.Mutex
 	touched  map[string]time.Time // key id → when LastUsedAt was last written

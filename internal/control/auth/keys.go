@@ -5,6 +5,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -14,12 +15,18 @@ import (
 // CreateKey mints a key named name of role in the caller's tenant,
 // recorded as made by the caller's key, and returns it with its secret,
 // which is shown this once. The store refuses a key more powerful than
-// the caller's (403 <role>_required).
+// the caller's (403 <role>_required), and one past its tenant's quota of
+// keys (429 quota_exceeded).
 func (a *Authenticator) CreateKey(ctx context.Context, name, role string) (api.Key, error) {
 	p, _ := tenancy.From(ctx)
 	k, secret := NewKey(p.TenantID, name, role)
 	k.CreatedBy = p.KeyID
-	if err := a.Store.CreateKey(ctx, k); err != nil {
+	claim, err := a.Quotas.Admit(ctx, p.TenantID, quota.Ask{Keys: 1}, nil)
+	if err != nil {
+		return api.Key{}, err
+	}
+	defer claim.Cancel()
+	if err := claim.Commit(ctx, nil, func() error { return a.Store.CreateKey(ctx, k) }); err != nil {
 		return api.Key{}, err
 	}
 	out := KeyToAPI(k)

@@ -1,15 +1,6 @@
 package events
 
-import (
-	"errors"
-	"sync"
-
-	"github.com/hutchdev/hutch/internal/base/errdefs"
-)
-
-// ErrTooManyStreams is found (errors.Is) in the error Subscribe returns
-// when a tenant already holds as many streams as it may.
-var ErrTooManyStreams = errors.New("too many event streams")
+import "sync"
 
 // Notifier wakes a tenant's event streams when this server appends to the
 // tenant's log. A wake carries no event: a stream reads the store after
@@ -19,9 +10,9 @@ var ErrTooManyStreams = errors.New("too many event streams")
 //
 // Lifecycle: a stream calls Subscribe, waits on its Subscription's Wake
 // and Closes it when it ends; whoever appends an event calls Notify after
-// the append commits. A nil *Notifier is valid: it never wakes anyone and
-// bounds nothing, so streams fall back to their timer. Safe for
-// concurrent use.
+// the append commits. A nil *Notifier is valid: it never wakes anyone, so
+// streams fall back to their timer. How many streams a tenant may hold
+// is its quota's (internal/control/quota). Safe for concurrent use.
 type Notifier struct {
 	mu   sync.Mutex
 	subs map[string]map[*Subscription]struct{} // tenant id → its streams
@@ -40,28 +31,21 @@ type Subscription struct {
 	once   sync.Once
 }
 
-// Subscribe registers a stream of tenantID's events. When the tenant
-// already holds limit streams (limit > 0) it fails with an
-// errdefs.ErrRateLimited error, code too_many_streams, that
-// errors.Is(err, ErrTooManyStreams).
-func (n *Notifier) Subscribe(tenantID string, limit int) (*Subscription, error) {
+// Subscribe registers a stream of tenantID's events.
+func (n *Notifier) Subscribe(tenantID string) *Subscription {
 	if n == nil {
-		return &Subscription{tenant: tenantID}, nil
+		return &Subscription{tenant: tenantID}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	subs := n.subs[tenantID]
-	if limit > 0 && len(subs) >= limit {
-		return nil, &errdefs.Error{Class: errdefs.ErrRateLimited, Code: "too_many_streams",
-			Message: "this tenant already has the most event streams open allowed; close one first", Err: ErrTooManyStreams}
-	}
 	if subs == nil {
 		subs = map[*Subscription]struct{}{}
 		n.subs[tenantID] = subs
 	}
 	s := &Subscription{n: n, tenant: tenantID, wake: make(chan struct{}, 1)}
 	subs[s] = struct{}{}
-	return s, nil
+	return s
 }
 
 // Notify wakes every stream of tenantID. It never blocks: a stream that

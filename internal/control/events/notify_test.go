@@ -1,11 +1,6 @@
 package events
 
-import (
-	"errors"
-	"testing"
-
-	"github.com/hutchdev/hutch/internal/base/errdefs"
-)
+import "testing"
 
 // woken reports whether sub has a wake waiting, taking it.
 func woken(sub *Subscription) bool {
@@ -19,12 +14,9 @@ func woken(sub *Subscription) bool {
 
 func TestNotifierWakesOnlyTheTenant(t *testing.T) {
 	n := NewNotifier()
-	a1, err := n.Subscribe("a", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a2, _ := n.Subscribe("a", 0)
-	b, _ := n.Subscribe("b", 0)
+	a1 := n.Subscribe("a")
+	a2 := n.Subscribe("a")
+	b := n.Subscribe("b")
 	n.Notify("a")
 	n.Notify("a") // coalesces with the first
 	if !woken(a1) || !woken(a2) {
@@ -49,40 +41,9 @@ func TestNotifierWakesOnlyTheTenant(t *testing.T) {
 	}
 }
 
-func TestNotifierLimit(t *testing.T) {
-	n := NewNotifier()
-	var subs []*Subscription
-	for range 3 {
-		s, err := n.Subscribe("a", 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, s)
-	}
-	_, err := n.Subscribe("a", 3)
-	if !errors.Is(err, ErrTooManyStreams) || !errors.Is(err, errdefs.ErrRateLimited) {
-		t.Fatalf("fourth stream: %v, want ErrTooManyStreams", err)
-	}
-	if _, code, _ := errdefs.HTTPStatus(err); code != "too_many_streams" {
-		t.Fatalf("code %q, want too_many_streams", code)
-	}
-	if s, err := n.Subscribe("b", 3); err != nil { // other tenants have their own
-		t.Fatal(err)
-	} else {
-		s.Close()
-	}
-	subs[0].Close()
-	if _, err := n.Subscribe("a", 3); err != nil {
-		t.Fatalf("after a close: %v", err)
-	}
-}
-
 func TestNilNotifier(t *testing.T) {
 	var n *Notifier
-	s, err := n.Subscribe("a", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := n.Subscribe("a")
 	n.Notify("a")
 	if s.Wake() != nil || n.Streams("a") != 0 {
 		t.Fatal("a nil notifier's subscription can be woken")

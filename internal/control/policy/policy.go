@@ -93,6 +93,6 @@ func (r *Runner) Tick(ctx context.Context, now time.Time) {
 	r.expiry.tick(ctx, now)
 	r.idle.tick(ctx, now)
 	watchOOM(ctx, r.svc, r.log)
-	r.disk.tick(ctx)
+	r.disk.tick(ctx, now)
 	r.svc.SampleMetrics(ctx, now)
 }

@@ -147,7 +147,7 @@ func TestHostCapacity(t *testing.T) {
 // and the limit. A stopped sandbox counts toward the number of sandboxes
 // but holds no memory; a destroyed or failed one counts for nothing.
 func TestTenantQuotaDefaults(t *testing.T) {
-	f := newLiveFixture(t, func(c *Config) { c.TenantQuotas = api.QuotaLimits{Sandboxes: 2, MemoryMB: 768, CPU: 4, Pids: 1000} })
+	f := newLiveFixture(t, withQuotas(api.QuotaLimits{Sandboxes: 2, MemoryMB: 768, CPU: 4, Pids: 1000}))
 	create := func(mem int) (api.Sandbox, error) {
 		return f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &api.Limits{MemoryMB: mem}})
 	}
@@ -198,7 +198,7 @@ func TestAdmissionRace(t *testing.T) {
 		class  error
 		code   string
 	}{
-		{"tenant quota", func(c *Config) { c.TenantQuotas.Sandboxes = m }, errdefs.ErrRateLimited, "quota_exceeded"},
+		{"tenant quota", withQuotas(api.QuotaLimits{Sandboxes: m}), errdefs.ErrRateLimited, "quota_exceeded"},
 		{"host memory", func(c *Config) { c.Capacity.MemoryMB = m * 256 }, errdefs.ErrUnavailable, "insufficient_capacity"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/control/quota"
 )
 
 // The app supervisor of a running sandbox, through the door: the agent
@@ -64,7 +65,7 @@ func (s *Service) AppStop(ctx context.Context, id string) error {
 // follow, each new one. The call stays open, and counts as the sandbox's
 // activity, until Close; it ends when the sandbox stops.
 func (s *Service) AppLogs(ctx context.Context, id, name string, tail int, follow bool) (Stream[api.AppLogLine], error) {
-	c, err := s.open(ctx, id, "app.logs")
+	c, err := s.openHeld(ctx, id, "app.logs", quota.Stream)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,10 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if !ok {
 		return api.Sandbox{}, errdefs.Forbidden("no_tenant", "no tenant in request")
 	}
-	var snapDir string
+	var (
+		snapDir   string
+		snapBytes int64 // its files at the start, a copy of the snapshot's
+	)
 	if req.Snapshot != "" {
 		snap, err := s.store.GetSnapshot(ctx, req.Snapshot)
 		if err != nil {
@@ -42,7 +45,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 			return api.Sandbox{}, errdefs.Invalid("snapshot_mismatch", "snapshot %s is of a %s sandbox from template %q; leave template and driver out, or name those",
 				snap.ID, snap.Driver, snap.Template)
 		}
-		req.Template, req.Driver, snapDir = snap.Template, snap.Driver, s.snapshotDir(snap.ID)
+		req.Template, req.Driver, snapDir, snapBytes = snap.Template, snap.Driver, s.snapshotDir(snap.ID), snap.Bytes
 	}
 	d, err := s.drivers.pick(req.Driver)
 	if err != nil {
@@ -89,6 +92,7 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 		Node:     s.cfg.Node,
 
 		IdleTimeoutS: req.IdleTimeoutS,
+		DiskBytes:    snapBytes,
 	}
 	if set.timeout > 0 {
 		exp := now.Add(set.timeout)
@@ -99,14 +103,12 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	}
 	unlock := s.locks.Lock(rec.ID)
 	defer unlock()
-	// The record claims the room admit found (admission.go).
-	release, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, true)
+	// The record takes the room admit found (admission.go).
+	claim, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, true, snapBytes)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	err = s.store.CreateSandbox(ctx, rec)
-	release()
-	if err != nil {
+	if err := claim.Commit(ctx, nil, func() error { return s.store.CreateSandbox(ctx, rec) }); err != nil {
 		return api.Sandbox{}, err
 	}
 	spec := driver.Spec{

@@ -12,6 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -42,6 +43,30 @@ type call struct {
 	op    string
 	start time.Time
 	once  sync.Once
+	// held gives back the place a call its tenant holds open (a watch, a
+	// stream) took in the tenant's quota; nil for other calls.
+	held func()
+}
+
+// openHeld is open for a call its caller's tenant holds open, a watch
+// or a stream: it takes a place in the tenant's quota of those first
+// (quota.Service.Open: 429 quota_exceeded when there is none), given back
+// when the call ends. The system's own calls hold none.
+func (s *Service) openHeld(ctx context.Context, id, op string, kind quota.Kind) (*call, error) {
+	release := func() {}
+	if p, ok := tenancy.From(ctx); ok && p.TenantID != "" {
+		var err error
+		if release, err = s.cfg.Quotas.Open(ctx, p.TenantID, kind); err != nil {
+			return nil, err
+		}
+	}
+	c, err := s.open(ctx, id, op)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	c.held = release
+	return c, nil
 }
 
 // open lets a call to sandbox id through the door, or says why not.
@@ -122,6 +147,9 @@ func (s *Service) handleOf(rec *store.Sandbox) (driver.Handle, error) {
 func (c *call) end(err error) error {
 	err = c.explain(err)
 	c.once.Do(func() {
+		if c.held != nil {
+			c.held()
+		}
 		c.lv.mu.Lock()
 		c.lv.calls--
 		c.lv.active = time.Now()

@@ -117,6 +117,7 @@ func Features(d driver.Driver) map[string]bool {
 		"cpu_limit":      c.Limits.CPU,
 		"pids_limit":     c.Limits.Pids,
 		"disk_limit":     c.Limits.Disk,
+		"disk_watch":     enforcesDisk(d) == api.DiskEnforcedByStop,
 		"root_user":      c.RootUser,
 		"oom_report":     oom,
 		"egress_channel": egress,
@@ -139,7 +140,7 @@ func (s *Service) Info() api.Info {
 		Degraded:  append([]string{}, c.Degraded...),
 		Templates: c.Templates,
 		Limits: api.InfoLimits{
-			Default:        defaultLimits(cfg.DefaultLimits, c.Limits),
+			Default:        defaultLimits(cfg.DefaultLimits, limitCaps(d)),
 			Max:            cfg.MaxLimits,
 			MaxTimeoutS:    s.Settings().MaxTimeoutS,
 			MaxFileBytes:   cfg.MaxFileBytes,

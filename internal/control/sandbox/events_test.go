@@ -259,12 +259,9 @@ func TestRecoverEvents(t *testing.T) {
 // tenant's streams, and only after it is stored.
 func TestServiceEventsWakeStreams(t *testing.T) {
 	f := newFixture(t, nil)
-	sub, err := f.svc.events.Notifier().Subscribe(f.tenant, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sub := f.svc.events.Notifier().Subscribe(f.tenant)
 	defer sub.Close()
-	other, _ := f.svc.events.Notifier().Subscribe(ids.New(), 0)
+	other := f.svc.events.Notifier().Subscribe(ids.New())
 	defer other.Close()
 
 	sb, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})

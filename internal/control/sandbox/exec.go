@@ -11,6 +11,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/control/quota"
 )
 
 // ValidateExec checks an exec request before it reaches the agent.
@@ -38,9 +39,16 @@ func ValidateExec(req api.ExecRequest) error {
 	return validateEnv(req.Env)
 }
 
-// ExecStream starts a command and returns its event stream; Close ends
-// the command if it still runs.
+// ExecStream starts a command and returns its event stream, one of the
+// streams its tenant holds open (quota.Stream); Close ends the command if
+// it still runs.
 func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest) (Stream[api.ExecEvent], error) {
+	return s.execStream(ctx, id, req, true)
+}
+
+// execStream is ExecStream; held says the stream is the caller's to hold
+// (Exec reads its own to the end).
+func (s *Service) execStream(ctx context.Context, id string, req api.ExecRequest, held bool) (Stream[api.ExecEvent], error) {
 	if err := ValidateExec(req); err != nil {
 		return nil, err
 	}
@@ -48,7 +56,11 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 	// agent sends bytes and knows no such field.
 	req.OutputEncoding = ""
 	start := time.Now()
-	c, err := s.open(ctx, id, "exec")
+	open := s.open
+	if held {
+		open = func(ctx context.Context, id, op string) (*call, error) { return s.openHeld(ctx, id, op, quota.Stream) }
+	}
+	c, err := open(ctx, id, "exec")
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +82,7 @@ func (s *Service) ExecStream(ctx context.Context, id string, req api.ExecRequest
 // would split a UTF-8 sequence keeps the bytes before it (at most 3 fewer
 // than the bound), so text cut short is still text.
 func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest) (api.ExecResult, error) {
-	st, err := s.ExecStream(ctx, id, req)
+	st, err := s.execStream(ctx, id, req, false)
 	if err != nil {
 		return api.ExecResult{}, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/control/quota"
 )
 
 // The file API of a running sandbox, through the door. Paths are the
@@ -82,7 +83,7 @@ func (s *Service) TarUpload(ctx context.Context, id, path string, body io.Reader
 // Watch follows changes under path (recursive: in every subdirectory,
 // new ones included). The stream ends with io.EOF when path goes away.
 func (s *Service) Watch(ctx context.Context, id, path string, recursive bool) (Stream[api.WatchEvent], error) {
-	c, err := s.open(ctx, id, "files.watch")
+	c, err := s.openHeld(ctx, id, "files.watch", quota.Watch)
 	if err != nil {
 		return nil, err
 	}

@@ -164,14 +164,15 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	// A start is admitted as a create is; the transition claims the room.
-	release, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, false)
+	// A start is admitted as a create is; the transition takes the room.
+	claim, err := s.admission.admit(ctx, rec.TenantID, rec.Limits, false, 0)
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = s.transition(ctx, id, OpStart, api.StateStarting, nil)
-	release()
-	if err != nil {
+	if err := claim.Commit(ctx, nil, func() (err error) {
+		rec, err = s.transition(ctx, id, OpStart, api.StateStarting, nil)
+		return err
+	}); err != nil {
 		return api.Sandbox{}, err
 	}
 	if h, err = d.Start(ctx, h); err != nil {

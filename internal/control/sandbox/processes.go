@@ -13,6 +13,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -134,7 +135,7 @@ func (s *Service) WaitProcess(ctx context.Context, id string, pid int, timeout t
 // ProcessOutput streams a process's output from a byte cursor; with
 // follow it goes on until the process's output ends, with an exit event.
 func (s *Service) ProcessOutput(ctx context.Context, id string, pid int, cursor int64, follow bool) (Stream[api.OutputEvent], error) {
-	c, err := s.open(ctx, id, "processes.output")
+	c, err := s.openHeld(ctx, id, "processes.output", quota.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +273,7 @@ type StdinStream struct {
 // agent_too_old, and the caller writes input request by request). It ends
 // with ctx or Close.
 func (s *Service) StdinStream(ctx context.Context, id string, pid int) (*StdinStream, error) {
-	c, err := s.open(ctx, id, "processes.stdin_stream")
+	c, err := s.openHeld(ctx, id, "processes.stdin_stream", quota.Stream)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (s *Service) toAPI(r *store.Sandbox) api.Sandbox {
 	if d, ok := s.drivers.Get(r.Driver); ok {
 		c := d.Capabilities()
 		sb.Isolation, sb.Degraded = c.Isolation, c.Degraded
-		sb.UnenforcedLimits = unenforcedLimits(r.Limits, c.Limits)
+		sb.UnenforcedLimits = unenforcedLimits(r.Limits, limitCaps(d))
 	} else if r.State != api.StateDestroyed && r.State != api.StateFailed {
 		sb.State = api.StateUnavailable
 		if sb.Error == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/fake"
 	"github.com/hutchdev/hutch/internal/store"
@@ -76,6 +77,11 @@ func newLiveFixtureAt(t *testing.T, path string, mutate func(*Config)) *liveFixt
 	}
 	t.Cleanup(f.svc.Close)
 	return f
+}
+
+// withQuotas gives the fixture's tenants default quotas l.
+func withQuotas(l api.QuotaLimits) func(*Config) {
+	return func(c *Config) { c.Quotas = quota.New(quota.Config{Store: c.Store, Defaults: l}) }
 }
 
 func (f *liveFixture) create(t *testing.T) api.Sandbox {

@@ -194,6 +194,12 @@ func (s *Service) Owned(ctx context.Context, states ...api.SandboxState) ([]*sto
 	return out, nil
 }
 
+// Record is sandbox id's record, of any tenant's (the policies act as
+// the system).
+func (s *Service) Record(ctx context.Context, id string) (*store.Sandbox, error) {
+	return s.store.GetSandbox(ctx, id)
+}
+
 // Expire does what sandbox id's expiry asks (its on_expiry: destroy, stop
 // or pause), under its lock, if it is still there and expired at now once
 // the lock is held.

@@ -87,13 +87,11 @@ type Meter interface {
 	Metrics(ctx context.Context, id string) (api.SandboxMetrics, error)
 }
 
-// Limits are what bounds sandboxes: the server's drivers and limits, and
-// each tenant's quotas with its usage (admission.go).
+// Limits are what bounds sandboxes: the server's drivers and limits (the
+// tenants' quotas are internal/control/quota's).
 type Limits interface {
 	// Info is the server's side of GET /v1/info: its drivers and limits.
 	Info() api.Info
-	Quotas(ctx context.Context, tenantID string) (api.TenantQuotas, error)
-	SetQuotas(ctx context.Context, tenantID string, q api.Quotas) (api.TenantQuotas, error)
 }
 
 // Ports are a sandbox's port settings for its previews, public or

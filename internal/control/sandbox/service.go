@@ -31,6 +31,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/keylock"
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/netpolicy"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -97,10 +98,11 @@ type Config struct {
 	EgressEventWindow time.Duration
 	// Admission (admission.go). Capacity bounds what this node's live
 	// sandboxes may be promised together (a zero field: no bound);
-	// TenantQuotas are the quotas of a tenant that has not set its own
-	// (store.Tenant.Quotas), a zero field no limit.
-	Capacity     Capacity
-	TenantQuotas api.QuotaLimits
+	// Quotas are the tenants' quotas, which admit every create and start
+	// and every watch and stream; nil: quotas of no default (tests), whose
+	// lock still serialises admissions against Capacity.
+	Capacity Capacity
+	Quotas   *quota.Service
 }
 
 // Templates is internal/control/templates' Service as the sandbox service sees
@@ -169,6 +171,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Disk == nil {
 		cfg.Disk = noGuard{}
 	}
+	if cfg.Quotas == nil {
+		cfg.Quotas = quota.New(quota.Config{Store: cfg.Store, Log: cfg.Log})
+	}
 	if cfg.Egress == nil {
 		for _, d := range cfg.Drivers.Loaded() {
 			if _, ok := d.(driver.Egresser); ok {
@@ -187,7 +192,7 @@ func New(cfg Config) (*Service, error) {
 		events:     cfg.Events,
 		gateway:    cfg.Gateway,
 		seals:      seals{sealer: cfg.Sealer},
-		admission:  &admission{store: cfg.Store, node: cfg.Node, capacity: cfg.Capacity, quotas: cfg.TenantQuotas, log: cfg.Log},
+		admission:  &admission{store: cfg.Store, quotas: cfg.Quotas, node: cfg.Node, capacity: cfg.Capacity, log: cfg.Log},
 		observe:    observer{o: cfg.Observer},
 		lostAgents: make(chan string, lostQueue),
 		lives:      map[string]*live{},

@@ -12,6 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -35,15 +36,19 @@ func (s *Service) Snapshot(ctx context.Context, id string, req api.CreateSnapsho
 	if err != nil {
 		return api.Snapshot{}, err
 	}
-	snap, _, err := s.capture(ctx, rec, req.Name)
+	snap, _, err := s.capture(ctx, rec, req.Name, true)
 	if err != nil {
 		return api.Snapshot{}, err
 	}
 	return snapshotToAPI(snap), nil
 }
 
-// capture snapshots rec (under its lock) and records the snapshot.
-func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) (*store.Snapshot, driver.SnapshotStats, error) {
+// capture snapshots rec (under its lock) and records the snapshot, once
+// admitted against its tenant's quotas: its bytes, estimated as what the
+// sandbox's files took when last measured, and then checked as copied;
+// kept (a place among the tenant's snapshots) unless it is a fork's,
+// which is dropped once the forks have their own files.
+func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string, kept bool) (*store.Snapshot, driver.SnapshotStats, error) {
 	var st driver.SnapshotStats
 	if err := require(OpSnapshot, rec); err != nil {
 		return nil, st, err
@@ -59,6 +64,15 @@ func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) 
 	if err != nil {
 		return nil, st, err
 	}
+	ask := quota.Ask{SnapshotBytes: rec.DiskBytes}
+	if kept {
+		ask.Snapshots = 1
+	}
+	claim, err := s.cfg.Quotas.Admit(ctx, rec.TenantID, ask, nil)
+	if err != nil {
+		return nil, st, err
+	}
+	defer claim.Cancel()
 	snap := &store.Snapshot{ID: ids.New(), TenantID: rec.TenantID, SandboxID: rec.ID, Name: name, Template: rec.Template, Driver: rec.Driver}
 	dir := s.snapshotDir(snap.ID)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
@@ -78,7 +92,9 @@ func (s *Service) capture(ctx context.Context, rec *store.Sandbox, name string) 
 		return nil, st, err
 	}
 	snap.Bytes, snap.Files, snap.PauseMS = st.Bytes, st.Files, st.Pause.Milliseconds()
-	if err := s.store.CreateSnapshot(ctx, snap); err != nil {
+	made := ask
+	made.SnapshotBytes = st.Bytes
+	if err := claim.Commit(ctx, &made, func() error { return s.store.CreateSnapshot(ctx, snap) }); err != nil {
 		if rerr := sn.RemoveSnapshot(dir); rerr != nil {
 			s.log.Error("remove an unrecorded snapshot", "dir", dir, "err", rerr)
 		}
@@ -212,7 +228,7 @@ func (s *Service) Fork(ctx context.Context, id string, req api.ForkRequest) (api
 		unlock()
 		return out, err
 	}
-	snap, st, err := s.capture(ctx, rec, "fork of "+id)
+	snap, st, err := s.capture(ctx, rec, "fork of "+id, false)
 	unlock()
 	if err != nil {
 		return out, err

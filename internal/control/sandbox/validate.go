@@ -80,7 +80,7 @@ func (s *Service) complete(d driver.Driver, req api.CreateSandboxRequest) (compl
 		}
 		asked = *req.Limits
 	}
-	limits, err := completeLimits(d.Name(), caps.Limits, s.cfg.DefaultLimits, asked, req.LimitsBestEffort)
+	limits, err := completeLimits(d.Name(), limitCaps(d), s.cfg.DefaultLimits, asked, req.LimitsBestEffort)
 	if err != nil {
 		return out, err
 	}
@@ -157,6 +157,15 @@ func choose[T int | float64](asked, def T, enforced bool) T {
 		return def
 	}
 	return 0
+}
+
+// limitCaps are the limits the service holds for sandboxes of d: the
+// driver's, and a disk limit also where it can only measure the files
+// (the disk policy stops a sandbox past it; disk.go).
+func limitCaps(d driver.Driver) driver.LimitCaps {
+	caps := d.Capabilities().Limits
+	caps.Disk = enforcesDisk(d) != ""
+	return caps
 }
 
 // unenforcedLimits names the limits set on a sandbox that caps does not

@@ -36,6 +36,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -48,6 +49,9 @@ const eventTimeout = 10 * time.Second
 // Config is the service's limits.
 type Config struct {
 	MaxValueBytes int64 // largest value; DefaultMaxValueBytes if <= 0
+	// Quotas admits each new secret against its tenant's quota of
+	// secrets; nil admits every one.
+	Quotas *quota.Service
 }
 
 // Service creates, replaces, lists and deletes a tenant's secrets and
@@ -110,7 +114,12 @@ func (s *Service) Create(ctx context.Context, spec Spec, v Value) (api.Secret, e
 	}
 	sec := &store.Secret{TenantID: tenantID, Name: spec.Name, Description: spec.Description, Kind: kind, Registry: registry,
 		ValueBytes: v.Len(), KeyID: s.sealer.KeyID(), Nonce: nonce, Ciphertext: ct}
-	if err := s.store.CreateSecret(ctx, sec); err != nil {
+	claim, err := s.cfg.Quotas.Admit(ctx, tenantID, quota.Ask{Secrets: 1}, nil)
+	if err != nil {
+		return api.Secret{}, err
+	}
+	defer claim.Cancel()
+	if err := claim.Commit(ctx, nil, func() error { return s.store.CreateSecret(ctx, sec) }); err != nil {
 		return api.Secret{}, err
 	}
 	s.emit(ctx, sec, api.EventSecretCreated, "created")

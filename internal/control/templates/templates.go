@@ -31,6 +31,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/oci/image"
 	"github.com/hutchdev/hutch/internal/runtime/host/storage"
@@ -81,6 +82,10 @@ type Config struct {
 	// Disk refuses new templates while the data directory's filesystem is
 	// below its reserve (internal/runtime/host/diskguard); nil checks nothing.
 	Disk interface{ Check(what string) error }
+	// Quotas admits each new template against its tenant's quotas (its
+	// count, its bytes among the tenant's templates' and on the tenant's
+	// disk); nil admits every one.
+	Quotas *quota.Service
 }
 
 // Service imports, lists, resolves and deletes templates. Every call acts
@@ -190,6 +195,11 @@ func (s *Service) fromSnapshot(ctx context.Context, name, snapshotID string) (*s
 		}
 		t.Config, t.Layers, t.Flat, t.Bytes = base.Config, append([]string{}, base.Layers...), base.Flat, base.Bytes
 	}
+	claim, err := s.admit(ctx, t.Bytes+snap.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	defer claim.Cancel()
 	s.gc.RLock()
 	defer s.gc.RUnlock()
 	id := ids.New()
@@ -199,7 +209,7 @@ func (s *Service) fromSnapshot(ctx context.Context, name, snapshotID string) (*s
 	}
 	t.Layers = append(t.Layers, snapPrefix+id)
 	t.Bytes += max(stats.Bytes, snap.Bytes)
-	if err := s.store.CreateTemplate(ctx, t); err != nil {
+	if err := s.commit(ctx, claim, t); err != nil {
 		if rerr := s.cfg.Storage.Remove(filepath.Join(s.cfg.Dir, snapDir, id)); rerr != nil {
 			s.log.Warn("remove an unrecorded layer", "err", rerr)
 		}
@@ -257,6 +267,12 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 	if _, err := s.store.GetTemplate(ctx, name); err == nil {
 		return nil, store.TemplateExists(name)
 	}
+	// The bytes are known once the layers are unpacked, and checked then.
+	claim, err := s.admit(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer claim.Cancel()
 	img, err := image.Open(ctx, src)
 	if err != nil {
 		return nil, err
@@ -285,7 +301,7 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 		s.dropFlat(t)
 		return nil, err
 	}
-	if err := s.store.CreateTemplate(ctx, t); err != nil {
+	if err := s.commit(ctx, claim, t); err != nil {
 		s.dropFlat(t)
 		return nil, err
 	}
@@ -293,6 +309,17 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 		"layers", len(img.Layers), "bytes", t.Bytes, "took", time.Since(start).Round(time.Millisecond))
 	s.emit(ctx, t, api.EventTemplateCreated, "created from "+source)
 	return t, nil
+}
+
+// admit admits a new template of the caller's tenant, of about bytes.
+func (s *Service) admit(ctx context.Context, bytes int64) (*quota.Claim, error) {
+	p, _ := tenancy.From(ctx)
+	return s.cfg.Quotas.Admit(ctx, p.TenantID, quota.Ask{Templates: 1, TemplateBytes: bytes}, nil)
+}
+
+// commit records t once its bytes fit its tenant's quotas.
+func (s *Service) commit(ctx context.Context, claim *quota.Claim, t *store.Template) error {
+	return claim.Commit(ctx, &quota.Ask{Templates: 1, TemplateBytes: t.Bytes}, func() error { return s.store.CreateTemplate(ctx, t) })
 }
 
 // dropFlat removes the flattened tree of a template that was not

@@ -26,7 +26,9 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/host/storage"
 	"github.com/hutchdev/hutch/internal/store"
@@ -44,13 +46,16 @@ type Service struct {
 	dir     string
 	storage storage.Backend
 	store   store.Volumes
+	quotas  *quota.Service
 	events  events.Appender
 	log     *slog.Logger
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
-// events records volume.* events.
-func New(dir string, backend storage.Backend, st store.Volumes, events events.Appender, log *slog.Logger) (*Service, error) {
+// quotas admits each new volume against its tenant's quotas (its count,
+// its size among the tenant's volumes' and on the tenant's disk); events
+// records volume.* events.
+func New(dir string, backend storage.Backend, st store.Volumes, quotas *quota.Service, events events.Appender, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
 	}
@@ -60,7 +65,7 @@ func New(dir string, backend storage.Backend, st store.Volumes, events events.Ap
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{dir: dir, storage: backend, store: st, events: events, log: log}, nil
+	return &Service{dir: dir, storage: backend, store: st, quotas: quotas, events: events, log: log}, nil
 }
 
 // Create makes the volume req.Name of the caller's tenant. A size the
@@ -83,12 +88,18 @@ func (s *Service) create(ctx context.Context, req api.CreateVolumeRequest) (*sto
 	if _, err := s.store.GetVolume(ctx, req.Name); err == nil {
 		return nil, store.VolumeExists(req.Name)
 	}
+	p, _ := tenancy.From(ctx)
+	claim, err := s.quotas.Admit(ctx, p.TenantID, quota.Ask{Volumes: 1, VolumeMB: int64(req.SizeMB)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer claim.Cancel()
 	v := &store.Volume{ID: ids.New(), Name: req.Name, SizeMB: req.SizeMB}
 	dir := s.Dir(v.ID)
 	if err := s.storage.Make(dir); err != nil {
 		return nil, fmt.Errorf("make the volume: %w", err)
 	}
-	err := s.storage.SetLimit(dir, int64(req.SizeMB)<<20)
+	err = s.storage.SetLimit(dir, int64(req.SizeMB)<<20)
 	switch {
 	case err == nil:
 		v.SizeEnforced = true
@@ -106,7 +117,7 @@ func (s *Service) create(ctx context.Context, req api.CreateVolumeRequest) (*sto
 		s.remove(dir)
 		return nil, fmt.Errorf("make the volume: %w", err)
 	}
-	if err := s.store.CreateVolume(ctx, v); err != nil {
+	if err := claim.Commit(ctx, nil, func() error { return s.store.CreateVolume(ctx, v) }); err != nil {
 		s.remove(dir)
 		return nil, err
 	}

@@ -174,6 +174,11 @@ func (a *API) taskLog(w http.ResponseWriter, r *http.Request, svc *apps.Service)
 		a.writeError(w, r, err)
 		return
 	}
+	release, ok := a.holdStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	sse, err := newSSE(w)
 	if err != nil {
 		return

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -27,11 +25,9 @@ import (
 // nothing else; a client that takes no bytes for eventWriteTimeout loses
 // its stream.
 
-// Tunables of event streams; variables so tests can shorten them.
+// Tunables of event streams; variables so tests can shorten them. How
+// many streams a tenant may hold open is its quota's (streams.go).
 var (
-	// maxEventStreams bounds the streams one tenant may hold open on
-	// this server; one more is 429 too_many_streams.
-	maxEventStreams = 64
 	// eventStreamPoll is how often a stream reads the store without being
 	// woken: the only way it learns of events another replica appends.
 	eventStreamPoll = 5 * time.Second
@@ -41,9 +37,6 @@ var (
 	// eventWriteTimeout bounds one write to a stream's client.
 	eventWriteTimeout = time.Minute
 )
-
-// streamRetryAfter is the Retry-After of a 429 too_many_streams.
-const streamRetryAfter = 5 * time.Second
 
 // streamEvents answers an event route as a stream of the events matching
 // q. The Last-Event-ID header, when set, replaces q.After; q.Limit is
@@ -58,17 +51,13 @@ func (a *API) streamEvents(w http.ResponseWriter, r *http.Request, q events.Quer
 		q.After = id
 	}
 	q.Limit = 0
-	p, _ := tenancy.From(ctx)
-	sub, err := a.cfg.Events.Notifier().Subscribe(p.TenantID, maxEventStreams)
-	if errors.Is(err, events.ErrTooManyStreams) {
-		// 429: the same request succeeds once one of the tenant's
-		// streams ends.
-		w.Header().Set("Retry-After", strconv.Itoa(int(streamRetryAfter/time.Second)))
-	}
-	if err != nil {
-		a.writeError(w, r, err)
+	release, ok := a.holdStream(w, r)
+	if !ok {
 		return
 	}
+	defer release()
+	p, _ := tenancy.From(ctx)
+	sub := a.cfg.Events.Notifier().Subscribe(p.TenantID)
 	defer sub.Close()
 
 	sse, err := newSSE(w)

@@ -368,8 +368,11 @@ func TestEventStreamFilters(t *testing.T) {
 // TestEventStreamErrors: what is refused is refused before the stream
 // starts, as JSON.
 func TestEventStreamErrors(t *testing.T) {
-	setVar(t, &maxEventStreams, 2)
 	f := newStreamFixture(t)
+	two := 2
+	if _, err := f.st.SetTenantQuotas(tenancy.System(context.Background()), f.a, api.Quotas{Streams: &two}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, key, path, lastID string
 		status                  int
@@ -413,8 +416,9 @@ func TestEventStreamErrors(t *testing.T) {
 		var body api.Error
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusTooManyRequests || body.Error.Code != "too_many_streams" || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("third stream: %d %+v, Retry-After %q; want 429 too_many_streams", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusTooManyRequests || body.Error.Code != "quota_exceeded" || !strings.Contains(body.Error.Message, "quota streams") ||
+			resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("third stream: %d %+v, Retry-After %q; want 429 quota_exceeded naming streams", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 		}
 		if s, resp := f.open(t, f.keyB, "/v1/events", ""); s == nil { // B has its own
 			t.Fatalf("B's stream: %d", resp.StatusCode)

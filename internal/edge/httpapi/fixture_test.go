@@ -18,6 +18,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	tenantsvc "github.com/hutchdev/hutch/internal/control/tenants"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
@@ -67,6 +68,7 @@ type apiFixture struct {
 	svc    *sandbox.Service
 	auth   *auth.Authenticator
 	tsvc   *tenantsvc.Service // without apps, templates or volumes
+	quotas *quota.Service
 	events *events.Log
 	drain  context.CancelFunc
 	ca, cb *client.Client // tenant a's and b's
@@ -79,7 +81,8 @@ func newAPIFixture(t *testing.T) *apiFixture {
 }
 
 // newAPIFixtureWith is newAPIFixture with mutate applied to the sandbox
-// service's config.
+// service's config; the API shares its Quotas (without, quotas of no
+// default: withQuotas sets some).
 func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 	t.Helper()
 	f := &apiFixture{tenants: newTenants(t), ctx: context.Background()}
@@ -102,18 +105,22 @@ func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	if cfg.Quotas == nil {
+		cfg.Quotas = quota.New(quota.Config{Store: f.st})
+	}
+	f.quotas = cfg.Quotas
 	f.svc, err = sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.svc.Close)
-	f.auth = &auth.Authenticator{Store: f.st}
+	f.auth = &auth.Authenticator{Store: f.st, Quotas: f.quotas}
 	f.tsvc, err = tenantsvc.New(tenantsvc.Config{Store: f.st, Keys: f.auth, Sandboxes: f.svc, Events: f.events, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.tsvc.Close)
-	h := New(Config{Sandboxes: f.svc, Events: f.events, Auth: f.auth,
+	h := New(Config{Sandboxes: f.svc, Events: f.events, Auth: f.auth, Quotas: f.quotas,
 		Tenants: f.tsvc, Log: log, Version: "test", StoreName: "sqlite", MaxBodyBytes: 1 << 20, MaxTarBytes: 8 << 20})
 	// After the server (cleanups run last first), before the service:
 	// what a WebSocket's handler still does ends first, as in hutch serve.
@@ -129,6 +136,11 @@ func newAPIFixtureWith(t *testing.T, mutate func(*sandbox.Config)) *apiFixture {
 	t.Cleanup(cancel)
 	f.ca, f.cb = client.New(f.srv.URL, f.keyA), client.New(f.srv.URL, f.keyB)
 	return f
+}
+
+// withQuotas gives the tenants of the fixture's store default quotas l.
+func withQuotas(l api.QuotaLimits) func(*sandbox.Config) {
+	return func(c *sandbox.Config) { c.Quotas = quota.New(quota.Config{Store: c.Store, Defaults: l}) }
 }
 
 // sandbox creates a sandbox of tenant a.

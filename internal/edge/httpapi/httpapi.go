@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
 	"github.com/hutchdev/hutch/internal/control/templates"
@@ -23,8 +24,8 @@ import (
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
 )
 
-// Config is what the API serves from. Sandboxes, Events, Auth, Tenants
-// and Log are required.
+// Config is what the API serves from. Sandboxes, Events, Auth, Tenants,
+// Quotas and Log are required.
 type Config struct {
 	Sandboxes Sandboxes
 	// Events is the event log the event routes read; its appends wake
@@ -46,7 +47,10 @@ type Config struct {
 	// caller's tenant's keys.
 	Auth *auth.Authenticator
 	// Tenants makes, shows, suspends, resumes and deletes tenants.
-	Tenants      Tenants
+	Tenants Tenants
+	// Quotas shows and sets tenants' quotas, and holds each tenant's
+	// place for every stream the API serves it (streams.go).
+	Quotas       *quota.Service
 	Log          *slog.Logger
 	Version      string
 	MaxBodyBytes int64 // JSON request bodies

@@ -53,7 +53,7 @@ func TestAttackHostMemoryAPI(t *testing.T) {
 // own keys read its quotas and usage but cannot change them; another
 // tenant's are not found; a create past a quota is 429 quota_exceeded.
 func TestQuotasAPI(t *testing.T) {
-	f := newAPIFixtureWith(t, func(c *sandbox.Config) { c.TenantQuotas = api.QuotaLimits{Sandboxes: 10, MemoryMB: 4096} })
+	f := newAPIFixtureWith(t, withQuotas(api.QuotaLimits{Sandboxes: 10, MemoryMB: 4096}))
 	_, admin := f.adminKey(t, "admin")
 	_, readerB := f.keyOf(t, f.keyB, "reader", api.RoleReader)
 	path := "/v1/tenants/" + f.b + "/quotas"
@@ -78,7 +78,8 @@ func TestQuotasAPI(t *testing.T) {
 	one, zero, disk := 1, 0, 2048
 	want := api.TenantQuotas{TenantID: f.b,
 		Set:    api.Quotas{Sandboxes: &one, MemoryMB: &zero, DiskMB: &disk},
-		Limits: api.QuotaLimits{Sandboxes: 1, MemoryMB: 0, DiskMB: 2048}}
+		Limits: api.QuotaLimits{Sandboxes: 1, MemoryMB: 0, DiskMB: 2048}, DiskEnforced: true,
+		Usage: api.QuotaUsage{Keys: 2}} // b's first key and its reader's
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PUT answer (-want +got):\n%s", diff)
 	}
@@ -99,7 +100,7 @@ func TestQuotasAPI(t *testing.T) {
 		if status, code := f.rawAs(t, key, "GET", path, "", &got); status != http.StatusOK {
 			t.Fatalf("GET b's quotas: %d %s", status, code)
 		}
-		want.Usage = api.QuotaUsage{Sandboxes: 1, MemoryMB: 512, CPU: 1, Pids: 64}
+		want.Usage = api.QuotaUsage{Sandboxes: 1, MemoryMB: 512, CPU: 1, Pids: 64, Keys: 2}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("GET (-want +got):\n%s", diff)
 		}

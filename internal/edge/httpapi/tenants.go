@@ -80,7 +80,7 @@ func (a *API) deleteTenant(w http.ResponseWriter, r *http.Request) {
 // getQuotas shows a tenant's quotas and usage, to its own keys and to
 // admins.
 func (a *API) getQuotas(w http.ResponseWriter, r *http.Request) {
-	q, err := a.cfg.Sandboxes.Quotas(r.Context(), r.PathValue("id"))
+	q, err := a.cfg.Quotas.Quotas(r.Context(), r.PathValue("id"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -96,7 +96,7 @@ func (a *API) setQuotas(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	q, err := a.cfg.Sandboxes.SetQuotas(r.Context(), r.PathValue("id"), req)
+	q, err := a.cfg.Quotas.SetQuotas(r.Context(), r.PathValue("id"), req)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -128,8 +128,7 @@ type Config struct {
 	EventMaxPerTenant int
 
 	// TenantQuotas are the quotas of every tenant that has not set its
-	// own (PUT /v1/tenants/{id}/quotas); 0 is no limit. DiskMB is recorded
-	// and shown, not enforced yet.
+	// own (PUT /v1/tenants/{id}/quotas); 0 is no limit.
 	TenantQuotas api.QuotaLimits
 	// ReserveMemoryMB and ReservePids are kept from sandboxes for the
 	// control plane and the host: the namespace driver caps its parent
@@ -189,9 +188,14 @@ func Default() Config {
 		EventMaxPerTenant:    100000,
 		// Host bounds keep a tenant from promising more than the host
 		// has; one count per tenant keeps any one from taking every uid
-		// range and row. Operators hosting tenants that must not crowd
-		// each other set the rest.
-		TenantQuotas:        api.QuotaLimits{Sandboxes: 100},
+		// range and row, the disk and the rest keep one from filling a
+		// 2-core, 24 GiB box's disk, store and memory (a watch holds
+		// inotify watches, a stream a goroutine and buffers). Operators
+		// hosting tenants that must not crowd each other set memory, CPU
+		// and pids too.
+		TenantQuotas: api.QuotaLimits{Sandboxes: 100, DiskMB: 50 << 10,
+			Snapshots: 200, SnapshotsMB: 20 << 10, Volumes: 50, VolumesMB: 20 << 10, Templates: 50, TemplatesMB: 20 << 10,
+			Apps: 20, Keys: 100, Secrets: 1000, Watches: 64, Streams: 256},
 		ReserveMemoryMB:     1024,
 		ReservePids:         4096,
 		MaxMemoryOvercommit: 1,
@@ -258,7 +262,18 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	num(&c.TenantQuotas.Sandboxes, "tenant-max-sandboxes", "HUTCH_TENANT_MAX_SANDBOXES", "default quota: sandboxes a tenant may have that are neither destroyed nor failed, stopped ones included (0: no limit)")
 	num(&c.TenantQuotas.MemoryMB, "tenant-memory-mb", "HUTCH_TENANT_MEMORY_MB", "default quota: MiB of memory limits of a tenant's sandboxes that are not stopped (0: no limit)")
 	num(&c.TenantQuotas.Pids, "tenant-pids", "HUTCH_TENANT_PIDS", "default quota: pids limits of a tenant's sandboxes that are not stopped (0: no limit)")
-	num(&c.TenantQuotas.DiskMB, "tenant-disk-mb", "HUTCH_TENANT_DISK_MB", "default quota: MiB of disk of a tenant (recorded, not enforced yet; 0: no limit)")
+	num(&c.TenantQuotas.DiskMB, "tenant-disk-mb", "HUTCH_TENANT_DISK_MB", "default quota: MiB of disk of a tenant: its sandboxes' files, snapshots, volumes and templates (0: no limit)")
+	num(&c.TenantQuotas.Snapshots, "tenant-max-snapshots", "HUTCH_TENANT_MAX_SNAPSHOTS", "default quota: snapshots a tenant may keep (0: no limit)")
+	num(&c.TenantQuotas.SnapshotsMB, "tenant-snapshots-mb", "HUTCH_TENANT_SNAPSHOTS_MB", "default quota: MiB a tenant's snapshots may take (0: no limit)")
+	num(&c.TenantQuotas.Volumes, "tenant-max-volumes", "HUTCH_TENANT_MAX_VOLUMES", "default quota: volumes a tenant may have (0: no limit)")
+	num(&c.TenantQuotas.VolumesMB, "tenant-volumes-mb", "HUTCH_TENANT_VOLUMES_MB", "default quota: MiB of a tenant's volumes' sizes together (0: no limit)")
+	num(&c.TenantQuotas.Templates, "tenant-max-templates", "HUTCH_TENANT_MAX_TEMPLATES", "default quota: templates a tenant may have (0: no limit)")
+	num(&c.TenantQuotas.TemplatesMB, "tenant-templates-mb", "HUTCH_TENANT_TEMPLATES_MB", "default quota: MiB a tenant's templates' unpacked layers may take (0: no limit)")
+	num(&c.TenantQuotas.Apps, "tenant-max-apps", "HUTCH_TENANT_MAX_APPS", "default quota: apps a tenant may have (0: no limit)")
+	num(&c.TenantQuotas.Keys, "tenant-max-keys", "HUTCH_TENANT_MAX_KEYS", "default quota: API keys a tenant may have (0: no limit)")
+	num(&c.TenantQuotas.Secrets, "tenant-max-secrets", "HUTCH_TENANT_MAX_SECRETS", "default quota: secrets a tenant may have (0: no limit)")
+	num(&c.TenantQuotas.Watches, "tenant-max-watches", "HUTCH_TENANT_MAX_WATCHES", "default quota: file watches a tenant's keys may hold open on this server (0: no limit)")
+	num(&c.TenantQuotas.Streams, "tenant-max-streams", "HUTCH_TENANT_MAX_STREAMS", "default quota: streams (events, output, logs, terminal input) a tenant's keys may hold open on this server (0: no limit)")
 	num(&c.ReserveMemoryMB, "reserve-memory-mb", "HUTCH_RESERVE_MEMORY_MB", "MiB of the host's memory kept from sandboxes for the control plane and the host (caps the cgroup parent; never more than half)")
 	num(&c.MemoryLowPct, "memory-low-pct", "HUTCH_MEMORY_LOW_PCT", "below this % of the host's memory available, the idle window shrinks and idle sandboxes are paused (0: off)")
 	num(&c.MemoryCriticalPct, "memory-critical-pct", "HUTCH_MEMORY_CRITICAL_PCT", "below this % of the host's memory available, paused sandboxes are stopped, the longest paused first (0: off)")
@@ -406,7 +421,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("event max per tenant %d must be 0 (no limit) or positive", c.EventMaxPerTenant))
 	}
 	q := c.TenantQuotas
-	if q.Sandboxes < 0 || q.MemoryMB < 0 || q.Pids < 0 || q.DiskMB < 0 || !(q.CPU >= 0) || math.IsInf(q.CPU, 0) {
+	if q.Sandboxes < 0 || q.MemoryMB < 0 || q.Pids < 0 || q.DiskMB < 0 || q.Snapshots < 0 || q.SnapshotsMB < 0 ||
+		q.Volumes < 0 || q.VolumesMB < 0 || q.Templates < 0 || q.TemplatesMB < 0 || q.Apps < 0 || q.Keys < 0 ||
+		q.Secrets < 0 || q.Watches < 0 || q.Streams < 0 || !(q.CPU >= 0) || math.IsInf(q.CPU, 0) {
 		errs = append(errs, fmt.Errorf("tenant quotas %+v must be 0 (no limit) or positive", q))
 	}
 	if c.ReserveMemoryMB < 0 || c.ReservePids < 0 {

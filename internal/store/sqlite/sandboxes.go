@@ -19,7 +19,7 @@ import (
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
 	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes, s.on_expiry,
-	s.paused_at, s.idle_timeout_s, s.keepalive_until,
+	s.paused_at, s.idle_timeout_s, s.keepalive_until, s.disk_bytes,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -44,11 +44,11 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
 				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes, on_expiry,
-				paused_at, idle_timeout_s, keepalive_until)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				paused_at, idle_timeout_s, keepalive_until, disk_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits,
 			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
-			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil))
+			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.DiskBytes)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -56,6 +56,9 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.TenantNotFound(sb.TenantID))
 		case err != nil:
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, err)
+		}
+		if err := addShare(ctx, tx, sb.TenantID, sb.Node, store.ShareOf(sb), 1); err != nil {
+			return err
 		}
 		return insertLabels(ctx, tx, sb.ID, sb.Labels)
 	})
@@ -144,7 +147,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		if err := fn(sb); err != nil {
 			return err
 		}
-		sb.ID, sb.TenantID, sb.CreatedAt = before.ID, before.TenantID, before.CreatedAt
+		sb.ID, sb.TenantID, sb.CreatedAt, sb.DiskBytes = before.ID, before.TenantID, before.CreatedAt, before.DiskBytes
 		sb.UpdatedAt = time.Now()
 		if err := store.CheckSandbox(sb); err != nil {
 			return err
@@ -161,6 +164,9 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
 			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.ID); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
+		}
+		if err := moveShare(ctx, tx, &before, sb); err != nil {
+			return err
 		}
 		if !maps.Equal(before.Labels, sb.Labels) {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM sandbox_labels WHERE sandbox_id = ?`, sb.ID); err != nil {
@@ -209,10 +215,16 @@ func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	cond, args := scoped(sc, "tenant_id")
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`+cond, append([]any{id}, args...)...)
-		return oneRow(res, err, "delete sandbox "+id, store.SandboxNotFound(id))
+		sb, err := getSandbox(ctx, tx, sc, id)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
+		if err := oneRow(res, err, "delete sandbox "+id, store.SandboxNotFound(id)); err != nil {
+			return err
+		}
+		return addShare(ctx, tx, sb.TenantID, sb.Node, store.ShareOf(sb), -1)
 	})
 }
 
@@ -286,7 +298,7 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
 		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &sb.OnExpiry,
-		&paused, &sb.IdleTimeoutS, &keep, &labels); err != nil {
+		&paused, &sb.IdleTimeoutS, &keep, &sb.DiskBytes, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)

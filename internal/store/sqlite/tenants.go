@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -39,9 +40,10 @@ func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.
 		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		q := t.Quotas
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Name, formatTime(t.CreatedAt), q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB, t.State); err != nil {
+		args := append([]any{t.ID, t.Name, formatTime(t.CreatedAt)}, quotaArgs(&t.Quotas)...)
+		args = append(args, t.State)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tenants (id, name, created_at, `+quotaColumns+`, state) VALUES (?, ?, ?`+strings.Repeat(", ?", len(args)-3)+`)`,
+			args...); err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("create tenant %s: %w", t.ID, store.TenantExists(t.Name))
 			}
@@ -117,8 +119,8 @@ func (s *Store) SetTenantQuotas(ctx context.Context, id string, q api.Quotas) (s
 	}
 	var t store.Tenant
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tenants SET quota_sandboxes = ?, quota_memory_mb = ?, quota_cpu = ?, quota_pids = ?, quota_disk_mb = ? WHERE id = ?`,
-			q.Sandboxes, q.MemoryMB, q.CPU, q.Pids, q.DiskMB, id)
+		res, err := tx.ExecContext(ctx, `UPDATE tenants SET (`+quotaColumns+`) = (?`+strings.Repeat(", ?", len(quotaArgs(&q))-1)+`) WHERE id = ?`,
+			append(quotaArgs(&q), id)...)
 		if err != nil {
 			return fmt.Errorf("set quotas of tenant %s: %w", id, err)
 		}
@@ -180,11 +182,28 @@ func (s *Store) UpdateTenant(ctx context.Context, id string, fn func(*store.Tena
 	return t, nil
 }
 
-// The columns of a tenant, as scanTenant reads them.
-const (
-	quotaColumns  = `quota_sandboxes, quota_memory_mb, quota_cpu, quota_pids, quota_disk_mb`
+// The columns of a tenant, as scanTenant reads them: its quotas are
+// quota_cpu, then one column per store.QuotaCounts, named after it; then
+// its state and deletion record.
+var (
+	quotaColumns = func() string {
+		cols := []string{"quota_cpu"}
+		for _, f := range store.QuotaCounts(&api.Quotas{}) {
+			cols = append(cols, "quota_"+f.Name)
+		}
+		return strings.Join(cols, ", ")
+	}()
 	tenantColumns = `id, name, created_at, ` + quotaColumns + `, state, deletion`
 )
+
+// quotaArgs are q's values in the order of quotaColumns.
+func quotaArgs(q *api.Quotas) []any {
+	args := []any{q.CPU}
+	for _, f := range store.QuotaCounts(q) {
+		args = append(args, *f.Value)
+	}
+	return args
+}
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface {
@@ -193,20 +212,29 @@ type scanner interface {
 
 func scanTenant(row scanner) (store.Tenant, error) {
 	var (
-		t                          store.Tenant
-		created                    string
-		sandboxes, mem, pids, disk sql.NullInt64
-		cpu                        sql.NullFloat64
-		deletion                   sql.NullString
+		t        store.Tenant
+		created  string
+		cpu      sql.NullFloat64
+		deletion sql.NullString
 	)
-	if err := row.Scan(&t.ID, &t.Name, &created, &sandboxes, &mem, &cpu, &pids, &disk, &t.State, &deletion); err != nil {
+	counts := store.QuotaCounts(&t.Quotas)
+	ns := make([]sql.NullInt64, len(counts))
+	dest := []any{&t.ID, &t.Name, &created, &cpu}
+	for i := range ns {
+		dest = append(dest, &ns[i])
+	}
+	dest = append(dest, &t.State, &deletion)
+	if err := row.Scan(dest...); err != nil {
 		return store.Tenant{}, err
 	}
 	var err error
 	if t.CreatedAt, err = parseTime(created); err != nil {
 		return store.Tenant{}, err
 	}
-	t.Quotas = api.Quotas{Sandboxes: nullInt(sandboxes), MemoryMB: nullInt(mem), CPU: nullFloat(cpu), Pids: nullInt(pids), DiskMB: nullInt(disk)}
+	t.Quotas.CPU = nullFloat(cpu)
+	for i, f := range counts {
+		*f.Value = nullInt(ns[i])
+	}
 	if deletion.Valid {
 		t.Deletion = new(api.TenantDeletion)
 		if err := json.Unmarshal([]byte(deletion.String), t.Deletion); err != nil {

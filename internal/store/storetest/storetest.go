@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AllSandboxes", testAllSandboxes},
 		{"CountSandboxes", testCountSandboxes},
 		{"DeleteSandbox", testDeleteSandbox},
+		{"Usage", testUsage},
 		{"EventRoundTrip", testEventRoundTrip},
 		{"EventOrder", testEventOrder},
 		{"EventPaging", testEventPaging},

@@ -130,6 +130,13 @@ func testTenantQuotas(t *testing.T, s store.Store) {
 	}
 	n, zero, cpu := 5, 0, 2.5
 	q := api.Quotas{Sandboxes: &n, MemoryMB: &zero, CPU: &cpu}
+	// Every other quota round-trips too, each its own value.
+	for i, f := range store.QuotaCounts(&q) {
+		if *f.Value == nil {
+			v := 100 + i
+			*f.Value = &v
+		}
+	}
 	got, err := s.SetTenantQuotas(admin, a.ID, q)
 	if err != nil {
 		t.Fatalf("admin sets quotas: %v", err)
@@ -154,7 +161,8 @@ func testTenantQuotas(t *testing.T, s store.Store) {
 	_, err = s.SetTenantQuotas(admin, ids.New(), api.Quotas{})
 	wantErr(t, "a missing tenant", err, errdefs.ErrNotFound, "tenant_not_found")
 	neg, negCPU := -1, -0.5
-	for name, bad := range map[string]api.Quotas{"sandboxes": {Sandboxes: &neg}, "pids": {Pids: &neg}, "disk": {DiskMB: &neg}, "cpu": {CPU: &negCPU}} {
+	for name, bad := range map[string]api.Quotas{"sandboxes": {Sandboxes: &neg}, "pids": {Pids: &neg}, "disk": {DiskMB: &neg},
+		"snapshots": {Snapshots: &neg}, "streams": {Streams: &neg}, "cpu": {CPU: &negCPU}} {
 		_, err = s.SetTenantQuotas(admin, a.ID, bad)
 		wantErr(t, "negative "+name, err, errdefs.ErrInvalid, "invalid_quota")
 	}

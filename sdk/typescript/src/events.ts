@@ -78,7 +78,8 @@ export class Events {
    * Opens a live stream (Server-Sent Events): every event after q.after, then
    * each new one as it is recorded, with no end until close(), the signal,
    * or the server shutting down. It resolves once the stream is open. Too
-   * many open streams is a HutchError with code too_many_streams (429).
+   * many open streams (the tenant's streams quota) is a HutchError with code
+   * quota_exceeded (429).
    */
   async follow(q: EventQuery = {}, opts: FollowOptions = {}): Promise<EventStream> {
     const { ctrl, done } = linkedAbort(opts.signal);

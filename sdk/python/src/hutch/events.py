@@ -122,7 +122,8 @@ class EventStream:
     """A live stream of events, as an iterator of :class:`Event` with no end
     until :meth:`close`. :attr:`last_id` is the id of the last event
     delivered: where a new stream resumes. Too many open streams is a
-    :class:`~hutch.HutchError` with code ``too_many_streams`` (429)."""
+    :class:`~hutch.HutchError` with code ``quota_exceeded`` (429): the
+    tenant's streams quota."""
 
     def __init__(self, t: Transport, path: str, types: list[tuple[str, object]], after: str, retries: int) -> None:
         self._t = t

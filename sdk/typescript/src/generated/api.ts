@@ -176,7 +176,7 @@ export interface paths {
         get: operations["getTenantQuotas"];
         /**
          * Replace a tenant's quotas (admin keys only)
-         * @description Every field is optional; one left out or null follows the server's default (hutch serve --tenant-*), 0 is no limit. A quota lowered below what the tenant holds ends nothing; its next create or start is refused (429 quota_exceeded). disk_mb is recorded but not enforced yet (disk_enforced is false); it needs per-sandbox disk quotas.
+         * @description Every field is optional; one left out or null follows the server's default (hutch serve --tenant-*), 0 is no limit. A quota lowered below what the tenant holds ends nothing; its next create or start is refused (429 quota_exceeded).
          */
         put: operations["setTenantQuotas"];
         post?: never;
@@ -1500,7 +1500,7 @@ export interface components {
             memory_mb?: number;
             cpu?: number;
             pids?: number;
-            /** @description Caps the sandbox's own files (its root's writable layer) where the data directory's filesystem has a quota hutch uses (btrfs with qgroups on; GET /v1/info, the disk_limit feature); elsewhere refused with limit_unsupported unless limits_best_effort. A write past it fails with EDQUOT inside the sandbox. */
+            /** @description Caps the sandbox's own files (its root's writable layer). Where the data directory's filesystem has a quota hutch uses (btrfs with qgroups on; GET /v1/info, the disk_limit feature) a write past it fails with EDQUOT inside the sandbox; where the driver can only measure the files (the disk_watch feature) hutch measures them on a budget and stops the sandbox once they pass it; with neither it is refused with limit_unsupported unless limits_best_effort. */
             disk_mb?: number;
         };
         /** @description What the sandbox's own files take on disk (GET of one sandbox only, where its driver can tell). */
@@ -1513,6 +1513,11 @@ export interface components {
              * @enum {string}
              */
             method: "qgroup" | "walk";
+            /**
+             * @description How limit_bytes holds, when set. quota, the filesystem refuses a write past it (EDQUOT); stop, hutch measures the files on a budget and stops the sandbox once they pass it (sandbox.stopped with reason disk_limit), so it may write past it until the next measurement.
+             * @enum {string}
+             */
+            enforcement?: "quota" | "stop";
         };
         /**
          * @description Creating, starting, stopping and destroying are transitional (the driver is at work; another lifecycle call waits for it, or is refused with 409 sandbox_state_conflict). Paused is running with every process frozen, memory and connections kept; a call that reaches it resumes it first. Unavailable is how a sandbox shows whose driver this server has not loaded; it is left untouched.
@@ -2098,13 +2103,24 @@ export interface components {
             secrets: number;
             events: number;
         };
-        /** @description Bounds on what a tenant's live sandboxes hold together. Absent or null: the server's default; 0: no limit. sandboxes counts every sandbox neither destroyed nor failed (a stopped one too); memory_mb, cpu and pids add up the limits of those that are not stopped. disk_mb is recorded, not enforced yet. */
+        /** @description Bounds on what a tenant holds. Absent or null: the server's default (hutch serve --tenant-*); 0: no limit. sandboxes counts every sandbox neither destroyed nor failed (a stopped one too); memory_mb, cpu and pids add up the limits of those that are not stopped. disk_mb bounds everything of the tenant's on disk: its sandboxes' files as last measured, its snapshots, its volumes (their sizes) and its templates; a create that adds to it is refused once nothing is left, and a running sandbox that grows past it is stopped where the filesystem has no quota. snapshots, volumes and templates count those of the tenant, and snapshots_mb, volumes_mb and templates_mb the MiB they take. apps, keys and secrets count those of the tenant; watches and streams what its keys hold open on one server at once. */
         Quotas: {
             sandboxes?: number | null;
             memory_mb?: number | null;
             cpu?: number | null;
             pids?: number | null;
             disk_mb?: number | null;
+            snapshots?: number | null;
+            snapshots_mb?: number | null;
+            volumes?: number | null;
+            volumes_mb?: number | null;
+            templates?: number | null;
+            templates_mb?: number | null;
+            apps?: number | null;
+            keys?: number | null;
+            secrets?: number | null;
+            watches?: number | null;
+            streams?: number | null;
         };
         /** @description The quotas in force, each set or the server's default; 0 is no limit. */
         QuotaLimits: {
@@ -2113,20 +2129,43 @@ export interface components {
             cpu: number;
             pids: number;
             disk_mb: number;
+            snapshots: number;
+            snapshots_mb: number;
+            volumes: number;
+            volumes_mb: number;
+            templates: number;
+            templates_mb: number;
+            apps: number;
+            keys: number;
+            secrets: number;
+            watches: number;
+            streams: number;
         };
-        /** @description What the tenant's sandboxes hold now, counted as the quotas count. Disk is not measured yet. */
+        /** @description What the tenant holds now, counted as the quotas count; the *_mb fields rounded up to whole MiB. disk_mb counts a sandbox's files as last measured; watches and streams are those open on the server that answers. */
         QuotaUsage: {
             sandboxes: number;
             memory_mb: number;
             cpu: number;
             pids: number;
+            disk_mb: number;
+            snapshots: number;
+            snapshots_mb: number;
+            volumes: number;
+            volumes_mb: number;
+            templates: number;
+            templates_mb: number;
+            apps: number;
+            keys: number;
+            secrets: number;
+            watches: number;
+            streams: number;
         };
         TenantQuotas: {
             tenant_id: string;
             set: components["schemas"]["Quotas"];
             limits: components["schemas"]["QuotaLimits"];
             usage: components["schemas"]["QuotaUsage"];
-            /** @description Whether disk_mb is enforced; false until sandboxes have disk quotas. */
+            /** @description Whether disk_mb is enforced; true since disk usage is measured (kept for clients that read it). */
             disk_enforced: boolean;
         };
         /**
@@ -2577,7 +2616,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A quota of the caller's tenant would be passed (quota_exceeded): the message names the quota (sandboxes, memory_mb, cpu, pids), what the tenant's sandboxes hold and the limit. A start of a stopped sandbox is admitted as a create is. See GET /v1/tenants/{id}/quotas. */
+        /** @description A quota of the caller's tenant would be passed (quota_exceeded): the message names the quota (sandboxes, memory_mb, cpu, pids, disk_mb, snapshots, snapshots_mb, volumes, volumes_mb, templates, templates_mb, apps, keys, secrets, watches, streams), what the tenant holds and the limit. A start of a stopped sandbox is admitted as a create is. See GET /v1/tenants/{id}/quotas. */
         E429Quota: {
             headers: {
                 [name: string]: unknown;
@@ -3010,6 +3049,7 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             413: components["responses"]["E413"];
+            429: components["responses"]["E429Quota"];
         };
     };
     deleteKey: {
@@ -3112,6 +3152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -3251,6 +3292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -3372,6 +3414,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["E413"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -3620,6 +3663,7 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             501: components["responses"]["E501"];
             /** @description The data directory's filesystem is below its reserve (insufficient_storage). */
             507: {
@@ -3942,7 +3986,7 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
-            /** @description The tenant holds as many event streams as it may (too_many_streams). */
+            /** @description The tenant holds as many streams open as its streams quota allows (quota_exceeded, with Retry-After). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4094,6 +4138,7 @@ export interface operations {
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -4214,6 +4259,7 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -4379,6 +4425,7 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -4410,6 +4457,7 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -4818,6 +4866,7 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503"];
         };
     };
@@ -4854,7 +4903,7 @@ export interface operations {
             };
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
-            /** @description The tenant holds as many event streams as it may (too_many_streams). */
+            /** @description The tenant holds as many streams open as its streams quota allows (quota_exceeded, with Retry-After). */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4950,6 +4999,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503Apps"];
         };
     };
@@ -5417,6 +5467,7 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503Apps"];
         };
     };
@@ -5509,6 +5560,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["E429Quota"];
             503: components["responses"]["E503Apps"];
         };
     };
@@ -5686,7 +5738,7 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
-            /** @description The tenant holds as many event streams as it may (too_many_streams). */
+            /** @description The tenant holds as many streams open as its streams quota allows (quota_exceeded, with Retry-After). */
             429: {
                 headers: {
                     [name: string]: unknown;
