@@ -177,6 +177,32 @@ func waitOpen(t *testing.T, l *Listener, n int) {
 
 var loopback = &net.TCPAddr{IP: net.ParseIP("127.0.0.1")}
 
+// waitIdle waits until n connections of 127.0.0.1 are idle as the server
+// reported them: it reports a connection idle after its answer is
+// written, which a loaded host may delay past the client's read of it.
+func waitIdle(t *testing.T, l *Listener, n int) {
+	t.Helper()
+	idle := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		k := 0
+		if cl := l.clients[clientKey(loopback)]; cl != nil {
+			for c := range cl.conns {
+				if c.idle() {
+					k++
+				}
+			}
+		}
+		return k
+	}
+	for deadline := time.Now().Add(5 * time.Second); idle() != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle; want %d", idle(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestIdleReplaced: at the cap a new connection is served, and the
 // client's oldest idle connection closed in its place, one that never
 // authenticated before one that did; the count stays at the cap.
@@ -188,6 +214,7 @@ func TestIdleReplaced(t *testing.T) {
 	waitOpen(t, l, 2)
 	anon := dialTo(t, addr)
 	request(t, anon, anon.br, "/")
+	waitIdle(t, l, 3)
 
 	// The oldest idle connection is the keyed one, but it authenticated:
 	// the silent one goes first, then the anonymous one.
@@ -197,6 +224,7 @@ func TestIdleReplaced(t *testing.T) {
 		if !gone.closedWithin(5 * time.Second) {
 			t.Fatalf("new connection %d: the oldest anonymous idle connection is still open", i)
 		}
+		waitIdle(t, l, 3)
 	}
 	if keyed.closedWithin(100 * time.Millisecond) {
 		t.Fatal("an authenticated connection closed while anonymous ones were idle")
