@@ -64,9 +64,9 @@ import (
 //     24 GiB host admits 5,888 sandboxes at the default 512 MiB (about
 //     4 MiB of real memory each at the full fleet), and 8 × for pids
 //     (the tasks budget of a 24 GiB host is threads-max's 196,608 less
-//     the reserve: 6,016 sandboxes at the default 256). The
-//     bounds still refuse one key's promise of thousands of times the
-//     host (184 sandboxes at the 16 GiB most one may ask).
+//     the reserve: 6,016 sandboxes at the default 256). The bounds
+//     still refuse one key's promise of thousands of times the host
+//     (184 sandboxes at the 16 GiB most one may ask).
 type Capacity struct {
 	MemoryMB int
 	CPU      float64
@@ -150,7 +150,7 @@ func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pen
 	full := func(what, used, asked, limit, flag string) error {
 		s.log.Warn("create refused: host capacity", logattr.Tenant(tenantID), "resource", what, "promised", used, "asked", asked, "capacity", limit)
 		return errdefs.New(errdefs.ErrUnavailable, "insufficient_capacity",
-			"this host cannot take %s more %s: its sandboxes may be promised %s together (%s) and that would pass it; ask for less, or try again once other sandboxes end", asked, what, limit, flag)
+			"this host cannot promise %s more: its sandboxes' %s limits may total %s (%s) and that would pass it; ask for less, or try again once other sandboxes end", asked, what, limit, flag)
 	}
 	// What is not asked for is not checked: a resume asks for CPU alone.
 	switch {
@@ -159,11 +159,13 @@ func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pen
 	case c.CPU > 0 && l.CPU > 0 && cpu+l.CPU > c.CPU+cpuSlack:
 		return full("cpu", cores(cpu), cores(l.CPU), cores(c.CPU), "--max-cpu-overcommit of the host's CPUs, paused sandboxes not counted")
 	case c.Pids > 0 && l.Pids > 0 && pids+l.Pids > c.Pids:
-		return full("pids", strconv.Itoa(pids), strconv.Itoa(l.Pids), strconv.Itoa(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
+		return full("pids", tasks(pids), tasks(l.Pids), tasks(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
 	}
 	return nil
 }
 
 func mib(n int) string { return strconv.Itoa(n) + " MiB" }
+
+func tasks(n int) string { return strconv.Itoa(n) + " pids" }
 
 func cores(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) + " CPU" }
