@@ -3916,8 +3916,9 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             501: components["responses"]["E501"];
-            503: components["responses"]["E503"];
+            503: components["responses"]["E503Capacity"];
         };
     };
     keepaliveSandbox: {
