@@ -304,7 +304,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		fs.Float64Var(p, name, *p, usage+" ($"+env+")")
 	}
 	flt(&c.TenantQuotas.CPU, "tenant-cpu", "HUTCH_TENANT_CPU", "default quota: cores of CPU limits of a tenant's sandboxes that are not stopped (0: no limit)")
-	flt(&c.MaxMemoryOvercommit, "max-memory-overcommit", "HUTCH_MAX_MEMORY_OVERCOMMIT", "sandboxes' memory limits may total this times the host's memory less --reserve-memory-mb; past it a create is 503 insufficient_capacity (0: no bound)")
+	flt(&c.MaxMemoryOvercommit, "max-memory-overcommit", "HUTCH_MAX_MEMORY_OVERCOMMIT", "sandboxes' memory limits may total this times the host's memory less --reserve-memory-mb; past it a create is 503 insufficient_capacity (0: no bound; 1: never promise more than the host has, where the default lets the cgroup parent's cap and the memory policy hold real use)")
 	flt(&c.MaxPidsOvercommit, "max-pids-overcommit", "HUTCH_MAX_PIDS_OVERCOMMIT", "sandboxes' pids limits may total this times the smaller of pid_max and threads-max less --reserve-pids (0: no bound)")
 	flt(&c.MaxCPUOvercommit, "max-cpu-overcommit", "HUTCH_MAX_CPU_OVERCOMMIT", "CPU limits of the sandboxes not paused may total this times the host's CPUs (0, the default: no bound; CPU is shared, not exhausted)")
 	dur := func(p *time.Duration, name, env, usage string) {
