@@ -109,6 +109,8 @@ type admission struct {
 	quotas   *quota.Service
 	node     string
 	capacity Capacity
+	memory   func() (available, total uint64, err error)
+	settings func() api.Settings // memory_critical_pct, live
 	log      *slog.Logger
 }
 
@@ -135,6 +137,9 @@ func (s *admission) admitResume(ctx context.Context, tenantID string, l api.Limi
 // fits checks that this node's capacity has room for limits l beside its
 // sandboxes and the admissions in flight (pending).
 func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pending quota.Amount) error {
+	if err := s.pressed(tenantID, l); err != nil {
+		return err
+	}
 	c := s.capacity
 	if c == (Capacity{}) {
 		return nil
@@ -162,6 +167,30 @@ func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pen
 		return full("pids", tasks(pids), tasks(l.Pids), tasks(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
 	}
 	return nil
+}
+
+// pressed refuses a sandbox that would add memory (a create or a start)
+// while the host has less available than memory_critical_pct, where the
+// memory policy stops paused sandboxes to free it: limits are
+// overcommitted, so what is really used is admitted against too. An
+// unreadable host admits.
+func (s *admission) pressed(tenantID string, l api.Limits) error {
+	critical := s.settings().MemoryCriticalPct
+	if critical == 0 || l.MemoryMB == 0 {
+		return nil
+	}
+	avail, total, err := s.memory()
+	if err != nil || total == 0 {
+		s.log.Warn("admission: read the host's memory", "err", err)
+		return nil
+	}
+	pct := int(avail * 100 / total)
+	if pct >= critical {
+		return nil
+	}
+	s.log.Warn("create refused: host memory", logattr.Tenant(tenantID), "available_pct", pct, "memory_critical_pct", critical)
+	return errdefs.New(errdefs.ErrUnavailable, "insufficient_capacity",
+		"this host has %d%% of its memory available, below memory_critical_pct (%d%%), and is stopping paused sandboxes to free memory; it takes no new sandbox until then, try again later", pct, critical)
 }
 
 func mib(n int) string { return strconv.Itoa(n) + " MiB" }

@@ -303,3 +303,39 @@ func TestAdmissionRace(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateUnderMemoryPressure: what is really used is admitted against
+// too. Below memory_critical_pct of the host's memory available, where
+// the memory policy stops paused sandboxes to free memory, a create or a
+// start is refused 503 insufficient_capacity whatever the limits promise;
+// a resume, which adds no memory, is not.
+func TestCreateUnderMemoryPressure(t *testing.T) {
+	var mu sync.Mutex
+	avail := uint64(50)
+	f := newLiveFixture(t, func(c *Config) {
+		c.Settings.MemoryLowPct, c.Settings.MemoryCriticalPct = 20, 10
+		c.HostMemory = func() (uint64, uint64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return avail << 30, 100 << 30, nil
+		}
+	})
+	setAvail := func(gib uint64) { mu.Lock(); avail = gib; mu.Unlock() }
+	a, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Pause(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	setAvail(9)
+	_, err = f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	wantRefused(t, "a create under critical memory pressure", err, errdefs.ErrUnavailable, "insufficient_capacity", "memory", "9%", "memory_critical_pct (10%)")
+	if _, err := f.svc.Resume(f.ctx, a.ID); err != nil {
+		t.Fatalf("resume under memory pressure (it adds no memory): %v", err)
+	}
+	setAvail(11)
+	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err != nil {
+		t.Fatalf("create once memory is available again: %v", err)
+	}
+}
