@@ -59,14 +59,15 @@ import (
 //     they can never take the reserve the control plane and the host
 //     keep, whatever their limits promise; within it the memory policy
 //     (internal/control/policy/memory.go) pauses idle sandboxes, then
-//     stops paused ones, as available memory runs low. Their limits may
-//     therefore promise a multiple of the budget: 128 × for memory, so a
-//     24 GiB host admits 5,888 sandboxes at the default 512 MiB (about
-//     4 MiB of real memory each at the full fleet), and 8 × for pids
-//     (the tasks budget of a 24 GiB host is threads-max's 196,608 less
-//     the reserve: 6,016 sandboxes at the default 256). The bounds
-//     still refuse one key's promise of thousands of times the host
-//     (184 sandboxes at the 16 GiB most one may ask).
+//     stops paused ones, as available memory runs low, and admission
+//     refuses new sandboxes below memory_critical_pct (pressed). Their
+//     limits may therefore promise a multiple of the budget: 128 × for
+//     memory, so a 24 GiB host admits 5,888 sandboxes at the default
+//     512 MiB (about 4 MiB of real memory each at the full fleet), and
+//     8 × for pids (the tasks budget of a 24 GiB host is threads-max's
+//     196,608 less the reserve: 6,016 sandboxes at the default 256). The
+//     bounds still refuse one key's promise of thousands of times the
+//     host (184 sandboxes at the 16 GiB most one may ask).
 type Capacity struct {
 	MemoryMB int
 	CPU      float64
