@@ -73,7 +73,8 @@ func TestQuotaTenant(t *testing.T) {
 	}
 }
 
-// TestQuotaHostMemory is the review's attack against the real binary:
+// TestQuotaHostMemory is the review's attack against the real binary,
+// started with its memory promised no more than the host has:
 // sandboxes at the server's largest memory limit until their limits would
 // together pass this host's memory; that one is 503 insufficient_capacity.
 func TestQuotaHostMemory(t *testing.T) {
@@ -81,15 +82,17 @@ func TestQuotaHostMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// hutch serve's defaults.
+	// hutch serve's reserves, with memory promised no more than the host
+	// has: the defaults overcommit it 128 times (sandbox.Capacity), which
+	// this host could not fill here.
 	capacity := sandbox.HostCapacity(facts, sandbox.HostLimits{ReserveMemoryMB: 1024, ReservePids: 4096,
-		MemoryOvercommit: 1, PidsOvercommit: 1, CPUOvercommit: 16})
+		MemoryOvercommit: 1, PidsOvercommit: 8})
 	const max = 16384
 	fits := capacity.MemoryMB / max
 	if fits > 16 {
 		t.Skipf("this host fits %d sandboxes of %d MiB", fits, max)
 	}
-	s := startServer(t, "")
+	s := startServer(t, "", "--max-memory-overcommit", "1")
 	ctx := context.Background()
 	c := s.client()
 	for i := range fits + 1 {

@@ -16,7 +16,7 @@ import (
 
 // TestReadOnly: the server's read-only settings have a key each, none of
 // them a setting's (settings.New refuses one that is), and GET
-// /v1/settings shows each.
+// /v1/settings shows each, the host's bounds on admission among them.
 func TestReadOnly(t *testing.T) {
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
 	if err != nil {
@@ -36,5 +36,8 @@ func TestReadOnly(t *testing.T) {
 	}
 	if view["listen"] != cfg.Listen || view["data"] != cfg.DataDir {
 		t.Errorf("read_only = %v, want the defaults' listen and data", view)
+	}
+	if view["max_memory_overcommit"] != cfg.MaxMemoryOvercommit || view["max_cpu_overcommit"] != cfg.MaxCPUOvercommit {
+		t.Errorf("read_only = %v, want the defaults' host bounds", view)
 	}
 }

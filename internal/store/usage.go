@@ -63,8 +63,9 @@ type NodeUsage struct {
 
 // SandboxShare is what one sandbox record adds to its tenant's usage (all
 // of it) and its node's (its limits): a placed one counts as a sandbox,
-// one that holds its limits adds them, and one not destroyed adds its
-// files' bytes.
+// one that holds its limits adds them (a paused one its memory and pids
+// only: frozen, it runs on no CPU), and one not destroyed adds its files'
+// bytes.
 type SandboxShare struct {
 	Placed                   int // 1 or 0
 	MemoryMB, CPUMilli, Pids int
@@ -78,7 +79,10 @@ func ShareOf(sb *Sandbox) SandboxShare {
 		sh.Placed = 1
 	}
 	if Holding(sb.State) {
-		sh.MemoryMB, sh.CPUMilli, sh.Pids = sb.Limits.MemoryMB, Milli(sb.Limits.CPU), sb.Limits.Pids
+		sh.MemoryMB, sh.Pids = sb.Limits.MemoryMB, sb.Limits.Pids
+		if sb.State != api.StatePaused {
+			sh.CPUMilli = Milli(sb.Limits.CPU)
+		}
 	}
 	if sb.State != api.StateDestroyed {
 		sh.DiskBytes = sb.DiskBytes
@@ -91,7 +95,7 @@ func ShareOf(sb *Sandbox) SandboxShare {
 func Milli(cpu float64) int { return int(math.Round(cpu * 1000)) }
 
 // holding are the states in which a sandbox holds its memory, CPU and
-// pids (or may, while its driver is at work).
+// pids (or may, while its driver is at work); a paused one holds no CPU.
 var holding = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
 
 // Holding reports whether a sandbox in state s holds its limits.

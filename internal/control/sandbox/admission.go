@@ -27,6 +27,8 @@ import (
 //   - Config.Capacity bounds what this node's sandboxes that hold
 //     resources are promised together. Past it: 503 insufficient_capacity.
 //
+// A paused sandbox holds its memory and pids but no CPU (frozen, it runs
+// on none), so its resume is admitted for its CPU limit as a start is.
 // A limit of 0 (one the driver does not enforce, so none was applied)
 // counts as nothing.
 //
@@ -42,6 +44,30 @@ import (
 // Capacity is what this node may promise its live sandboxes together: the
 // sum of their memory, CPU and pids limits. A zero field promises without
 // bound.
+//
+// Limits are ceilings, not use: an idle sandbox uses a few MiB and no CPU
+// of its 512 MiB and 1 CPU. So hutch serve's defaults (internal/server/
+// config) bound what would really exhaust a host and overcommit the
+// rest, as Kubernetes schedules on requests rather than limits and Nomad
+// oversubscribes memory:
+//   - CPU is compressible: sandboxes share the cores by the kernel's
+//     fair scheduler (each within its own cpu.max), so CPU limits are not
+//     admitted against the host (--max-cpu-overcommit 0); an operator may
+//     still bound them.
+//   - Memory and pids are not: the namespace driver caps the sandboxes'
+//     cgroup parent at the host's budget (hostinfo.Budget), so together
+//     they can never take the reserve the control plane and the host
+//     keep, whatever their limits promise; within it the memory policy
+//     (internal/control/policy/memory.go) pauses idle sandboxes, then
+//     stops paused ones, as available memory runs low, and admission
+//     refuses new sandboxes below memory_critical_pct (pressed). Their
+//     limits may therefore promise a multiple of the budget: 128 × for
+//     memory, so a 24 GiB host admits 5,888 sandboxes at the default
+//     512 MiB (about 4 MiB of real memory each at the full fleet), and
+//     8 × for pids (the tasks budget of a 24 GiB host is threads-max's
+//     196,608 less the reserve: 6,016 sandboxes at the default 256). The
+//     bounds still refuse one key's promise of thousands of times the
+//     host (184 sandboxes at the 16 GiB most one may ask).
 type Capacity struct {
 	MemoryMB int
 	CPU      float64
@@ -58,8 +84,8 @@ type HostLimits struct {
 	// The overcommit factors: sandboxes' memory limits may total
 	// MemoryOvercommit × the memory budget, their pids limits
 	// PidsOvercommit × the tasks budget (the smaller of pid_max and
-	// threads-max, less the reserve), their CPU limits CPUOvercommit × the
-	// host's CPUs. 0 sets no bound.
+	// threads-max, less the reserve), the CPU limits of those not paused
+	// CPUOvercommit × the host's CPUs. 0 sets no bound.
 	MemoryOvercommit float64
 	PidsOvercommit   float64
 	CPUOvercommit    float64
@@ -84,6 +110,8 @@ type admission struct {
 	quotas   *quota.Service
 	node     string
 	capacity Capacity
+	memory   func() (available, total uint64, err error)
+	settings func() api.Settings // memory_critical_pct, live
 	log      *slog.Logger
 }
 
@@ -101,9 +129,18 @@ func (s *admission) admit(ctx context.Context, tenantID string, l api.Limits, is
 	})
 }
 
+// admitResume admits the resume of a paused sandbox of tenantID with
+// limits l: it takes back its CPU, which it held none of while paused.
+func (s *admission) admitResume(ctx context.Context, tenantID string, l api.Limits) (*quota.Claim, error) {
+	return s.admit(ctx, tenantID, api.Limits{CPU: l.CPU}, false, 0)
+}
+
 // fits checks that this node's capacity has room for limits l beside its
 // sandboxes and the admissions in flight (pending).
 func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pending quota.Amount) error {
+	if err := s.pressed(tenantID, l); err != nil {
+		return err
+	}
 	c := s.capacity
 	if c == (Capacity{}) {
 		return nil
@@ -119,19 +156,46 @@ func (s *admission) fits(ctx context.Context, tenantID string, l api.Limits, pen
 	full := func(what, used, asked, limit, flag string) error {
 		s.log.Warn("create refused: host capacity", logattr.Tenant(tenantID), "resource", what, "promised", used, "asked", asked, "capacity", limit)
 		return errdefs.New(errdefs.ErrUnavailable, "insufficient_capacity",
-			"this host cannot take %s more %s: its sandboxes may be promised %s together (%s) and that would pass it; ask for less, or try again once other sandboxes end", asked, what, limit, flag)
+			"this host cannot promise %s more: its sandboxes' %s limits may total %s (%s) and that would pass it; ask for less, or try again once other sandboxes end", asked, what, limit, flag)
 	}
+	// What is not asked for is not checked: a resume asks for CPU alone.
 	switch {
-	case c.MemoryMB > 0 && memory+l.MemoryMB > c.MemoryMB:
+	case c.MemoryMB > 0 && l.MemoryMB > 0 && memory+l.MemoryMB > c.MemoryMB:
 		return full("memory", mib(memory), mib(l.MemoryMB), mib(c.MemoryMB), "--max-memory-overcommit of the host's memory less --reserve-memory-mb")
-	case c.CPU > 0 && cpu+l.CPU > c.CPU+cpuSlack:
-		return full("cpu", cores(cpu), cores(l.CPU), cores(c.CPU), "--max-cpu-overcommit of the host's CPUs")
-	case c.Pids > 0 && pids+l.Pids > c.Pids:
-		return full("pids", strconv.Itoa(pids), strconv.Itoa(l.Pids), strconv.Itoa(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
+	case c.CPU > 0 && l.CPU > 0 && cpu+l.CPU > c.CPU+cpuSlack:
+		return full("cpu", cores(cpu), cores(l.CPU), cores(c.CPU), "--max-cpu-overcommit of the host's CPUs, paused sandboxes not counted")
+	case c.Pids > 0 && l.Pids > 0 && pids+l.Pids > c.Pids:
+		return full("pids", tasks(pids), tasks(l.Pids), tasks(c.Pids), "--max-pids-overcommit of pid_max or threads-max less --reserve-pids")
 	}
 	return nil
 }
 
+// pressed refuses a sandbox that would add memory (a create or a start)
+// while the host has less available than memory_critical_pct, where the
+// memory policy stops paused sandboxes to free it: limits are
+// overcommitted, so what is really used is admitted against too. An
+// unreadable host admits.
+func (s *admission) pressed(tenantID string, l api.Limits) error {
+	critical := s.settings().MemoryCriticalPct
+	if critical == 0 || l.MemoryMB == 0 {
+		return nil
+	}
+	avail, total, err := s.memory()
+	if err != nil || total == 0 {
+		s.log.Warn("admission: read the host's memory", "err", err)
+		return nil
+	}
+	pct := int(avail * 100 / total)
+	if pct >= critical {
+		return nil
+	}
+	s.log.Warn("create refused: host memory", logattr.Tenant(tenantID), "available_pct", pct, "memory_critical_pct", critical)
+	return errdefs.New(errdefs.ErrUnavailable, "insufficient_capacity",
+		"this host has %d%% of its memory available, below memory_critical_pct (%d%%), and is stopping paused sandboxes to free memory; it takes no new sandbox until then, try again later", pct, critical)
+}
+
 func mib(n int) string { return strconv.Itoa(n) + " MiB" }
+
+func tasks(n int) string { return strconv.Itoa(n) + " pids" }
 
 func cores(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) + " CPU" }

@@ -9,6 +9,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // serverMax are hutch serve's default ceilings of one sandbox's limits:
@@ -16,8 +17,78 @@ import (
 // 23 GiB and pid_max 32,768 (the adversarial review's item 6).
 var serverMax = api.Limits{MemoryMB: 16384, CPU: 16, Pids: 16384}
 
-// hostLimits are hutch serve's defaults.
+// hostLimits are hutch serve's reserves with its limits promised no more
+// than the host has (overcommit 1), as an operator who wants that strict
+// bound sets them: the attacks below check the bound itself, which the
+// defaults (defaultHostLimits) loosen on purpose.
 var hostLimits = HostLimits{ReserveMemoryMB: 1024, ReservePids: 4096, MemoryOvercommit: 1, PidsOvercommit: 1, CPUOvercommit: 8}
+
+// defaultHostLimits are hutch serve's defaults.
+func defaultHostLimits() (HostLimits, api.Limits) {
+	c := config.Default()
+	return HostLimits{ReserveMemoryMB: c.ReserveMemoryMB, ReservePids: c.ReservePids,
+		MemoryOvercommit: c.MaxMemoryOvercommit, PidsOvercommit: c.MaxPidsOvercommit, CPUOvercommit: c.MaxCPUOvercommit}, c.DefaultLimits
+}
+
+// box is issue 23's box: 2 cores and 24 GiB, with the pid_max of systemd
+// hosts and the threads-max the kernel derives from 24 GiB.
+var box = hostinfo.Facts{MemoryMB: 24 << 10, PidMax: 4 << 20, ThreadsMax: 196608, CPUs: 2}
+
+// TestDefaultsFillBox: with hutch serve's defaults a 2-core, 24 GiB box
+// admits a fleet of idle sandboxes at the default limits (1,000 here,
+// what a test can afford; the bound is past 5,000), not the 32 that a
+// bound on the sum of CPU limits once allowed. (The attacks below hold
+// the memory and pids bounds themselves.)
+func TestDefaultsFillBox(t *testing.T) {
+	hl, defaults := defaultHostLimits()
+	capacity := HostCapacity(box, hl)
+	if n := capacity.MemoryMB / defaults.MemoryMB; n < 5000 {
+		t.Errorf("the box's memory bound admits %d sandboxes of %d MiB; want 5,000 or more", n, defaults.MemoryMB)
+	}
+	if n := capacity.Pids / defaults.Pids; n < 5000 {
+		t.Errorf("the box's pids bound admits %d sandboxes of %d pids; want 5,000 or more", n, defaults.Pids)
+	}
+	if capacity.CPU != 0 {
+		t.Errorf("the box bounds CPU limits at %v CPU; CPU is compressible and should not be admitted by default", capacity.CPU)
+	}
+	f := newLiveFixture(t, func(c *Config) { c.DefaultLimits, c.Capacity = defaults, capacity })
+	const n = 1000
+	for i := range n {
+		if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err != nil {
+			t.Fatalf("create %d of %d at the default limits %+v on a box of %+v: %v", i+1, n, defaults, box, err)
+		}
+	}
+}
+
+// TestPausedHoldsNoCPU: a paused sandbox uses no CPU, so it holds none of
+// the host's CPU bound (when one is set) nor of its tenant's CPU quota;
+// its resume is admitted for CPU as a start is.
+func TestPausedHoldsNoCPU(t *testing.T) {
+	f := newLiveFixture(t, func(c *Config) { c.Capacity = Capacity{CPU: 1} })
+	one := api.Limits{MemoryMB: 64, CPU: 1, Pids: 16}
+	a, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Pause(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{Limits: &one})
+	if err != nil {
+		t.Fatalf("create beside a paused sandbox, the host's CPU otherwise free: %v", err)
+	}
+	_, err = f.svc.Resume(f.ctx, a.ID)
+	wantRefused(t, "resume past the host's CPU", err, errdefs.ErrUnavailable, "insufficient_capacity", "cpu", "--max-cpu-overcommit")
+	if got := f.state(t, a.ID); got != api.StatePaused {
+		t.Fatalf("a refused resume left the sandbox %s; want paused", got)
+	}
+	if err := f.svc.Destroy(f.ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Resume(f.ctx, a.ID); err != nil {
+		t.Fatalf("resume once a destroy freed the CPU: %v", err)
+	}
+}
 
 // wantRefused fails unless err is class with code and its message names
 // every one of words.
@@ -230,5 +301,41 @@ func TestAdmissionRace(t *testing.T) {
 				t.Fatalf("%d agents run; want %d", len(live), m)
 			}
 		})
+	}
+}
+
+// TestCreateUnderMemoryPressure: what is really used is admitted against
+// too. Below memory_critical_pct of the host's memory available, where
+// the memory policy stops paused sandboxes to free memory, a create or a
+// start is refused 503 insufficient_capacity whatever the limits promise;
+// a resume, which adds no memory, is not.
+func TestCreateUnderMemoryPressure(t *testing.T) {
+	var mu sync.Mutex
+	avail := uint64(50)
+	f := newLiveFixture(t, func(c *Config) {
+		c.Settings.MemoryLowPct, c.Settings.MemoryCriticalPct = 20, 10
+		c.HostMemory = func() (uint64, uint64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return avail << 30, 100 << 30, nil
+		}
+	})
+	setAvail := func(gib uint64) { mu.Lock(); avail = gib; mu.Unlock() }
+	a, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Pause(f.ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	setAvail(9)
+	_, err = f.svc.Create(f.ctx, api.CreateSandboxRequest{})
+	wantRefused(t, "a create under critical memory pressure", err, errdefs.ErrUnavailable, "insufficient_capacity", "memory", "9%", "memory_critical_pct (10%)")
+	if _, err := f.svc.Resume(f.ctx, a.ID); err != nil {
+		t.Fatalf("resume under memory pressure (it adds no memory): %v", err)
+	}
+	setAvail(11)
+	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err != nil {
+		t.Fatalf("create once memory is available again: %v", err)
 	}
 }

@@ -102,19 +102,31 @@ func (s *Service) resume(ctx context.Context, rec *store.Sandbox, data map[strin
 	if err != nil {
 		return nil, err
 	}
+	// It held no CPU while paused: it takes its CPU back as a start
+	// takes its limits, and the transition to running takes the room.
+	claim, err := s.admission.admitResume(ctx, rec.TenantID, rec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	defer claim.Cancel()
 	tctx, cancel := s.teardownContext(ctx)
 	defer cancel()
 	began := time.Now()
 	if err := p.Resume(tctx, h); err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not resume sandbox %s", d.Name(), rec.ID)
 	}
-	if rec, err = s.thawed(tctx, rec, OpResume, d, h); err != nil {
+	var running *store.Sandbox
+	if err := claim.Commit(tctx, nil, func() (err error) {
+		running, err = s.thawed(tctx, rec, OpResume, d, h)
+		return err
+	}); err != nil {
 		// The store still says paused: freeze it again to match.
 		if perr := p.Pause(tctx, h); perr != nil {
 			s.log.Error("freeze a sandbox the store still calls paused", logattr.Sandbox(rec.ID), "err", perr)
 		}
 		return nil, err
 	}
+	rec = running
 	data["resume_ms"] = float64(time.Since(began).Microseconds()) / 1000
 	s.emit(tctx, rec, api.EventSandboxResumed, fmt.Sprintf("sandbox resumed (%s)", data["reason"]), data)
 	return rec, nil

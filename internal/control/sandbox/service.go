@@ -33,6 +33,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/netpolicy"
 	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -103,6 +104,10 @@ type Config struct {
 	// lock still serialises admissions against Capacity.
 	Capacity Capacity
 	Quotas   *quota.Service
+	// HostMemory reads the host's available and total memory in bytes,
+	// which a create or start is admitted against below the setting
+	// memory_critical_pct; nil reads /proc/meminfo (hostinfo.Memory).
+	HostMemory func() (available, total uint64, err error)
 }
 
 // Templates is internal/control/templates' Service as the sandbox service sees
@@ -192,12 +197,17 @@ func New(cfg Config) (*Service, error) {
 		events:     cfg.Events,
 		gateway:    cfg.Gateway,
 		seals:      seals{sealer: cfg.Sealer},
-		admission:  &admission{store: cfg.Store, quotas: cfg.Quotas, node: cfg.Node, capacity: cfg.Capacity, log: cfg.Log},
 		observe:    observer{o: cfg.Observer},
 		lostAgents: make(chan string, lostQueue),
 		lives:      map[string]*live{},
 		capturing:  map[string]bool{},
 	}
+	memory := cfg.HostMemory
+	if memory == nil {
+		memory = hostinfo.Memory
+	}
+	s.admission = &admission{store: cfg.Store, quotas: cfg.Quotas, node: cfg.Node, capacity: cfg.Capacity,
+		memory: memory, settings: s.Settings, log: cfg.Log}
 	s.settings.Store(&cfg.Settings)
 	return s, nil
 }

@@ -138,8 +138,9 @@ type Config struct {
 	ReservePids     int
 	// The host's overcommit: the limits of this node's live sandboxes may
 	// total MaxMemoryOvercommit × the memory budget, MaxPidsOvercommit ×
-	// the tasks budget and MaxCPUOvercommit × the host's CPUs; past them a
-	// create or start is 503 insufficient_capacity. 0 sets no bound.
+	// the tasks budget and (those not paused) MaxCPUOvercommit × the
+	// host's CPUs; past them a create, start or resume is 503
+	// insufficient_capacity. 0 sets no bound.
 	MaxMemoryOvercommit float64
 	MaxPidsOvercommit   float64
 	MaxCPUOvercommit    float64
@@ -196,11 +197,15 @@ func Default() Config {
 		TenantQuotas: api.QuotaLimits{Sandboxes: 100, DiskMB: 50 << 10,
 			Snapshots: 200, SnapshotsMB: 20 << 10, Volumes: 50, VolumesMB: 20 << 10, Templates: 50, TemplatesMB: 20 << 10,
 			Apps: 20, Keys: 100, Secrets: 1000, Watches: 64, Streams: 256},
-		ReserveMemoryMB:     1024,
-		ReservePids:         4096,
-		MaxMemoryOvercommit: 1,
-		MaxPidsOvercommit:   1,
-		MaxCPUOvercommit:    16,
+		ReserveMemoryMB: 1024,
+		ReservePids:     4096,
+		// Limits are ceilings, not use: memory and pids are overcommitted
+		// within a parent cgroup capped at the budget, the memory policy
+		// the valve; CPU, compressible, is not admitted against the host
+		// (sandbox.Capacity says why).
+		MaxMemoryOvercommit: 128,
+		MaxPidsOvercommit:   8,
+		MaxCPUOvercommit:    0,
 	}
 }
 
@@ -299,9 +304,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		fs.Float64Var(p, name, *p, usage+" ($"+env+")")
 	}
 	flt(&c.TenantQuotas.CPU, "tenant-cpu", "HUTCH_TENANT_CPU", "default quota: cores of CPU limits of a tenant's sandboxes that are not stopped (0: no limit)")
-	flt(&c.MaxMemoryOvercommit, "max-memory-overcommit", "HUTCH_MAX_MEMORY_OVERCOMMIT", "sandboxes' memory limits may total this times the host's memory less --reserve-memory-mb; past it a create is 503 insufficient_capacity (0: no bound)")
+	flt(&c.MaxMemoryOvercommit, "max-memory-overcommit", "HUTCH_MAX_MEMORY_OVERCOMMIT", "sandboxes' memory limits may total this times the host's memory less --reserve-memory-mb; past it a create is 503 insufficient_capacity (0: no bound; 1: never promise more than the host has, where the default lets the cgroup parent's cap and the memory policy hold real use)")
 	flt(&c.MaxPidsOvercommit, "max-pids-overcommit", "HUTCH_MAX_PIDS_OVERCOMMIT", "sandboxes' pids limits may total this times the smaller of pid_max and threads-max less --reserve-pids (0: no bound)")
-	flt(&c.MaxCPUOvercommit, "max-cpu-overcommit", "HUTCH_MAX_CPU_OVERCOMMIT", "sandboxes' CPU limits may total this times the host's CPUs (0: no bound)")
+	flt(&c.MaxCPUOvercommit, "max-cpu-overcommit", "HUTCH_MAX_CPU_OVERCOMMIT", "CPU limits of the sandboxes not paused may total this times the host's CPUs (0, the default: no bound; CPU is shared, not exhausted)")
 	dur := func(p *time.Duration, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			d, err := time.ParseDuration(v)

@@ -114,10 +114,10 @@ func TestAdmissionFlags(t *testing.T) {
 	defaults := api.QuotaLimits{Sandboxes: 100, DiskMB: 51200, Snapshots: 200, SnapshotsMB: 20480, Volumes: 50, VolumesMB: 20480,
 		Templates: 50, TemplatesMB: 20480, Apps: 20, Keys: 100, Secrets: 1000, Watches: 64, Streams: 256}
 	if d.TenantQuotas != defaults || d.ReserveMemoryMB != 1024 || d.ReservePids != 4096 ||
-		d.MaxMemoryOvercommit != 1 || d.MaxPidsOvercommit != 1 || d.MaxCPUOvercommit != 16 {
+		d.MaxMemoryOvercommit != 128 || d.MaxPidsOvercommit != 8 || d.MaxCPUOvercommit != 0 {
 		t.Errorf("defaults: %+v", d)
 	}
-	c, err := Load([]string{"--tenant-cpu", "2.5", "--max-memory-overcommit", "0", "--reserve-memory-mb", "2048",
+	c, err := Load([]string{"--tenant-cpu", "2.5", "--max-memory-overcommit", "0", "--max-cpu-overcommit", "4", "--reserve-memory-mb", "2048",
 		"--tenant-max-snapshots", "3", "--tenant-snapshots-mb", "0", "--tenant-max-streams", "8"},
 		env(map[string]string{"HUTCH_TENANT_MAX_SANDBOXES": "0", "HUTCH_TENANT_MEMORY_MB": "8192", "HUTCH_TENANT_CPU": "9", "HUTCH_MAX_PIDS_OVERCOMMIT": "0.5",
 			"HUTCH_TENANT_MAX_KEYS": "7", "HUTCH_TENANT_DISK_MB": "1024"}))
@@ -129,7 +129,7 @@ func TestAdmissionFlags(t *testing.T) {
 	if c.TenantQuotas != want {
 		t.Errorf("tenant quotas %+v, want %+v", c.TenantQuotas, want)
 	}
-	if c.MaxMemoryOvercommit != 0 || c.MaxPidsOvercommit != 0.5 || c.ReserveMemoryMB != 2048 {
+	if c.MaxMemoryOvercommit != 0 || c.MaxPidsOvercommit != 0.5 || c.MaxCPUOvercommit != 4 || c.ReserveMemoryMB != 2048 {
 		t.Errorf("host bounds: %+v", c)
 	}
 	if _, err := Load([]string{"--tenant-max-watches", "-1"}, env(nil)); err == nil {

@@ -15,7 +15,8 @@ import (
 // testUsage: a tenant's usage follows every write of its sandboxes (their
 // states, limits and measured disk, by create, update, SetSandboxDisk
 // and delete) and counts its other resources; a node's counts the limits
-// of its sandboxes that hold them, with those of no node.
+// of its sandboxes that hold them (a paused one's memory and pids, not
+// its CPU), with those of no node.
 func testUsage(t *testing.T, s store.Store) {
 	a, ctxA := newTenant(t, s, "a")
 	_, ctxB := newTenant(t, s, "b")
@@ -70,6 +71,19 @@ func testUsage(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	want("after a start", a.ID, store.TenantUsage{Sandboxes: 3, MemoryMB: 1280, CPUMilli: 2500, Pids: 72, SandboxDiskBytes: 1110})
+	// A pause keeps its memory and pids, not its CPU; a resume takes it
+	// again.
+	for _, st := range []api.SandboxState{api.StatePaused, api.StateRunning} {
+		if _, err := s.UpdateSandbox(ctxA, stopped.ID, func(sb *store.Sandbox) error { sb.State = st; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		cpu := 2500
+		if st == api.StatePaused {
+			cpu = 500
+		}
+		want("after a "+string(st), a.ID, store.TenantUsage{Sandboxes: 3, MemoryMB: 1280, CPUMilli: cpu, Pids: 72, SandboxDiskBytes: 1110})
+		wantNode("n1 with a sandbox "+string(st), "n1", store.NodeUsage{MemoryMB: 1024 + 256, CPUMilli: cpu, Pids: 72})
+	}
 	// A recovery that claims a record of no node moves its share.
 	if _, err := s.UpdateSandbox(ctxA, old.ID, func(sb *store.Sandbox) error { sb.Node = "n2"; return nil }); err != nil {
 		t.Fatal(err)

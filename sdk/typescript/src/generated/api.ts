@@ -2616,7 +2616,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description A quota of the caller's tenant would be passed (quota_exceeded): the message names the quota (sandboxes, memory_mb, cpu, pids, disk_mb, snapshots, snapshots_mb, volumes, volumes_mb, templates, templates_mb, apps, keys, secrets, watches, streams), what the tenant holds and the limit. A start of a stopped sandbox is admitted as a create is. See GET /v1/tenants/{id}/quotas. */
+        /** @description A quota of the caller's tenant would be passed (quota_exceeded): the message names the quota (sandboxes, memory_mb, cpu, pids, disk_mb, snapshots, snapshots_mb, volumes, volumes_mb, templates, templates_mb, apps, keys, secrets, watches, streams), what the tenant holds and the limit. A start of a stopped sandbox is admitted as a create is, a resume of a paused one for its CPU (a paused sandbox holds none). See GET /v1/tenants/{id}/quotas. */
         E429Quota: {
             headers: {
                 [name: string]: unknown;
@@ -3916,8 +3916,9 @@ export interface operations {
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429Quota"];
             501: components["responses"]["E501"];
-            503: components["responses"]["E503"];
+            503: components["responses"]["E503Capacity"];
         };
     };
     keepaliveSandbox: {
