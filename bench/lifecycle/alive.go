@@ -72,10 +72,16 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		return res, err
 	}
 	start := time.Now()
+	tk := startTicker(os.Stderr, "create", n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
-		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		var sb *api.Sandbox
+		err := tk.call(func() (err error) {
+			sb, err = c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+			return err
+		})
 		if ctx.Err() != nil {
+			tk.finish()
 			return res, ctx.Err()
 		}
 		if err != nil {
@@ -87,6 +93,7 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		res.create = append(res.create, time.Since(t))
 		ids = append(ids, sb.ID)
 	}
+	tk.finish()
 	res.createAll = time.Since(start)
 	res.created = len(ids)
 	if res.after, err = idleMemory(agentPath, pcg); err != nil {
@@ -94,14 +101,19 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
+	tk = startTicker(os.Stderr, "exec", len(ids))
 	for _, id := range ids {
 		t := time.Now()
-		r, err := c.Exec(ctx, id, trueCmd)
+		err := tk.call(func() error {
+			r, err := c.Exec(ctx, id, trueCmd)
+			if err == nil && r.ExitCode != 0 {
+				err = fmt.Errorf("true exited %d", r.ExitCode)
+			}
+			return err
+		})
 		if ctx.Err() != nil {
+			tk.finish()
 			return res, ctx.Err()
-		}
-		if err == nil && r.ExitCode != 0 {
-			err = fmt.Errorf("true exited %d", r.ExitCode)
 		}
 		if err != nil {
 			if res.execErr == "" {
@@ -112,11 +124,14 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		res.exec = append(res.exec, time.Since(t))
 		res.execOK++
 	}
+	tk.finish()
 
 	start = time.Now()
+	tk = startTicker(os.Stderr, "destroy", len(ids))
+	defer tk.finish()
 	for len(ids) > 0 {
 		t := time.Now()
-		if err := c.DeleteSandbox(ctx, ids[0]); err != nil {
+		if err := tk.call(func() error { return c.DeleteSandbox(ctx, ids[0]) }); err != nil {
 			return res, fmt.Errorf("destroy %s: %w", ids[0], err)
 		}
 		res.destroy = append(res.destroy, time.Since(t))
