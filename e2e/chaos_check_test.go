@@ -98,6 +98,9 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 			}
 			b.state = api.StateRunning
 		case api.StatePaused:
+			if len(b.files) == 0 && len(b.procs) == 0 {
+				continue // nothing to read: it stays paused
+			}
 			b.state = api.StateRunning // the reads below resume it
 		case api.StateRunning:
 		default:
