@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
@@ -157,16 +159,30 @@ func (s *Service) Sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	known := make(map[string]bool, len(live))
+	listed := make(map[string]bool, len(live))
 	for _, r := range live {
-		known[r.ID] = true
+		listed[r.ID] = true
+	}
+	// A sandbox created since the listing has a record by the time its
+	// driver has anything of it (create writes the record first), so an
+	// id the listing lacks is looked up again before it counts as an
+	// orphan; a lookup that fails keeps it.
+	known := func(id string) bool {
+		if listed[id] {
+			return true
+		}
+		rec, err := s.store.GetSandbox(ctx, id)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return false
+		}
+		return err != nil || (rec.State != api.StateDestroyed && rec.State != api.StateFailed)
 	}
 	for _, d := range s.drivers.Loaded() {
 		sw, ok := d.(driver.Sweeper)
 		if !ok {
 			continue
 		}
-		removed, err := sw.Sweep(ctx, func(id string) bool { return known[id] })
+		removed, err := sw.Sweep(ctx, known)
 		for _, id := range removed {
 			s.log.Info("swept orphaned sandbox", logattr.Sandbox(id), "driver", d.Name())
 		}

@@ -59,6 +59,7 @@ const (
 	OpStatus  Op = "status"
 	OpPause   Op = "pause"
 	OpResume  Op = "resume"
+	OpSweep   Op = "sweep" // its hook runs before the directories are read
 )
 
 // Config configures the fake.
@@ -355,6 +356,9 @@ func (d *Driver) status(h driver.Handle) (driver.Status, error) {
 // Sweep removes the directories of sandboxes known does not claim, and
 // stops their agents.
 func (d *Driver) Sweep(ctx context.Context, known func(string) bool) ([]string, error) {
+	if err := d.enter(ctx, OpSweep, ""); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(d.cfg.Dir)
 	if err != nil {
 		return nil, err
