@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
@@ -38,6 +39,7 @@ type options struct {
 	floorRuns      int  // runs of each of bwrap and runc
 	alive          int  // sandboxes to keep alive at once; 0 skips
 	cpuprofile     string
+	serverLog      string // file for the server's warnings and errors; "" discards them
 }
 
 func main() {
@@ -52,6 +54,7 @@ func main() {
 	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
+	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
 	if o.floorRuns == 0 {
 		o.floorRuns = o.n
@@ -91,7 +94,16 @@ func run(ctx context.Context, o options) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	bs, err := benchserver.Start(ctx, func(cfg *config.Config) {
+	var log *slog.Logger
+	if o.serverLog != "" {
+		f, err := os.OpenFile(o.serverLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	bs, err := benchserver.StartIn(ctx, "", log, func(cfg *config.Config) {
 		cfg.AgentPath = o.agent
 		cfg.Driver = o.driver
 		cfg.WarmPool = o.warm

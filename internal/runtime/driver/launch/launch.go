@@ -37,7 +37,7 @@ type Agent struct {
 // Start starts cmd (whose SysProcAttr, Dir and Env the driver has set) with
 // its stderr appended to logPath and pipes on stdin and stdout. The agent
 // outlives this process across control-plane restarts; until then it is
-// reaped here when it exits.
+// reaped here when it exits (reap.go).
 func Start(cmd *exec.Cmd, logPath string) (*Agent, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -54,6 +54,8 @@ func Start(cmd *exec.Cmd, logPath string) (*Agent, error) {
 		stdin.Close()
 		return nil, err
 	}
+	var pidfd int
+	askPidfd(cmd, &pidfd)
 	if err := cmd.Start(); err != nil {
 		stdin.Close()
 		stdout.Close()
@@ -61,7 +63,7 @@ func Start(cmd *exec.Cmd, logPath string) (*Agent, error) {
 	}
 	a := &Agent{Pid: cmd.Process.Pid, Log: logPath, stdin: stdin, stdout: stdout}
 	a.StartTime, _ = hostproc.StartTime(a.Pid)
-	go func() { _ = cmd.Wait() }()
+	reapLater(cmd, pidfd)
 	return a, nil
 }
 

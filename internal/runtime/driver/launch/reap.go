@@ -1,0 +1,71 @@
+package launch
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reaping an agent. os/exec's Wait holds an OS thread in waitid(2) until
+// the process exits; an agent lives as long as its sandbox, so a thread
+// per sandbox would sit blocked, thousands of them on a full host (each
+// with its stacks, and each another task for the scheduler). Instead the
+// agent is started with a pidfd, which the runtime's poller watches like
+// a socket: it becomes readable when the process exits, and only then
+// does a goroutine reap it.
+
+// askPidfd has cmd's start return a pidfd of the new process into *fd
+// (left -1 on a kernel without pidfds).
+func askPidfd(cmd *exec.Cmd, fd *int) {
+	*fd = -1
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.PidFD = fd
+}
+
+// reapLater reaps cmd's process once it exits, in the background; pidfd
+// is the one askPidfd got, which reapLater owns.
+func reapLater(cmd *exec.Cmd, pidfd int) {
+	if pidfd < 0 {
+		go func() { _ = cmd.Wait() }()
+		return
+	}
+	// The reaping below is this pidfd's; cmd's own handle is not needed.
+	_ = cmd.Process.Release()
+	if err := unix.SetNonblock(pidfd, true); err != nil {
+		go waitBlocking(pidfd)
+		return
+	}
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return
+	}
+	go func() {
+		defer f.Close()
+		_ = rc.Read(func(fd uintptr) bool {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG, nil)
+			// EAGAIN (the pidfd is non-blocking) or no signal yet: not
+			// exited, wait for the pidfd to become readable; reaped or
+			// failed ends the wait.
+			return err != unix.EAGAIN && (err != nil || info.Signo != 0)
+		})
+	}()
+}
+
+// waitBlocking reaps the process of pidfd, holding a thread until it
+// exits: the fallback when the pidfd cannot be polled.
+func waitBlocking(pidfd int) {
+	defer unix.Close(pidfd)
+	var info unix.Siginfo
+	for {
+		if err := unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED, nil); err != unix.EINTR {
+			return
+		}
+	}
+}
