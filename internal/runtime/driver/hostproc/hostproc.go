@@ -35,30 +35,51 @@ func (p Proc) HasUID(in func(uint32) bool) bool {
 
 // uidsOf reads the Uid line of /proc/<pid>/status.
 func uidsOf(pid int) ([4]uint32, error) {
-	var out [4]uint32
+	p, _, err := status(pid)
+	return p.UIDs, err
+}
+
+// status reads /proc/<pid>/status, one read for all KillMatching needs:
+// the process's uids and session (NSsid, as this process's pid namespace
+// sees it) and whether it is a zombie.
+func status(pid int) (p Proc, zombie bool, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return out, err
+		return p, false, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "Uid:")
+	p.Pid = pid
+	hasUID := false
+	for line := range strings.Lines(string(b)) {
+		key, rest, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
-		f := strings.Fields(rest)
-		if len(f) != 4 {
-			break
-		}
-		for i := range f {
-			u, err := strconv.ParseUint(f[i], 10, 32)
-			if err != nil {
-				return out, err
+		switch key {
+		case "State":
+			zombie = strings.HasPrefix(strings.TrimSpace(rest), "Z")
+		case "NSsid":
+			if f := strings.Fields(rest); len(f) > 0 {
+				p.Sid, _ = strconv.Atoi(f[0])
 			}
-			out[i] = uint32(u)
+		case "Uid":
+			f := strings.Fields(rest)
+			if len(f) != 4 {
+				return p, zombie, fmt.Errorf("/proc/%d/status has a malformed Uid line", pid)
+			}
+			for i := range f {
+				u, err := strconv.ParseUint(f[i], 10, 32)
+				if err != nil {
+					return p, zombie, err
+				}
+				p.UIDs[i] = uint32(u)
+			}
+			hasUID = true
 		}
-		return out, nil
 	}
-	return out, fmt.Errorf("/proc/%d/status has no Uid line", pid)
+	if !hasUID {
+		return p, zombie, fmt.Errorf("/proc/%d/status has no Uid line", pid)
+	}
+	return p, zombie, nil
 }
 
 // StartTime is field 22 of /proc/<pid>/stat: the process's start time in
@@ -104,7 +125,8 @@ func Alive(pid int, startTime uint64) bool {
 }
 
 // KillMatching sends SIGKILL to every live process match selects (never
-// this one) and returns how many it found.
+// this one) and returns how many it found. It reads one file per host
+// process: callers that run often batch what they look for into one walk.
 func KillMatching(match func(Proc) bool) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -117,16 +139,11 @@ func KillMatching(match func(Proc) bool) (int, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		f, err := statFields(pid)
-		if err != nil || string(f[0]) == "Z" {
-			continue
+		p, zombie, err := status(pid)
+		if err != nil || zombie {
+			continue // gone, or dead already
 		}
-		sid, _ := strconv.Atoi(string(f[3]))
-		uids, err := uidsOf(pid)
-		if err != nil {
-			continue // gone
-		}
-		if match(Proc{Pid: pid, Sid: sid, UIDs: uids}) {
+		if match(p) {
 			n++
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

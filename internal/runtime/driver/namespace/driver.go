@@ -108,6 +108,7 @@ type Driver struct {
 	rootless   bool             // hutch is not root: one host uid for every sandbox (ids.go)
 	userLimits map[string]int64 // of each sandbox's user namespace (userlimits.go)
 	ids        *hostids.Pool    // nil rootless
+	reaper     *reaper          // frees ids' ranges; nil rootless
 	cg         *cgroups.Manager // nil: no usable cgroups, limits not enforced
 	cgErr      error            // why cg is nil
 	tmpl       *template
@@ -201,6 +202,7 @@ func (d *Driver) Open(ctx context.Context) error {
 		if d.ids, err = hostids.New(hostids.Registry, idBase, idSize, idRanges); err != nil {
 			return fmt.Errorf("namespace driver: %w", err)
 		}
+		d.reaper = newReaper(d.ids)
 		if err := raiseHostUserLimits(d.log); err != nil {
 			return fmt.Errorf("namespace driver: %w", err)
 		}
@@ -284,6 +286,9 @@ func (d *Driver) Close() error {
 		d.pool.Close()
 	}
 	d.trash.Wait()
+	if d.reaper != nil {
+		d.reaper.close()
+	}
 	return nil
 }
 

@@ -27,10 +27,11 @@ func (d *Driver) claimIDs(base uint32, dir string) {
 	}
 }
 
-// releaseIDs frees the range at base.
-func (d *Driver) releaseIDs(base uint32) {
+// retireIDs hands the range at base to the reaper, which frees it once
+// no process runs as one of its ids (reaper.go).
+func (d *Driver) retireIDs(base uint32) {
 	if !d.rootless && base != 0 {
-		d.ids.Release(base)
+		d.reaper.retire(base)
 	}
 }
 

@@ -34,7 +34,9 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 func (d *Driver) teardown(ctx context.Context, st state) error {
 	ctx, cancel := hostproc.TeardownContext(ctx)
 	defer cancel()
-	if err := d.killAll(ctx, st); err != nil {
+	// Whatever runs as one of its uids outside its cgroups goes with the
+	// range's walk (reaper.go), before the range can go to another.
+	if err := d.killProcs(ctx, st); err != nil {
 		return err
 	}
 	if d.cg != nil && st.Cgroup != "" {
@@ -54,16 +56,36 @@ func (d *Driver) teardown(ctx context.Context, st state) error {
 	if err := d.trash.Remove(st.Dir); err != nil {
 		return fmt.Errorf("remove sandbox directory: %w", err)
 	}
-	d.releaseIDs(st.IDBase)
+	d.retireIDs(st.IDBase)
 	return nil
 }
 
-// killAll kills the agent, which as init of the sandbox's pid namespace
+// killAll ends every process of a sandbox that keeps its uid range
+// (stopped, restored, or a start that failed): killProcs, then whatever
+// runs as one of its host uids, wherever it runs (a setuid file of the
+// sandbox's that got out, say), so none outlives the stop.
+func (d *Driver) killAll(ctx context.Context, st state) error {
+	ctx, cancel := hostproc.TeardownContext(ctx)
+	defer cancel()
+	if err := d.killProcs(ctx, st); err != nil {
+		return err
+	}
+	if d.rootless || st.IDBase == 0 {
+		return nil
+	}
+	inRange := func(u uint32) bool { return u >= st.IDBase && u-st.IDBase < idSize }
+	if err := hostproc.KillAll(ctx, func(p hostproc.Proc) bool { return p.HasUID(inRange) }); err != nil {
+		return fmt.Errorf("kill the processes of the sandbox's uids: %w", err)
+	}
+	return nil
+}
+
+// killProcs kills the agent, which as init of the sandbox's pid namespace
 // takes every process of the sandbox with it (the kernel kills them all
 // before the agent's exit completes), then kills whatever is still in the
 // sandbox's cgroups, or, without cgroups, in its pid namespace, until
 // nothing is left.
-func (d *Driver) killAll(ctx context.Context, st state) error {
+func (d *Driver) killProcs(ctx context.Context, st state) error {
 	ctx, cancel := hostproc.TeardownContext(ctx)
 	defer cancel()
 	if d.alive(st) {
@@ -79,22 +101,11 @@ func (d *Driver) killAll(ctx context.Context, st state) error {
 		if err != nil {
 			return fmt.Errorf("kill the sandbox's processes: %w", err)
 		}
-	}
-	if !d.rootless && st.IDBase != 0 {
-		// Whatever runs as one of the sandbox's host uids, wherever it
-		// runs (a setuid file of the sandbox's that got out, say), goes
-		// before the range can go to another sandbox.
-		inRange := func(u uint32) bool { return u >= st.IDBase && u-st.IDBase < idSize }
-		if err := hostproc.KillAll(ctx, func(p hostproc.Proc) bool { return p.HasUID(inRange) }); err != nil {
-			return fmt.Errorf("kill the processes of the sandbox's uids: %w", err)
-		}
-	}
-	if d.cg != nil {
 		return nil
 	}
 	// Without cgroups: whatever is still in the sandbox's pid namespace
 	// (a process of a dying namespace can outlast its init for a moment).
-	if st.PidNS == 0 {
+	if d.cg != nil || st.PidNS == 0 {
 		return nil
 	}
 	return hostproc.KillAll(ctx, func(p hostproc.Proc) bool { return hostproc.PidNS(p.Pid) == st.PidNS })

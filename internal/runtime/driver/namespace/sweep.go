@@ -45,7 +45,9 @@ func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]strin
 	errs = append(errs, d.sweepCgroups(ctx, known, onDisk))
 	d.trash.Sweep()
 	if !d.rootless {
-		d.ids.Sweep(d.dir)
+		for _, first := range d.ids.Stale(d.dir) {
+			d.reaper.retire(first)
+		}
 	}
 	d.sweepTemplates()
 	return removed, errors.Join(errs...)

@@ -124,11 +124,19 @@ func (p *Pool) Owner(first uint32) (string, bool) {
 // directory moves before its range is claimed again.
 const staleAfter = 10 * time.Minute
 
-// Sweep releases the ranges whose owner directory no longer exists (a
+// Sweep releases the ranges Stale returns.
+func (p *Pool) Sweep(prefix string) {
+	for _, first := range p.Stale(prefix) {
+		p.Release(first)
+	}
+}
+
+// Stale returns the ranges whose owner directory no longer exists (a
 // crash between teardown and release, or a server stopped with its
 // sandboxes whose data directory was then removed): at once when the owner
 // lies under prefix (this server's), after staleAfter otherwise.
-func (p *Pool) Sweep(prefix string) {
+func (p *Pool) Stale(prefix string) []uint32 {
+	var out []uint32
 	entries, _ := os.ReadDir(p.dir)
 	for _, e := range entries {
 		first, err := strconv.ParseUint(e.Name(), 10, 32)
@@ -144,9 +152,10 @@ func (p *Pool) Sweep(prefix string) {
 		}
 		info, err := e.Info()
 		if strings.HasPrefix(string(b), prefix+"/") || (err == nil && time.Since(info.ModTime()) > staleAfter) {
-			p.Release(uint32(first))
+			out = append(out, uint32(first))
 		}
 	}
+	return out
 }
 
 // ours reports whether first starts one of this pool's ranges.
