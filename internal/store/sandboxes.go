@@ -28,6 +28,11 @@ type Sandboxes interface {
 	// AllSandboxes returns every tenant's sandboxes in the given states (all
 	// states if none), oldest first. System only: recovery and reaping.
 	AllSandboxes(ctx context.Context, states ...api.SandboxState) ([]*Sandbox, error)
+	// SandboxesSince returns every tenant's sandboxes written after
+	// revision rev (Sandbox.Rev), in the given states (all states if
+	// none), in the order they were written: what changed since a reader
+	// last looked, whose cost is the changes, not the fleet. System only.
+	SandboxesSince(ctx context.Context, rev int64, states ...api.SandboxState) ([]*Sandbox, error)
 	// CountSandboxes counts every tenant's sandboxes by state and driver
 	// (destroyed ones included), ordered by state and driver; a pair with
 	// none is left out. System only: the metrics.
@@ -82,6 +87,9 @@ type Sandbox struct {
 	// at create: the bytes of the snapshot it starts from). CreateSandbox
 	// stores it; only SetSandboxDisk changes it later.
 	DiskBytes int64
+	// Rev is the record's revision: every write gives it one greater
+	// than any record's before (SandboxesSince). The store sets it.
+	Rev int64
 }
 
 // SandboxCount is how many sandboxes are in one state on one driver

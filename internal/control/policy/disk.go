@@ -64,18 +64,14 @@ type disk struct {
 	last   time.Time     // the last tick
 }
 
-func (p *disk) tick(ctx context.Context, now time.Time) {
+// tick measures from recs, the running sandboxes.
+func (p *disk) tick(ctx context.Context, now time.Time, recs []*store.Sandbox) {
 	if p.last.IsZero() {
 		p.credit = diskBurst
 	} else {
 		p.credit = min(p.credit+time.Duration(float64(now.Sub(p.last))*diskShare), diskBurst)
 	}
 	p.last = now
-	recs, err := p.svc.Owned(ctx, api.StateRunning)
-	if err != nil {
-		p.log.Warn("watch disk", "err", err)
-		return
-	}
 	running := make(map[string]bool, len(recs))
 	for _, rec := range recs {
 		running[rec.ID] = true

@@ -49,7 +49,7 @@ func TestDiskLimitStops(t *testing.T) {
 	if err := drv.SetDisk(sb.ID, 8<<20); err != nil {
 		t.Fatal(err)
 	}
-	f.run.disk.tick(sys, now)
+	f.tickDisk(t, sys, now)
 	if st := f.state(t, sb.ID); st != api.StateRunning {
 		t.Fatalf("under its limit the sandbox is %s", st)
 	}
@@ -65,7 +65,7 @@ func TestDiskLimitStops(t *testing.T) {
 	if err := drv.SetDisk(sb.ID, 20<<20); err != nil {
 		t.Fatal(err)
 	}
-	f.run.disk.tick(sys, now.Add(time.Second))
+	f.tickDisk(t, sys, now.Add(time.Second))
 	if st := f.state(t, sb.ID); st != api.StateStopped {
 		t.Fatalf("past its limit the sandbox is %s; want stopped", st)
 	}
@@ -91,11 +91,11 @@ func TestDiskQuotaStops(t *testing.T) {
 	if err := drv.SetDisk(quiet.ID, 2<<20); err != nil {
 		t.Fatal(err)
 	}
-	f.run.disk.tick(sys, now)
+	f.tickDisk(t, sys, now)
 	if err := drv.SetDisk(hog.ID, 40<<20); err != nil {
 		t.Fatal(err)
 	}
-	f.run.disk.tick(sys, now.Add(time.Second))
+	f.tickDisk(t, sys, now.Add(time.Second))
 	if st := f.state(t, hog.ID); st != api.StateStopped {
 		t.Fatalf("the sandbox that grew past its tenant's disk is %s; want stopped", st)
 	}
@@ -164,14 +164,14 @@ func TestDiskBudget(t *testing.T) {
 		return n
 	}
 	sys, now := tenancy.System(f.ctx), time.Now()
-	f.run.disk.tick(sys, now) // the burst saved at the start: 100 ms
+	f.tickDisk(t, sys, now) // the burst saved at the start: 100 ms
 	if n := count(); n > 3 {
 		t.Fatalf("first tick measured %d sandboxes on a budget of 100 ms; want at most 3", n)
 	}
 	// A second a tick earns 50 ms: about one 40 ms walk each.
 	for i := 1; i <= 12; i++ {
 		before := count()
-		f.run.disk.tick(sys, now.Add(time.Duration(i)*time.Second))
+		f.tickDisk(t, sys, now.Add(time.Duration(i)*time.Second))
 		if n := count() - before; n > 2 {
 			t.Fatalf("tick %d measured %d sandboxes on a budget of 50 ms; want at most 2", i, n)
 		}
@@ -190,8 +190,8 @@ func TestDiskBudget(t *testing.T) {
 	mu.Lock()
 	before := measured[sbs[0]]
 	mu.Unlock()
-	f.run.disk.tick(sys, now.Add(20*time.Second))
-	f.run.disk.tick(sys, now.Add(21*time.Second))
+	f.tickDisk(t, sys, now.Add(20*time.Second))
+	f.tickDisk(t, sys, now.Add(21*time.Second))
 	mu.Lock()
 	after := measured[sbs[0]]
 	mu.Unlock()

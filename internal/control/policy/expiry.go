@@ -23,12 +23,8 @@ type expiry struct {
 	warned map[string]time.Time
 }
 
-func (p *expiry) tick(ctx context.Context, now time.Time) {
-	recs, err := p.svc.Owned(ctx, api.StateRunning, api.StateStopped)
-	if err != nil {
-		p.log.Warn("reap expired", "err", err)
-		return
-	}
+// tick acts on recs, the running and stopped sandboxes.
+func (p *expiry) tick(ctx context.Context, now time.Time, recs []*store.Sandbox) {
 	warned := map[string]time.Time{}
 	for _, rec := range recs {
 		switch {

@@ -47,20 +47,20 @@ func TestExpiryActions(t *testing.T) {
 		return n
 	}
 	now := time.Now()
-	f.run.expiry.tick(sys, now)                     // two minutes left: no warning
-	f.run.expiry.tick(sys, now.Add(90*time.Second)) // 30 s left: warned
-	f.run.expiry.tick(sys, now.Add(95*time.Second)) // once
+	f.tickExpiry(t, sys, now)                     // two minutes left: no warning
+	f.tickExpiry(t, sys, now.Add(90*time.Second)) // 30 s left: warned
+	f.tickExpiry(t, sys, now.Add(95*time.Second)) // once
 	if n := count(keep.ID, api.EventSandboxExpiring); n != 1 {
 		t.Fatalf("%d sandbox.expiring events; want 1", n)
 	}
 	if _, err := f.svc.SetTimeout(f.ctx, keep.ID, api.TimeoutRequest{TimeoutS: 100}); err != nil {
 		t.Fatal(err)
 	}
-	f.run.expiry.tick(sys, time.Now().Add(50*time.Second))
+	f.tickExpiry(t, sys, time.Now().Add(50*time.Second))
 	if n := count(keep.ID, api.EventSandboxExpiring); n != 2 {
 		t.Errorf("%d sandbox.expiring events after a new lifetime; want 2", n)
 	}
-	f.run.expiry.tick(sys, time.Now().Add(200*time.Second))
+	f.tickExpiry(t, sys, time.Now().Add(200*time.Second))
 	if st := f.state(t, keep.ID); st != api.StateStopped {
 		t.Errorf("on_expiry stop: %s; want stopped", st)
 	}

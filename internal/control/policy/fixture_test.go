@@ -115,3 +115,30 @@ func reasonOf(reason string, op ...string) func(store.Event) bool {
 		return e.Data["reason"] == reason && (len(op) == 0 || e.Data["op"] == op[0])
 	}
 }
+
+// fleet lists the sandboxes a tick hands the policies: running, paused
+// and stopped.
+func (f *fixture) fleet(t *testing.T) (running, paused, stopped []*store.Sandbox) {
+	t.Helper()
+	recs, err := f.svc.Owned(tenancy.System(context.Background()), api.StateRunning, api.StatePaused, api.StateStopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byState(recs)
+}
+
+// tickExpiry, tickIdle and tickDisk tick one policy as Runner.Tick does.
+func (f *fixture) tickExpiry(t *testing.T, ctx context.Context, now time.Time) {
+	running, _, stopped := f.fleet(t)
+	f.run.expiry.tick(ctx, now, append(running, stopped...))
+}
+
+func (f *fixture) tickIdle(t *testing.T, ctx context.Context, now time.Time) {
+	running, paused, _ := f.fleet(t)
+	f.run.idle.tick(ctx, now, running, paused)
+}
+
+func (f *fixture) tickDisk(t *testing.T, ctx context.Context, now time.Time) {
+	running, _, _ := f.fleet(t)
+	f.run.disk.tick(ctx, now, running)
+}

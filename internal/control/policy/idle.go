@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
@@ -39,21 +38,11 @@ type written struct {
 }
 
 // tick does the idle and memory policy's actions.
-func (p *idle) tick(ctx context.Context, now time.Time) {
+func (p *idle) tick(ctx context.Context, now time.Time, running, paused []*store.Sandbox) {
 	set := p.svc.Settings()
 	pr := readPressure(p.memory, set, p.log)
-	recs, err := p.svc.Owned(ctx, api.StateRunning, api.StatePaused)
-	if err != nil {
-		p.log.Warn("reap idle", "err", err)
-		return
-	}
-	var paused []*store.Sandbox
 	output := map[string]written{}
-	for _, rec := range recs {
-		if rec.State == api.StatePaused {
-			paused = append(paused, rec)
-			continue
-		}
+	for _, rec := range running {
 		window := pr.window(seconds(cmp0(rec.IdleTimeoutS, set.IdleTimeoutS)))
 		if window <= 0 || (rec.KeepaliveUntil != nil && rec.KeepaliveUntil.After(now)) {
 			continue

@@ -31,9 +31,9 @@ func TestIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	f.run.idle.tick(sys, now.Add(40*time.Second)) // past half the window: output read
-	time.Sleep(200 * time.Millisecond)            // the talky one writes on
-	f.run.idle.tick(sys, now.Add(70*time.Second))
+	f.tickIdle(t, sys, now.Add(40*time.Second)) // past half the window: output read
+	time.Sleep(200 * time.Millisecond)          // the talky one writes on
+	f.tickIdle(t, sys, now.Add(70*time.Second))
 	if st := f.state(t, quiet.ID); st != api.StateStopped {
 		t.Fatalf("idle sandbox: %s; want stopped", st)
 	}
@@ -60,13 +60,13 @@ func TestIdle(t *testing.T) {
 	if _, err := f.svc.Keepalive(f.ctx, kept.ID, api.KeepaliveRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	f.run.idle.tick(sys, now.Add(time.Hour))
+	f.tickIdle(t, sys, now.Add(time.Hour))
 	if got := f.state(t, kept.ID); got != api.StateRunning {
 		t.Fatalf("with a stream open: %s; want running", got)
 	}
 	stream.Close()
-	f.run.idle.tick(sys, now.Add(2*time.Hour)) // output read
-	f.run.idle.tick(sys, now.Add(3*time.Hour))
+	f.tickIdle(t, sys, now.Add(2*time.Hour)) // output read
+	f.tickIdle(t, sys, now.Add(3*time.Hour))
 	if got := f.state(t, kept.ID); got != api.StateStopped {
 		t.Fatalf("idle once its stream closed: %s; want stopped", got)
 	}
@@ -86,10 +86,10 @@ func TestMemoryPressure(t *testing.T) {
 	sys := tenancy.System(context.Background())
 	first, second := f.create(t), f.create(t)
 	now := time.Now()
-	f.run.idle.tick(sys, now.Add(10*time.Minute)) // 50%: no pressure, 10 min of 60: not idle
-	availPct = 15                                 // low: the window is 3600 s × 15% = 9 min
-	f.run.idle.tick(sys, now.Add(10*time.Minute)) // output read
-	f.run.idle.tick(sys, now.Add(20*time.Minute))
+	f.tickIdle(t, sys, now.Add(10*time.Minute)) // 50%: no pressure, 10 min of 60: not idle
+	availPct = 15                               // low: the window is 3600 s × 15% = 9 min
+	f.tickIdle(t, sys, now.Add(10*time.Minute)) // output read
+	f.tickIdle(t, sys, now.Add(20*time.Minute))
 	for _, sb := range []api.Sandbox{first, second} {
 		if st := f.state(t, sb.ID); st != api.StatePaused {
 			t.Fatalf("under pressure an idle sandbox is %s; want paused (not destroyed: on_idle gives way to a pause)", st)
@@ -103,7 +103,7 @@ func TestMemoryPressure(t *testing.T) {
 		defer func() { availPct = 30 }() // the first stop frees enough
 		return availPct, 100, nil
 	}
-	f.run.idle.tick(sys, now.Add(21*time.Minute))
+	f.tickIdle(t, sys, now.Add(21*time.Minute))
 	if a, b := f.state(t, first.ID), f.state(t, second.ID); a != api.StateStopped || b != api.StatePaused {
 		t.Fatalf("critical: first %s, second %s; want stopped, paused", a, b)
 	}

@@ -15,12 +15,15 @@ package policy
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/runtime/host/hostinfo"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Config is what the policies need besides the service.
@@ -40,6 +43,7 @@ type Runner struct {
 	cfg Config
 	log *slog.Logger
 
+	fleet  fleet
 	expiry expiry
 	idle   idle
 	disk   disk
@@ -54,6 +58,7 @@ func New(svc *sandbox.Service, cfg Config) *Runner {
 		cfg.Log = slog.Default()
 	}
 	r := &Runner{svc: svc, cfg: cfg, log: cfg.Log}
+	r.fleet = fleet{svc: svc}
 	r.expiry = expiry{svc: svc, log: cfg.Log}
 	r.idle = idle{svc: svc, log: cfg.Log, memory: cfg.HostMemory}
 	r.disk = disk{svc: svc, log: cfg.Log}
@@ -88,11 +93,37 @@ func (r *Runner) Run(ctx context.Context) {
 	}
 }
 
-// Tick runs the ticking policies once, as of now.
+// Tick runs the ticking policies once, as of now, over the fleet brought
+// up to date (fleet.go). The out-of-memory watch and the metric samples,
+// which read every sandbox's cgroups, run once per sample period, not
+// every tick.
 func (r *Runner) Tick(ctx context.Context, now time.Time) {
-	r.expiry.tick(ctx, now)
-	r.idle.tick(ctx, now)
-	watchOOM(ctx, r.svc, r.log)
-	r.disk.tick(ctx, now)
-	r.svc.SampleMetrics(ctx, now)
+	if err := r.fleet.refresh(ctx, now); err != nil {
+		r.log.Warn("list sandboxes for the policies", "err", err)
+		return
+	}
+	running, paused, stopped := r.fleet.byState()
+	r.expiry.tick(ctx, now, append(slices.Clip(running), stopped...))
+	r.idle.tick(ctx, now, running, paused)
+	r.disk.tick(ctx, now, running)
+	if r.svc.SampleDue(now) {
+		watchOOM(ctx, r.svc, running)
+		r.svc.SampleMetrics(ctx, now, append(slices.Clip(running), paused...))
+	}
+}
+
+// byState splits recs into the running, paused and stopped ones, each in
+// recs' order (oldest first, by id).
+func byState(recs []*store.Sandbox) (running, paused, stopped []*store.Sandbox) {
+	for _, rec := range recs {
+		switch rec.State {
+		case api.StateRunning:
+			running = append(running, rec)
+		case api.StatePaused:
+			paused = append(paused, rec)
+		case api.StateStopped:
+			stopped = append(stopped, rec)
+		}
+	}
+	return running, paused, stopped
 }

@@ -94,25 +94,23 @@ func cpuPercent(a, b point) float64 {
 	return float64(b.cpuNS-a.cpuNS) / float64(span.Nanoseconds()) * 100
 }
 
-// SampleMetrics takes one sample of every running or paused sandbox this
-// server owns per metricsEvery period of the clock; called more often, it
-// does nothing until the next period.
-func (s *Service) SampleMetrics(ctx context.Context, now time.Time) {
+// SampleDue reports whether now is in a metricsEvery period of the clock
+// not sampled yet, and if so takes it: the caller then samples, once per
+// period however often it asks.
+func (s *Service) SampleDue(now time.Time) bool {
 	slot := now.Truncate(metricsEvery)
 	s.mu.Lock()
-	due := slot.After(s.sampled)
-	if due {
-		s.sampled = slot
+	defer s.mu.Unlock()
+	if !slot.After(s.sampled) {
+		return false
 	}
-	s.mu.Unlock()
-	if !due {
-		return
-	}
-	recs, err := s.Owned(ctx, api.StateRunning, api.StatePaused)
-	if err != nil {
-		s.log.Warn("sample metrics", "err", err)
-		return
-	}
+	s.sampled = slot
+	return true
+}
+
+// SampleMetrics takes one sample of each of recs, running or paused
+// sandboxes this server owns.
+func (s *Service) SampleMetrics(ctx context.Context, now time.Time, recs []*store.Sandbox) {
 	for _, rec := range recs {
 		lv := s.lookup(rec.ID)
 		if lv == nil {

@@ -83,8 +83,8 @@ func TestMetrics(t *testing.T) {
 		use.Pids = i
 		f.setStats(t, sb.ID, use)
 		at := start.Add(time.Duration(i) * metricsEvery)
-		f.svc.SampleMetrics(sys, at)
-		f.svc.SampleMetrics(sys, at.Add(time.Second))
+		sample(t, f.svc, sys, at)
+		sample(t, f.svc, sys, at.Add(time.Second))
 	}
 	m = f.metrics(t, sb.ID)
 	if len(m.History) != metricsKeep {
@@ -116,7 +116,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := f.svc.Metrics(f.ctx, sb.ID); !errors.Is(err, errdefs.ErrConflict) || !errdefs.HasCode(err, "sandbox_not_running") {
 		t.Fatalf("Metrics of a stopped sandbox = %v; want 409 sandbox_not_running", err)
 	}
-	f.svc.SampleMetrics(sys, time.Now())
+	sample(t, f.svc, sys, time.Now())
 	if f.svc.hasHistory(sb.ID) {
 		t.Errorf("a stopped sandbox's history is kept")
 	}
@@ -140,7 +140,7 @@ func TestMetricsPaused(t *testing.T) {
 	if m := f.metrics(t, sb.ID); m.CPU.UsageNS != 7 {
 		t.Errorf("a paused sandbox's CPU time = %d, want 7", m.CPU.UsageNS)
 	}
-	f.svc.SampleMetrics(tenancy.System(context.Background()), time.Now())
+	sample(t, f.svc, tenancy.System(context.Background()), time.Now())
 	if !f.svc.hasHistory(sb.ID) {
 		t.Errorf("a paused sandbox is not sampled")
 	}
@@ -163,7 +163,7 @@ func TestMetricsUnsupported(t *testing.T) {
 	if want := []string{"cpu", "memory", "pids", "network", "disk"}; !slices.Equal(m.Unsupported, want) {
 		t.Errorf("Unsupported = %q, want %q", m.Unsupported, want)
 	}
-	f.svc.SampleMetrics(sys, time.Now())
+	sample(t, f.svc, sys, time.Now())
 	if f.svc.hasHistory(sb.ID) {
 		t.Errorf("history kept of a sandbox whose driver measures nothing")
 	}
@@ -174,7 +174,7 @@ func TestMetricsUnsupported(t *testing.T) {
 	if _, err := g.svc.Metrics(g.ctx, sb.ID); !errors.Is(err, errdefs.ErrUnavailable) || !errdefs.HasCode(err, "driver_failed") {
 		t.Errorf("Metrics with a failing driver = %v; want 503 driver_failed", err)
 	}
-	g.svc.SampleMetrics(sys, time.Now())
+	sample(t, g.svc, sys, time.Now())
 	if g.svc.hasHistory(sb.ID) {
 		t.Errorf("a sample was kept of a failed reading")
 	}
@@ -190,7 +190,7 @@ func TestMetricsConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range 50 {
-			f.svc.SampleMetrics(sys, start.Add(time.Duration(i)*metricsEvery))
+			sample(t, f.svc, sys, start.Add(time.Duration(i)*metricsEvery))
 		}
 	})
 	for range 4 {
@@ -238,4 +238,18 @@ func TestPercentBase(t *testing.T) {
 			t.Errorf("%s: percentBase = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.exists)
 		}
 	}
+}
+
+// sample samples the service's running and paused sandboxes as the
+// policies' tick does: when a period is due.
+func sample(t *testing.T, svc *Service, ctx context.Context, now time.Time) {
+	t.Helper()
+	if !svc.SampleDue(now) {
+		return
+	}
+	recs, err := svc.Owned(ctx, api.StateRunning, api.StatePaused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SampleMetrics(ctx, now, recs)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -208,6 +209,17 @@ func (s *Service) Owned(ctx context.Context, states ...api.SandboxState) ([]*sto
 		}
 	}
 	return out, nil
+}
+
+// OwnedSince returns the records written after revision rev
+// (store.Sandbox.Rev), in any state, of the sandboxes this server looks
+// after, in the order they were written.
+func (s *Service) OwnedSince(ctx context.Context, rev int64) ([]*store.Sandbox, error) {
+	recs, err := s.store.SandboxesSince(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(rec *store.Sandbox) bool { return !s.owns(rec) }), nil
 }
 
 // Record is sandbox id's record, of any tenant's (the policies act as

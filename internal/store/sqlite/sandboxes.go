@@ -19,7 +19,7 @@ import (
 // sandboxCols reads a sandbox and, as one JSON object, its labels.
 const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.cwd, s.limits,
 	s.timeout_s, s.handle, s.error, s.created_at, s.updated_at, s.expires_at, s.root, s.network, s.node, s.volumes, s.on_expiry,
-	s.paused_at, s.idle_timeout_s, s.keepalive_until, s.disk_bytes,
+	s.paused_at, s.idle_timeout_s, s.keepalive_until, s.disk_bytes, s.rev,
 	(SELECT json_group_object(l.name, l.value) FROM sandbox_labels l WHERE l.sandbox_id = s.id)`
 
 // CreateSandbox implements store.Store.
@@ -42,13 +42,14 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
+		err = tx.QueryRowContext(ctx, `INSERT INTO sandboxes (id, tenant_id, state, template, driver, env, cwd, limits,
 				timeout_s, handle, error, created_at, updated_at, expires_at, root, network, node, volumes, on_expiry,
-				paused_at, idle_timeout_s, keepalive_until, disk_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				paused_at, idle_timeout_s, keepalive_until, disk_bytes, rev)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+nextRev+`)
+			RETURNING rev`,
 			sb.ID, sb.TenantID, string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits,
 			sb.TimeoutS, sb.Handle, sb.Error, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
-			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.DiskBytes)
+			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.DiskBytes).Scan(&sb.Rev)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create sandbox %s: %w", sb.ID, store.SandboxExists(sb.ID))
@@ -156,13 +157,13 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
+		if err := tx.QueryRowContext(ctx, `UPDATE sandboxes SET state = ?, template = ?, driver = ?, env = ?, cwd = ?,
 				limits = ?, timeout_s = ?, handle = ?, error = ?, updated_at = ?, expires_at = ?, root = ?, network = ?, node = ?,
-				volumes = ?, on_expiry = ?, paused_at = ?, idle_timeout_s = ?, keepalive_until = ?
-			WHERE id = ?`,
+				volumes = ?, on_expiry = ?, paused_at = ?, idle_timeout_s = ?, keepalive_until = ?, rev = `+nextRev+`
+			WHERE id = ? RETURNING rev`,
 			string(sb.State), sb.Template, sb.Driver, enc.env, sb.Cwd, enc.limits, sb.TimeoutS, sb.Handle, sb.Error,
 			formatTime(sb.UpdatedAt), formatTimePtr(sb.ExpiresAt), sb.Root, enc.network, sb.Node, enc.volumes, sb.OnExpiry,
-			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.ID); err != nil {
+			formatTimePtr(sb.PausedAt), sb.IdleTimeoutS, formatTimePtr(sb.KeepaliveUntil), sb.ID).Scan(&sb.Rev); err != nil {
 			return fmt.Errorf("update sandbox %s: %w", id, err)
 		}
 		if err := moveShare(ctx, tx, &before, sb); err != nil {
@@ -204,6 +205,34 @@ func (s *Store) AllSandboxes(ctx context.Context, states ...api.SandboxState) ([
 	sbs, err := querySandboxes(ctx, s.r, `SELECT `+sandboxCols+` FROM sandboxes s`+where+` ORDER BY s.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("all sandboxes: %w", err)
+	}
+	return sbs, nil
+}
+
+// nextRev is the revision a sandbox's record gets when written: one more
+// than any record's. Writes are serialised, so revisions grow in the
+// order writes commit.
+const nextRev = `(SELECT coalesce(max(rev), 0) + 1 FROM sandboxes)`
+
+// SandboxesSince implements store.Store.
+func (s *Store) SandboxesSince(ctx context.Context, rev int64, states ...api.SandboxState) ([]*store.Sandbox, error) {
+	sc, err := store.ScopeOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !sc.All {
+		return nil, store.SystemOnly()
+	}
+	where, args := " WHERE s.rev > ?", []any{rev}
+	if len(states) > 0 {
+		where += " AND s.state IN (?" + strings.Repeat(", ?", len(states)-1) + ")"
+		for _, st := range states {
+			args = append(args, string(st))
+		}
+	}
+	sbs, err := querySandboxes(ctx, s.r, `SELECT `+sandboxCols+` FROM sandboxes s`+where+` ORDER BY s.rev`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxes since %d: %w", rev, err)
 	}
 	return sbs, nil
 }
@@ -298,7 +327,7 @@ func scanSandbox(row scanner) (*store.Sandbox, error) {
 	)
 	if err := row.Scan(&sb.ID, &sb.TenantID, &state, &sb.Template, &sb.Driver, &env, &sb.Cwd, &limits,
 		&sb.TimeoutS, &sb.Handle, &sb.Error, &created, &updated, &expires, &sb.Root, &network, &sb.Node, &volumes, &sb.OnExpiry,
-		&paused, &sb.IdleTimeoutS, &keep, &sb.DiskBytes, &labels); err != nil {
+		&paused, &sb.IdleTimeoutS, &keep, &sb.DiskBytes, &sb.Rev, &labels); err != nil {
 		return nil, err
 	}
 	sb.State = api.SandboxState(state)

@@ -140,7 +140,7 @@ func (s *Store) SetSandboxDisk(ctx context.Context, id string, bytes int64) erro
 		before.State = api.SandboxState(state)
 		after := *before
 		after.DiskBytes = bytes
-		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET disk_bytes = ? WHERE id = ?`, bytes, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sandboxes SET disk_bytes = ?, rev = `+nextRev+` WHERE id = ?`, bytes, id); err != nil {
 			return fmt.Errorf("set the disk of sandbox %s: %w", id, err)
 		}
 		// Only the disk moves: the limits are left out of both shares.

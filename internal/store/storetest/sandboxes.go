@@ -193,6 +193,38 @@ func testAllSandboxes(t *testing.T, s store.Store) {
 	for name, ctx := range map[string]context.Context{"member": ctxA, "admin": as(a.ID, api.RoleAdmin)} {
 		_, err := s.AllSandboxes(ctx)
 		wantErr(t, "AllSandboxes as "+name, err, errdefs.ErrForbidden, "system_only")
+		_, err = s.SandboxesSince(ctx, 0)
+		wantErr(t, "SandboxesSince as "+name, err, errdefs.ErrForbidden, "system_only")
+	}
+
+	// What changed since a revision, in the order written, whatever the
+	// tenant; and in the given states.
+	mark := max(a1.Rev, b1.Rev, a2.Rev)
+	if _, err := s.UpdateSandbox(system(), a1.ID, func(sb *store.Sandbox) error { sb.State = api.StatePaused; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSandbox(system(), b1.ID, func(sb *store.Sandbox) error { sb.Error = "x"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	since, err := s.SandboxesSince(system(), mark)
+	if err != nil {
+		t.Fatalf("SandboxesSince: %v", err)
+	}
+	if diff := cmp.Diff([]string{a1.ID, b1.ID}, idsOf(since)); diff != "" {
+		t.Errorf("SandboxesSince the creates, in the order written (-want +got):\n%s", diff)
+	}
+	if len(since) == 2 && since[0].Rev >= since[1].Rev {
+		t.Errorf("revisions %d then %d; want them growing in the order written", since[0].Rev, since[1].Rev)
+	}
+	paused, err := s.SandboxesSince(system(), mark, api.StatePaused)
+	if err != nil || len(paused) != 1 || paused[0].ID != a1.ID {
+		t.Errorf("SandboxesSince(paused) = %v, %v; want %s alone", idsOf(paused), err, a1.ID)
+	}
+	if none, err := s.SandboxesSince(system(), since[len(since)-1].Rev); err != nil || len(none) != 0 {
+		t.Errorf("SandboxesSince the last write = %v, %v; want nothing", idsOf(none), err)
+	}
+	if _, err := s.UpdateSandbox(system(), a1.ID, func(sb *store.Sandbox) error { sb.State = api.StateRunning; return nil }); err != nil {
+		t.Fatal(err)
 	}
 
 	// The system reaches any tenant's sandbox by id, as recovery does.

@@ -45,9 +45,12 @@ func testUpdateSandbox(t *testing.T, s store.Store) {
 	want.Limits.MemoryMB = 256
 	want.ExpiresAt = store.TimePtr(&expires)
 	want.Labels = map[string]string{"keep": "k", "new": "2"}
-	want.UpdatedAt = got.UpdatedAt
+	want.UpdatedAt, want.Rev = got.UpdatedAt, got.Rev
 	if diff := cmp.Diff(&want, got); diff != "" {
 		t.Errorf("UpdateSandbox result (-want +got):\n%s", diff)
+	}
+	if got.Rev <= sb.Rev {
+		t.Errorf("Rev after an update = %d; want more than %d, the revision before it", got.Rev, sb.Rev)
 	}
 	if got.UpdatedAt.Before(before) || got.UpdatedAt.Before(sb.UpdatedAt) || got.UpdatedAt.Location() != time.UTC {
 		t.Errorf("UpdatedAt = %v, want a UTC time no earlier than %v", got.UpdatedAt, before)
