@@ -38,13 +38,21 @@ type memSnapshot struct {
 	// sandboxes is the usage of the sandboxes' own cgroups (the namespace
 	// driver's), bytes; -1 when they have none.
 	sandboxes int64
+	// self is this process's VmRSS and heap its Go heap and stacks in
+	// use, bytes: the server's own memory (the bench's client is small).
+	self, heap int64
 }
 
 // measureAlive creates n sandboxes back to back and keeps them all alive;
 // reads their memory once idle; execs `true` once in each; then destroys
 // them all. Failed creates are counted, not fatal. Whatever it created is
 // destroyed even when it fails part-way.
-func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string) (res aliveResult, retErr error) {
+// profile, when set, is called as each phase begins and returns what ends
+// its profile.
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+	if profile == nil {
+		profile = func(string) func() { return func() {} }
+	}
 	res.n = n
 	var ids []string
 	defer func() {
@@ -72,6 +80,7 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		return res, err
 	}
 	start := time.Now()
+	stop := profile("create")
 	tk := startTicker(os.Stderr, "create", n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -94,6 +103,7 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		ids = append(ids, sb.ID)
 	}
 	tk.finish()
+	stop()
 	res.createAll = time.Since(start)
 	res.created = len(ids)
 	if res.after, err = idleMemory(agentPath, pcg); err != nil {
@@ -101,6 +111,7 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}
+	stop = profile("exec")
 	tk = startTicker(os.Stderr, "exec", len(ids))
 	for _, id := range ids {
 		t := time.Now()
@@ -125,8 +136,10 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		res.execOK++
 	}
 	tk.finish()
+	stop()
 
 	start = time.Now()
+	defer profile("destroy")()
 	tk = startTicker(os.Stderr, "destroy", len(ids))
 	defer tk.finish()
 	for len(ids) > 0 {
@@ -156,6 +169,12 @@ func idleMemory(agentPath string, cg *memCgroup) (s memSnapshot, err error) {
 		return s, err
 	}
 	if s.avail, err = memAvailable(); err != nil {
+		return s, err
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.heap = int64(ms.HeapInuse + ms.StackInuse)
+	if s.self, err = procField("/proc/self/status", "VmRSS:"); err != nil {
 		return s, err
 	}
 	s.sandboxes = -1

@@ -39,6 +39,7 @@ type options struct {
 	floorRuns      int  // runs of each of bwrap and runc
 	alive          int  // sandboxes to keep alive at once; 0 skips
 	cpuprofile     string
+	profilePhase   string // with cpuprofile: profile only this phase of -alive
 	serverLog      string // file for the server's warnings and errors; "" discards them
 }
 
@@ -54,6 +55,7 @@ func main() {
 	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, exec or destroy")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
 	if o.floorRuns == 0 {
@@ -82,7 +84,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.cpuprofile != "" {
+	if o.cpuprofile != "" && o.profilePhase == "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
 			return err
@@ -131,7 +133,7 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
-		res, err := measureAlive(ctx, c, o.alive, o.agent)
+		res, err := measureAlive(ctx, c, o.alive, o.agent, phaseProfiler(o))
 		if err != nil {
 			return err
 		}
@@ -220,5 +222,31 @@ func destroyAll(ctx context.Context, c *client.Client, ids []string) {
 	defer cancel()
 	for _, id := range ids {
 		_ = c.DeleteSandbox(ctx, id)
+	}
+}
+
+// phaseProfiler returns what starts the CPU profile of one phase of
+// -alive (-profile-phase) and returns what stops it; nil when no phase is
+// profiled.
+func phaseProfiler(o options) func(phase string) (stop func()) {
+	if o.cpuprofile == "" || o.profilePhase == "" {
+		return nil
+	}
+	return func(phase string) func() {
+		if phase != o.profilePhase {
+			return func() {}
+		}
+		f, err := os.Create(o.cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lifecycle: profile:", err)
+			return func() {}
+		}
+		return func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
 	}
 }

@@ -20,8 +20,8 @@ type procMem struct {
 }
 
 // sandboxMem sums the memory of every process a sandbox may hold: each
-// hutch-agent (its /proc/<pid>/exe is agentPath, or its comm is
-// "hutch-agent", whoever its parent is) and each other descendant of this
+// hutch-agent (its /proc/<pid>/exe is agentPath or a file named
+// hutch-agent, or its comm is "hutch-agent", whoever its parent is) and each other descendant of this
 // process (what a driver starts besides agents). The server runs in this
 // process, so nothing else descends from it. Processes that exit while
 // they are read are left out. inCgroup, if set, says whether a process
@@ -49,7 +49,9 @@ func sandboxMem(agentPath string, inCgroup func(pid int) bool) (procMem, error) 
 		}
 		parent[pid] = ppid
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		agent[pid] = comm == "hutch-agent" || (agentPath != "" && exe == agentPath)
+		// The namespace driver's agents run a copy in their template and
+		// are no children of this process (their first stage exits).
+		agent[pid] = comm == "hutch-agent" || (agentPath != "" && exe == agentPath) || filepath.Base(exe) == "hutch-agent"
 	}
 	self := os.Getpid()
 	descends := func(pid int) bool {

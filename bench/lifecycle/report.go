@@ -76,14 +76,15 @@ func printAlive(r aliveResult) {
 	if r.created > 0 {
 		fmt.Println("| memory, idle | total | per sandbox | per sandbox ≤ 8 MiB? |")
 		fmt.Println("|---|---|---|---|")
-		mem := func(name string, total int64) {
+		memUnder := func(name string, total, limit int64) {
 			per := total / int64(r.created)
 			met := "yes"
-			if per > 8<<20 {
+			if per > limit {
 				met = "no"
 			}
-			fmt.Printf("| %s | %s | %s | %s |\n", name, mib(total), mib(per), met)
+			fmt.Printf("| %s | %s | %s | %s |\n", name, mib(total), size(per), met)
 		}
+		mem := func(name string, total int64) { memUnder(name, total, 8<<20) }
 		mem("RSS sum (VmRSS)", a.rss-b.rss)
 		mem("PSS sum (smaps_rollup)", a.pss-b.pss)
 		if r.cgroup != "" {
@@ -93,6 +94,8 @@ func printAlive(r aliveResult) {
 			mem("the sandboxes' own cgroups (agent and commands, kernel memory included)", r.after.sandboxes-max(r.before.sandboxes, 0))
 		}
 		mem("host MemAvailable drop", r.before.avail-r.after.avail)
+		memUnder("hutch serve's own RSS (this process; ≤ 50 KiB each?)", r.after.self-r.before.self, 50<<10)
+		memUnder("of it, Go heap and stacks in use (≤ 50 KiB each?)", r.after.heap-r.before.heap, 50<<10)
 		fmt.Println()
 		if r.cgroup != "" {
 			fmt.Printf("The memory cgroup is this process's (%s): it counts pages, page cache and kernel memory (page tables, "+
@@ -130,3 +133,11 @@ func ratio(a, b time.Duration) string {
 
 // mib formats bytes in MiB.
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// size is b in MiB, or in KiB below one MiB.
+func size(b int64) string {
+	if b > -(1<<20) && b < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return mib(b)
+}

@@ -50,6 +50,11 @@ func run() int {
 		// arguments: it reads an envelope from stdin and fails.
 		return printProtocol()
 	}
+	if len(os.Args) == 3 && os.Args[1] == nsinit.SpawnArg {
+		// The namespace driver's first stage (nsinit.Spawn): start the
+		// agent in the sandbox's namespaces, report its pid, exit.
+		return nsinit.Spawn(os.Args[0], os.Args[2], os.Stdout)
+	}
 	// Whatever descriptor the agent was started with beyond stdin, stdout
 	// and stderr (one hutch's own parent left open, say) must not pass on
 	// to a command: one of a host directory would be a way out of any

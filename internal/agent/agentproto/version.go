@@ -54,10 +54,15 @@ const (
 	// (nsinit.Config.DirFD) and closes it before any command starts; an
 	// agent without it would pass the descriptor on to every command.
 	FeatureDirFD = "ns.dirfd"
+	// FeatureSpawn: under the namespace driver the agent binary, run as
+	// `<name> -spawn <spec>` in the host's namespaces, starts the agent
+	// in the sandbox's (nsinit.Spawn), so the control plane never forks
+	// itself into a new user namespace, a full copy of its memory.
+	FeatureSpawn = "ns.spawn"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

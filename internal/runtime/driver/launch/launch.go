@@ -8,15 +8,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/driver/hostproc"
 )
@@ -65,6 +68,59 @@ func Start(cmd *exec.Cmd, logPath string) (*Agent, error) {
 	a.StartTime, _ = hostproc.StartTime(a.Pid)
 	reapLater(cmd, pidfd)
 	return a, nil
+}
+
+// StartStaged starts cmd, the agent binary as the namespace driver's
+// first stage (nsinit.Spawn: cmd's Args end in nsinit.SpawnArg and its
+// spec), which starts the agent, reports its pid on stdout and exits; the
+// agent is then no child of this process (the host's init reaps it), and
+// the Agent returned is it, with the pipes and log Start would give it.
+func StartStaged(cmd *exec.Cmd, logPath string) (*Agent, error) {
+	stage, err := Start(cmd, logPath)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := readSpawned(stage.stdout)
+	if err != nil {
+		stage.Close()
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return nil, stage.failed(err)
+	}
+	a := &Agent{Pid: pid, Log: logPath, stdin: stage.stdin, stdout: stage.stdout}
+	a.StartTime, _ = hostproc.StartTime(pid)
+	return a, nil
+}
+
+// readSpawned reads the first stage's line, one byte at a time so that
+// nothing the agent writes after it is taken, within ReadyTimeout.
+func readSpawned(stdout io.Reader) (int, error) {
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.SetReadDeadline(time.Now().Add(ReadyTimeout))
+		defer f.SetReadDeadline(time.Time{})
+	}
+	var line []byte
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(stdout, b[:]); err != nil {
+			return 0, fmt.Errorf("the agent's first stage did not report the agent: %w", err)
+		}
+		if b[0] == '\n' {
+			break
+		}
+		if line = append(line, b[0]); len(line) > 4096 {
+			return 0, errors.New("the agent's first stage reported an overlong line")
+		}
+	}
+	var sp nsinit.Spawned
+	if err := json.Unmarshal(line, &sp); err != nil {
+		return 0, fmt.Errorf("the agent's first stage's report %q: %w", line, err)
+	}
+	if sp.Error != "" || sp.Pid <= 0 {
+		return sp.Pid, fmt.Errorf("the agent's first stage: %s", sp.Error)
+	}
+	return sp.Pid, nil
 }
 
 // Handshake sends ev to the agent and waits for its ready line. Either way

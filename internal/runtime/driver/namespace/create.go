@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 
@@ -161,6 +162,10 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, dir)
 	}
 	uids, gids := d.idMaps(st)
+	if d.agentInfo.Has(agentproto.FeatureSpawn) {
+		return d.spawnStaged(st, cmd, nsinit.SpawnSpec{Cloneflags: cloneFlags, UIDs: uids, GIDs: gids,
+			Setgroups: !d.rootless, NoSetGroups: d.rootless, Files: len(cmd.ExtraFiles)})
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  cloneFlags,
 		UidMappings: uids,
@@ -180,6 +185,29 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 	}); err != nil {
 		return nil, err
 	}
+	return d.spawned(st, a)
+}
+
+// spawnStaged starts the agent through its first stage (nsinit.Spawn),
+// which the process forks into the sandbox's namespaces instead of this
+// one: a vfork of the stage in the sandbox's directory, which it can
+// enter as the host's root, and the stage's fork of itself, a few MiB.
+func (d *Driver) spawnStaged(st state, cmd *exec.Cmd, spec nsinit.SpawnSpec) (*spawned, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Args = append(cmd.Args, nsinit.SpawnArg, string(b))
+	cmd.Dir = st.Dir
+	a, err := launch.StartStaged(cmd, filepath.Join(st.Dir, "agent.log"))
+	if err != nil {
+		return nil, err
+	}
+	return d.spawned(st, a)
+}
+
+// spawned records the started agent a in st's state.
+func (d *Driver) spawned(st state, a *launch.Agent) (*spawned, error) {
 	st.Pid, st.StartTime, st.PidNS = a.Pid, a.StartTime, hostproc.PidNS(a.Pid)
 	sp := &spawned{st: st, agent: a}
 	if err := launch.WriteState(st.Dir, st); err != nil {

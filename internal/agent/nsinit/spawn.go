@@ -1,0 +1,105 @@
+package nsinit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// The first stage of an agent's start under the namespace driver. Go
+// starts a child with a vfork, which copies nothing of the parent, unless
+// the child enters a new user namespace: then it forks, copying the page
+// tables of the whole parent, and every page the parent writes afterwards
+// faults to be copied. A control plane holding thousands of sandboxes
+// would pay that, growing with it, for every create. So the control
+// plane vforks the agent binary as `<name> -spawn <spec>` in its own
+// namespaces (a process of a few MiB), which starts the agent in the
+// sandbox's namespaces, prints its pid and exits; the agent, orphaned,
+// is reaped by the host's init like any daemon's child.
+
+// SpawnArg is the argument that makes the agent binary the first stage.
+const SpawnArg = "-spawn"
+
+// SpawnSpec is what the first stage starts the agent with: the control
+// plane's exec.Cmd SysProcAttr, as the stage cannot take it directly.
+type SpawnSpec struct {
+	Cloneflags uintptr                `json:"clone"`
+	UIDs       []syscall.SysProcIDMap `json:"uids"`
+	GIDs       []syscall.SysProcIDMap `json:"gids"`
+	// Setgroups is GidMappingsEnableSetgroups; NoSetGroups is the
+	// credential's (rootless, where setgroups is denied).
+	Setgroups   bool `json:"setgroups,omitempty"`
+	NoSetGroups bool `json:"no_setgroups,omitempty"`
+	// Files is how many descriptors, from 3 on, pass on to the agent at
+	// the same numbers (the binary's first).
+	Files int `json:"files"`
+}
+
+// Spawned is the first stage's one line on stdout.
+type Spawned struct {
+	Pid   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Spawn is the first stage: it starts the agent binary (descriptor 3) as
+// name with spec, in the working directory, stdin, stdout and stderr it
+// was given, reports the agent's pid on stdout and returns the stage's
+// exit code.
+func Spawn(name, spec string, stdout io.Writer) int {
+	pid, err := spawn(name, spec)
+	line, _ := json.Marshal(Spawned{Pid: pid, Error: errString(err)})
+	if _, werr := stdout.Write(append(line, '\n')); werr != nil || err != nil {
+		return 1
+	}
+	return 0
+}
+
+func spawn(name, raw string) (int, error) {
+	var sp SpawnSpec
+	if err := json.Unmarshal([]byte(raw), &sp); err != nil {
+		return 0, fmt.Errorf("spawn spec: %w", err)
+	}
+	if sp.Files < 1 {
+		return 0, fmt.Errorf("spawn spec: %d descriptors; the agent binary's is one", sp.Files)
+	}
+	files := make([]*os.File, sp.Files)
+	for i := range files {
+		files[i] = os.NewFile(uintptr(3+i), "fd"+strconv.Itoa(3+i))
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/fd/3",
+		Args:       []string{name},
+		Env:        []string{},
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		ExtraFiles: files,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 sp.Cloneflags,
+			UidMappings:                sp.UIDs,
+			GidMappings:                sp.GIDs,
+			GidMappingsEnableSetgroups: sp.Setgroups,
+			// The namespace's root before exec, so the agent keeps its
+			// capabilities inside it.
+			Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: sp.NoSetGroups},
+			Setsid:     true,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start the agent: %w", err)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release() // the host's init reaps it once this stage exits
+	return pid, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
