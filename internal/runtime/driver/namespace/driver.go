@@ -203,7 +203,7 @@ func (d *Driver) Open(ctx context.Context) error {
 			return fmt.Errorf("namespace driver: %w", err)
 		}
 		d.reaper = newReaper(d.ids)
-		if err := raiseHostUserLimits(d.log); err != nil {
+		if err := raiseHostLimits(d.log); err != nil {
 			return fmt.Errorf("namespace driver: %w", err)
 		}
 		if d.idmapErr = idmap.Supported(d.dir); d.idmapErr == nil {

@@ -18,33 +18,42 @@ var sandboxUserLimits = map[string]int64{
 	"max_inotify_watches":   65536,
 }
 
-// hostUserLimits are what the driver raises root's host-wide limits to at
-// start (never lowers them): room for many sandboxes' shares, which all
-// count against root. They are the init user namespace's
-// user.max_inotify_*, written under their fs.inotify names, which need no
-// CAP_SYS_RESOURCE.
-var hostUserLimits = map[string]int64{
-	"fs/inotify/max_user_instances": 65536,
-	"fs/inotify/max_user_watches":   4 << 20,
+// hostLimits are what the driver raises the host's limits to at start
+// (never lowers them), each with why, as its log line says.
+var hostLimits = []struct {
+	sysctl string // under /proc/sys
+	want   int64
+	why    string
+}{
+	// Root's host-wide inotify limits: every sandbox's user namespace
+	// counts against them (its share is sandboxUserLimits). They are the
+	// init user namespace's user.max_inotify_*, written under their
+	// fs.inotify names, which need no CAP_SYS_RESOURCE.
+	{"fs/inotify/max_user_instances", 65536, "every sandbox's user namespace is charged to hutch's user"},
+	{"fs/inotify/max_user_watches", 4 << 20, "every sandbox's user namespace is charged to hutch's user"},
+	// Every thread takes a pid: a few thousand idle sandboxes, each an
+	// agent of a few threads, pass the kernel's old default of 32,768
+	// (systemd sets this same value at boot on 64-bit hosts).
+	{"kernel/pid_max", 1 << 22, "each sandbox's agent and commands take pids, thousands of sandboxes more than 32,768"},
 }
 
-// raiseHostUserLimits raises hostUserLimits where the host's are lower, and
-// says so.
-func raiseHostUserLimits(log *slog.Logger) error {
-	for name, want := range hostUserLimits {
-		p := "/proc/sys/" + name
+// raiseHostLimits raises hostLimits where the host's are lower, and says
+// so.
+func raiseHostLimits(log *slog.Logger) error {
+	for _, l := range hostLimits {
+		p := "/proc/sys/" + l.sysctl
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 		have, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || have >= want {
+		if err != nil || have >= l.want {
 			continue
 		}
-		if err := os.WriteFile(p, []byte(strconv.FormatInt(want, 10)), 0); err != nil {
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(l.want, 10)), 0); err != nil {
 			return fmt.Errorf("raise %s: %w", p, err)
 		}
-		log.Info("raised a host limit: every sandbox's user namespace is charged to hutch's user", "sysctl", strings.ReplaceAll(name, "/", "."), "from", have, "to", want)
+		log.Info("raised a host limit: "+l.why, "sysctl", strings.ReplaceAll(l.sysctl, "/", "."), "from", have, "to", l.want)
 	}
 	return nil
 }
