@@ -25,23 +25,8 @@ func TestHoldsNoHostMount(t *testing.T) {
 	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
 		t.Skip("needs root, to mount a loop filesystem")
 	}
-	parent := "hutch-test-" + ids.New()[20:]
-	t.Cleanup(func() {
-		parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
-		parents = append(parents, "/sys/fs/cgroup/"+parent)
-		for _, p := range parents {
-			os.Remove(p)
-		}
-	})
-	d, err := namespace.New(namespace.Config{Dir: filepath.Join(t.TempDir(), "sandboxes"), AgentPath: filepath.Join(binDir, "hutch-agent"), CgroupParent: parent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := openRootDriver(t)
 	ctx := context.Background()
-	if err := d.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	fs := testutil.NewLoopFS(t, testutil.LoopFSConfig{Type: "ext4", Size: 64 << 20})
 	h, err := d.Create(ctx, driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.5},
 		Token: ids.Token(32), MaxFileBytes: 1 << 20})
@@ -59,4 +44,27 @@ func TestHoldsNoHostMount(t *testing.T) {
 	if err := fs.WaitFreed(5*time.Second, 2*time.Minute); err != nil {
 		t.Fatalf("with sandboxes running, a filesystem the host unmounted stays alive: %v", err)
 	}
+}
+
+// openRootDriver is a namespace driver in a temporary directory under a
+// cgroup parent of its own, opened, closed and its parent removed when
+// the test ends. The caller has checked it runs as root.
+func openRootDriver(t *testing.T) *namespace.Driver {
+	t.Helper()
+	parent := "hutch-test-" + ids.New()[20:]
+	t.Cleanup(func() {
+		parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+		for _, p := range append(parents, "/sys/fs/cgroup/"+parent) {
+			os.Remove(p)
+		}
+	})
+	d, err := namespace.New(namespace.Config{Dir: filepath.Join(t.TempDir(), "sandboxes"), AgentPath: filepath.Join(binDir, "hutch-agent"), CgroupParent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/hostproc"
-	"github.com/hutchdev/hutch/internal/runtime/driver/namespace"
 	"github.com/hutchdev/hutch/internal/runtime/host/hostids"
 )
 
@@ -27,22 +25,8 @@ func TestDestroyKillsEscapedUID(t *testing.T) {
 	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
 		t.Skip("needs root: uid ranges are root's")
 	}
-	parent := "hutch-test-" + ids.New()[20:]
-	t.Cleanup(func() {
-		parents, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
-		for _, p := range append(parents, "/sys/fs/cgroup/"+parent) {
-			os.Remove(p)
-		}
-	})
-	d, err := namespace.New(namespace.Config{Dir: filepath.Join(t.TempDir(), "sandboxes"), AgentPath: filepath.Join(binDir, "hutch-agent"), CgroupParent: parent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := openRootDriver(t)
 	ctx := context.Background()
-	if err := d.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	h, err := d.Create(ctx, driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64},
 		Token: ids.Token(32), MaxFileBytes: 1 << 20})
 	if err != nil {
