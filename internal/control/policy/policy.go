@@ -95,8 +95,8 @@ func (r *Runner) Run(ctx context.Context) {
 
 // Tick runs the ticking policies once, as of now, over the fleet brought
 // up to date (fleet.go). The out-of-memory watch and the metric samples,
-// which read every sandbox's cgroups, run once per sample period, not
-// every tick.
+// which read every sandbox's cgroups, run once per sample period (which
+// grows with the fleet: sandbox.SampleDue), not every tick.
 func (r *Runner) Tick(ctx context.Context, now time.Time) {
 	if err := r.fleet.refresh(ctx, now); err != nil {
 		r.log.Warn("list sandboxes for the policies", "err", err)
@@ -106,7 +106,7 @@ func (r *Runner) Tick(ctx context.Context, now time.Time) {
 	r.expiry.tick(ctx, now, append(slices.Clip(running), stopped...))
 	r.idle.tick(ctx, now, running, paused)
 	r.disk.tick(ctx, now, running)
-	if r.svc.SampleDue(now) {
+	if r.svc.SampleDue(now, len(running)+len(paused)) {
 		watchOOM(ctx, r.svc, running)
 		r.svc.SampleMetrics(ctx, now, append(slices.Clip(running), paused...))
 	}

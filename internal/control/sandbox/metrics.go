@@ -15,12 +15,20 @@ import (
 
 // What a running or paused sandbox uses (GET /v1/sandboxes/{id}/metrics):
 // read from its driver when asked, and sampled (SampleMetrics, which the
-// metrics policy calls every tick) once every metricsEvery into a short
-// history kept with the live sandbox.
+// metrics policy calls every tick) once every period into a short history
+// kept with the live sandbox. The period is metricsEvery, stretched by
+// sampleCost for each sandbox past the first metricsEvery/sampleCost: a
+// sample reads a few files of each sandbox's cgroups, and the period
+// grows with the fleet so that sampling costs the server a bounded share
+// of one CPU (sampleCost over the period a sandbox) however many run.
 
 const (
-	// metricsEvery is the period of the samples.
+	// metricsEvery is the period of the samples of a fleet of up to
+	// metricsEvery/sampleCost sandboxes.
 	metricsEvery = 5 * time.Second
+	// sampleCost is the stretch of the period per sandbox past those:
+	// 5,000 sandboxes are sampled every 25 s.
+	sampleCost = 5 * time.Millisecond
 	// metricsKeep is how many periods a history covers: 5 minutes.
 	metricsKeep = 60
 	// statsTimeout bounds one reading of a sandbox's use from its driver.
@@ -94,18 +102,27 @@ func cpuPercent(a, b point) float64 {
 	return float64(b.cpuNS-a.cpuNS) / float64(span.Nanoseconds()) * 100
 }
 
-// SampleDue reports whether now is in a metricsEvery period of the clock
-// not sampled yet, and if so takes it: the caller then samples, once per
-// period however often it asks.
-func (s *Service) SampleDue(now time.Time) bool {
-	slot := now.Truncate(metricsEvery)
+// SampleDue reports whether now, with n sandboxes to sample, is in a
+// period of the clock (samplePeriod) not sampled yet, and if so takes
+// it: the caller then samples, once per period however often it asks.
+func (s *Service) SampleDue(now time.Time, n int) bool {
+	every := max(metricsEvery, time.Duration(n)*sampleCost).Truncate(time.Second)
+	slot := now.Truncate(every)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sampleEvery = every
 	if !slot.After(s.sampled) {
 		return false
 	}
 	s.sampled = slot
 	return true
+}
+
+// samplePeriod is the period of the samples as last set by SampleDue.
+func (s *Service) samplePeriod() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.sampleEvery, metricsEvery)
 }
 
 // SampleMetrics takes one sample of each of recs, running or paused
@@ -193,7 +210,7 @@ func (s *Service) Metrics(ctx context.Context, id string) (api.SandboxMetrics, e
 		Memory:       api.MemStats{UsageBytes: st.MemoryBytes, PeakBytes: st.MemoryPeak, LimitBytes: st.MemoryLimit},
 		Pids:         api.PidStats{Current: st.Pids, Limit: st.PidsLimit},
 		Network:      api.NetStats{RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxPackets: st.RxPackets, TxPackets: st.TxPackets},
-		SampleEveryS: int(metricsEvery / time.Second),
+		SampleEveryS: int(s.samplePeriod() / time.Second),
 		History:      []api.Sample{},
 		Unsupported:  st.Unsupported,
 	}

@@ -244,7 +244,7 @@ func TestPercentBase(t *testing.T) {
 // policies' tick does: when a period is due.
 func sample(t *testing.T, svc *Service, ctx context.Context, now time.Time) {
 	t.Helper()
-	if !svc.SampleDue(now) {
+	if !svc.SampleDue(now, 1) {
 		return
 	}
 	recs, err := svc.Owned(ctx, api.StateRunning, api.StatePaused)
@@ -252,4 +252,32 @@ func sample(t *testing.T, svc *Service, ctx context.Context, now time.Time) {
 		t.Fatal(err)
 	}
 	svc.SampleMetrics(ctx, now, recs)
+}
+
+// The samples' period grows with the fleet past metricsEvery/sampleCost
+// sandboxes, so sampling every sandbox's cgroups costs a bounded share of
+// a CPU, and the metrics say which period they come from.
+func TestSamplePeriodGrowsWithFleet(t *testing.T) {
+	f := newLiveFixture(t, nil)
+	sb := f.create(t)
+	start := time.Unix(0, 0).Add(1000 * time.Hour) // at the start of every period
+	if !f.svc.SampleDue(start, 5000) {
+		t.Fatal("first sample of 5,000 sandboxes not due")
+	}
+	if f.svc.SampleDue(start.Add(20*time.Second), 5000) {
+		t.Error("5,000 sandboxes sampled again 20 s on; want every 25 s")
+	}
+	if !f.svc.SampleDue(start.Add(25*time.Second), 5000) {
+		t.Error("5,000 sandboxes not sampled 25 s on")
+	}
+	m, err := f.svc.Metrics(f.ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SampleEveryS != 25 {
+		t.Errorf("sample_every_s = %d with 5,000 sandboxes; want 25", m.SampleEveryS)
+	}
+	if !f.svc.SampleDue(start.Add(30*time.Second), 10) || f.svc.SampleDue(start.Add(34*time.Second), 10) {
+		t.Error("10 sandboxes: want a sample every 5 s")
+	}
 }

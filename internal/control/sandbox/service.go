@@ -150,9 +150,10 @@ type Service struct {
 	// (agentcheck.go).
 	lostAgents chan string
 
-	mu      sync.Mutex
-	lives   map[string]*live // the sandboxes live on this server (live.go)
-	sampled time.Time        // the period the metrics were sampled last (metrics.go)
+	mu          sync.Mutex
+	lives       map[string]*live // the sandboxes live on this server (live.go)
+	sampled     time.Time        // the period the metrics were sampled last (metrics.go)
+	sampleEvery time.Duration    // the samples' period, as SampleDue last set it
 	// capturing: snapshot id → its files are being made (snapshots.go)
 	capturing map[string]bool
 
