@@ -198,13 +198,25 @@ func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]a
 		t.Errorf("%s: warm pools of earlier servers left: %v", where, names(pools))
 	}
 	// Each host uid range registered to a sandbox of this data directory
-	// is one whose directory is there.
-	regs, _ := filepath.Glob(filepath.Join(hostids.Registry, "*"))
-	for _, r := range regs {
-		b, err := os.ReadFile(r)
-		if owner := string(b); err == nil && strings.HasPrefix(owner, nsDir+"/") && !dirExists(owner) {
-			t.Errorf("%s: host uid range %s is still registered to %s, which is gone", where, filepath.Base(r), owner)
+	// is one whose directory is there, once the driver's reaper has
+	// walked for those a destroy just retired (the restart's sweep walks
+	// before the server answers).
+	var stale []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stale = stale[:0]
+		regs, _ := filepath.Glob(filepath.Join(hostids.Registry, "*"))
+		for _, r := range regs {
+			b, err := os.ReadFile(r)
+			if owner := string(b); err == nil && strings.HasPrefix(owner, nsDir+"/") && !dirExists(owner) {
+				stale = append(stale, filepath.Base(r)+" is still registered to "+owner)
+			}
 		}
+		if len(stale) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, r := range stale {
+		t.Errorf("%s: host uid range %s, which is gone", where, r)
 	}
 
 	// The trash empties in the background.

@@ -30,6 +30,8 @@ const reapEvery = 100 * time.Millisecond
 type reaper struct {
 	ids *hostids.Pool
 
+	walking sync.Mutex // one walk at a time: a range is released once
+
 	mu      sync.Mutex
 	pending map[uint32]bool // first ids of the retired ranges
 	running bool            // the goroutine runs
@@ -87,6 +89,8 @@ func (r *reaper) run() {
 // began and, when it found none, releases those ranges; it returns the
 // number of processes it killed (1 when /proc could not be read).
 func (r *reaper) walk() int {
+	r.walking.Lock()
+	defer r.walking.Unlock()
 	r.mu.Lock()
 	batch := maps.Clone(r.pending)
 	r.mu.Unlock()
@@ -105,6 +109,16 @@ func (r *reaper) walk() int {
 	}
 	r.mu.Unlock()
 	return 0
+}
+
+// flush walks until no retired range waits, or teardownTimeout passes:
+// for a sweep, after which nothing is registered to a sandbox that is
+// gone (a restart finds the ranges its crash left retired).
+func (r *reaper) flush() {
+	deadline := time.Now().Add(hostproc.TeardownTimeout)
+	for r.walk() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // close reaps what is retired and waits for the reaper's goroutine.

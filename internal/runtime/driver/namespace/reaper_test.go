@@ -74,3 +74,38 @@ func TestDestroyKillsEscapedUID(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepReleasesRetired: a sweep (the one at start-up above all, after
+// a crash left ranges retired and not yet walked) returns with no range
+// still registered to a sandbox that is gone.
+func TestSweepReleasesRetired(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("needs root: uid ranges are root's")
+	}
+	d := openRootDriver(t)
+	ctx := context.Background()
+	h, err := d.Create(ctx, driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64},
+		Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		IDBase uint32 `json:"id_base"`
+	}
+	if err := json.Unmarshal(h.State, &st); err != nil || st.IDBase == 0 {
+		t.Fatalf("the handle's id base: %v (%s)", err, h.State)
+	}
+	if err := d.Destroy(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Sweep(ctx, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := hostids.New(hostids.Registry, 2_200_000_000, 1<<16, 30_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, held := pool.Owner(st.IDBase); held {
+		t.Errorf("after the sweep the range at %d is still registered to %s, which is gone", st.IDBase, owner)
+	}
+}

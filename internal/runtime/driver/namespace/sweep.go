@@ -48,6 +48,7 @@ func (d *Driver) Sweep(ctx context.Context, known func(id string) bool) ([]strin
 		for _, first := range d.ids.Stale(d.dir) {
 			d.reaper.retire(first)
 		}
+		d.reaper.flush()
 	}
 	d.sweepTemplates()
 	return removed, errors.Join(errs...)
