@@ -22,7 +22,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -56,10 +55,6 @@ func run() int {
 		// agent in the sandbox's namespaces, report its pid, exit.
 		return nsinit.Spawn(os.Args[0], os.Args[2], os.Stdout)
 	}
-	// One P: the agent's work is I/O for the commands it runs, which
-	// need no parallelism of its own, and every P brings threads, each a
-	// pid and its stacks, in thousands of idle sandboxes.
-	runtime.GOMAXPROCS(1)
 	// Whatever descriptor the agent was started with beyond stdin, stdout
 	// and stderr (one hutch's own parent left open, say) must not pass on
 	// to a command: one of a host directory would be a way out of any
