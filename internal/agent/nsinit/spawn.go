@@ -39,6 +39,22 @@ type SpawnSpec struct {
 	Files int `json:"files"`
 }
 
+// SysProcAttr is how the agent is started in the sandbox's namespaces,
+// by the first stage, or by the control plane itself for an agent
+// without it.
+func (sp SpawnSpec) SysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:                 sp.Cloneflags,
+		UidMappings:                sp.UIDs,
+		GidMappings:                sp.GIDs,
+		GidMappingsEnableSetgroups: sp.Setgroups,
+		// The namespace's root before exec, so the agent keeps its
+		// capabilities inside it.
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: sp.NoSetGroups},
+		Setsid:     true,
+	}
+}
+
 // Spawned is the first stage's one line on stdout.
 type Spawned struct {
 	Pid   int    `json:"pid,omitempty"`
@@ -71,23 +87,14 @@ func spawn(name, raw string) (int, error) {
 		files[i] = os.NewFile(uintptr(3+i), "fd"+strconv.Itoa(3+i))
 	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/fd/3",
-		Args:       []string{name},
-		Env:        []string{},
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		ExtraFiles: files,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags:                 sp.Cloneflags,
-			UidMappings:                sp.UIDs,
-			GidMappings:                sp.GIDs,
-			GidMappingsEnableSetgroups: sp.Setgroups,
-			// The namespace's root before exec, so the agent keeps its
-			// capabilities inside it.
-			Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: sp.NoSetGroups},
-			Setsid:     true,
-		},
+		Path:        "/proc/self/fd/3",
+		Args:        []string{name},
+		Env:         []string{},
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		ExtraFiles:  files,
+		SysProcAttr: sp.SysProcAttr(),
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start the agent: %w", err)

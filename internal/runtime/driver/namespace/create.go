@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -162,22 +161,14 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, dir)
 	}
 	uids, gids := d.idMaps(st)
+	// Rootless, the kernel lets a user namespace map its creator's gid
+	// only once setgroups is denied in it.
+	spec := nsinit.SpawnSpec{Cloneflags: cloneFlags, UIDs: uids, GIDs: gids,
+		Setgroups: !d.rootless, NoSetGroups: d.rootless, Files: len(cmd.ExtraFiles)}
 	if d.agentInfo.Has(agentproto.FeatureSpawn) {
-		return d.spawnStaged(st, cmd, nsinit.SpawnSpec{Cloneflags: cloneFlags, UIDs: uids, GIDs: gids,
-			Setgroups: !d.rootless, NoSetGroups: d.rootless, Files: len(cmd.ExtraFiles)})
+		return d.spawnStaged(st, cmd, spec)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  cloneFlags,
-		UidMappings: uids,
-		GidMappings: gids,
-		// Rootless, the kernel lets a user namespace map its creator's gid
-		// only once setgroups is denied in it.
-		GidMappingsEnableSetgroups: !d.rootless,
-		// Become the namespace's root before exec, so the agent keeps its
-		// capabilities inside it.
-		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: d.rootless},
-		Setsid:     true,
-	}
+	cmd.SysProcAttr = spec.SysProcAttr()
 	var a *launch.Agent
 	if err := launch.InDir(st.Dir, func() (err error) {
 		a, err = launch.Start(cmd, filepath.Join(st.Dir, "agent.log"))
