@@ -58,13 +58,57 @@ func buildRoot(c *Config) error {
 			return err
 		}
 	}
-	if err := mountProc(filepath.Join(root, "proc")); err != nil {
+	scratch := filepath.Join(root, "tmp")
+	if err := mountScratch(scratch, c.TmpBytes); err != nil {
 		return err
 	}
-	if err := mountDev(filepath.Join(root, "dev"), c.TmpBytes, c.TTYGID); err != nil {
+	if err := mountProc(filepath.Join(root, "proc"), filepath.Join(scratch, "empty")); err != nil {
 		return err
 	}
-	return mountTmpfs(filepath.Join(root, "tmp"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(c.TmpBytes, 10))
+	if err := mountDev(filepath.Join(root, "dev"), scratch, c.TTYGID); err != nil {
+		return err
+	}
+	return bind(filepath.Join(scratch, "tmp"), scratch, unix.MS_NOSUID|unix.MS_NODEV)
+}
+
+// mountScratch mounts the one tmpfs behind /dev, /dev/shm and /tmp at dir
+// (the root's /tmp, where it is staged) with a directory for each and an
+// empty read-only one that masks directories of /proc; mountDev binds its
+// parts into place and buildRoot binds its tmp over dir last, which hides
+// the rest. One file system instead of one for each: the kernel registers
+// a shrinker for every file system, and sizes an array for every memory
+// cgroup on the host by how many there are, so a sandbox's file systems
+// cost memory in every other sandbox's group (bench/README, issue 23).
+// The three share size bytes.
+func mountScratch(dir string, size int64) error {
+	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=755,size="+strconv.FormatInt(size, 10)); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		mode uint32
+	}{{"dev", 0o755}, {"shm", 0o1777}, {"tmp", 0o1777}, {"empty", 0o555}} {
+		p := filepath.Join(dir, d.name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return fmt.Errorf("nsinit: %w", err)
+		}
+		if err := unix.Chmod(p, d.mode); err != nil { // Mkdir's mode passes the umask; os.Chmod takes no sticky bit as 0o1000
+			return fmt.Errorf("nsinit: chmod %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// bind binds src onto dst with flags (MS_NOSUID, MS_NODEV, MS_NOEXEC,
+// MS_RDONLY) on the new mount.
+func bind(src, dst string, flags uintptr) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("nsinit: bind %s: %w", dst, err)
+	}
+	if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|flags, ""); err != nil {
+		return fmt.Errorf("nsinit: set the flags of %s: %w", dst, err)
+	}
+	return nil
 }
 
 // bindReadOnly binds src onto dst and makes the bind read-only, nosuid and
@@ -104,13 +148,13 @@ func remountReadOnly(p string) error {
 }
 
 // mountProc mounts a /proc of the sandbox's pid namespace and masks what
-// it must not see or change.
-func mountProc(p string) error {
+// it must not see or change, directories with the empty directory empty.
+func mountProc(p, empty string) error {
 	if err := unix.Mount("proc", p, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("nsinit: mount /proc: %w", err)
 	}
 	for _, name := range maskedProc {
-		if err := mask(filepath.Join(p, name)); err != nil {
+		if err := mask(filepath.Join(p, name), empty); err != nil {
 			return err
 		}
 	}
@@ -126,8 +170,8 @@ func mountProc(p string) error {
 	return nil
 }
 
-// mask hides p under /dev/null or an empty read-only tmpfs.
-func mask(p string) error {
+// mask hides p under /dev/null or the empty directory empty, read-only.
+func mask(p, empty string) error {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -136,21 +180,19 @@ func mask(p string) error {
 		return fmt.Errorf("nsinit: %w", err)
 	}
 	if fi.IsDir() {
-		err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=555")
-	} else {
-		err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		return bind(empty, p, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
 	}
-	if err != nil {
+	if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("nsinit: mask %s: %w", p, err)
 	}
 	return nil
 }
 
-// mountDev makes a minimal /dev: a small tmpfs with the host's harmless
-// device nodes bound in, a private devpts instance, a tmpfs /dev/shm and
-// the usual links.
-func mountDev(dev string, shmBytes int64, ttyGID uint32) error {
-	if err := mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=65536"); err != nil {
+// mountDev makes a minimal /dev from the scratch file system's dev, with
+// the host's harmless device nodes bound in, a private devpts, the scratch
+// file system's shm as /dev/shm and the usual links.
+func mountDev(dev, scratch string, ttyGID uint32) error {
+	if err := bind(filepath.Join(scratch, "dev"), dev, unix.MS_NOSUID|unix.MS_NOEXEC); err != nil {
 		return err
 	}
 	for _, name := range devices {
@@ -171,7 +213,7 @@ func mountDev(dev string, shmBytes int64, ttyGID uint32) error {
 		"newinstance,ptmxmode=0666,mode=0620,gid="+strconv.FormatUint(uint64(ttyGID), 10)); err != nil {
 		return fmt.Errorf("nsinit: mount /dev/pts: %w", err)
 	}
-	if err := mountTmpfs(filepath.Join(dev, "shm"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(shmBytes, 10)); err != nil {
+	if err := bind(filepath.Join(scratch, "shm"), filepath.Join(dev, "shm"), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
 	for name, target := range devLinks {

@@ -44,6 +44,16 @@ func testIsolation(t *testing.T, s Suite) {
 		}
 	}
 
+	// /tmp and /dev/shm keep each file to its owner (the sticky bit); a
+	// driver that gives sandboxes a root of their own (one from an image)
+	// gives them their own /tmp and /dev/shm, which take files.
+	if got := sh(t, a, "stat -c %a /tmp /dev/shm"); got != "1777\n1777\n" {
+		t.Errorf("the modes of /tmp and /dev/shm: %q, want 1777 each", got)
+	}
+	if d.Capabilities().Images {
+		sh(t, a, "echo x > /tmp/scratch-probe && echo x > /dev/shm/scratch-probe")
+	}
+
 	// Nothing the agent holds (the descriptors it was started with, its
 	// socket) passes to a command: a directory descriptor of the host's
 	// would be a way out of any root.

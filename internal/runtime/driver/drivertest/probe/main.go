@@ -149,7 +149,7 @@ func attempts() map[string]string {
 	lsmSize := uint32(len(lsmIDs) * 8)
 	try("unlisted_lsm_list_modules", errnoOf(unix.Syscall(unix.SYS_LSM_LIST_MODULES, uintptr(unsafe.Pointer(&lsmIDs[0])), uintptr(unsafe.Pointer(&lsmSize)), 0)))
 	try("unassigned_syscall_1000", errnoOf(unix.Syscall(1000, 0, 0, 0)))
-	for _, p := range []string{"/usr/probe-escape", "/usr/bin/probe-escape", "/.hutch/bin/probe-escape"} {
+	for _, p := range []string{"/usr/probe-escape", "/usr/bin/probe-escape", "/.hutch/bin/probe-escape", "/proc/acpi/probe-escape"} {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {
 			f.Close()
