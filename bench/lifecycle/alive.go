@@ -27,6 +27,7 @@ type aliveResult struct {
 	createAll, destroyAll time.Duration
 
 	before, after memSnapshot // idle
+	idle          idleCPU     // with -idle: what the full fleet used, idle
 	cgroup        string      // path of this process's memory cgroup; "" if none
 }
 
@@ -45,11 +46,12 @@ type memSnapshot struct {
 
 // measureAlive creates n sandboxes back to back and keeps them all alive;
 // reads their memory once idle; execs `true` once in each; then destroys
-// them all. Failed creates are counted, not fatal. Whatever it created is
+// them all; with idle, it first leaves them idle that long and reads the
+// CPU they and the server use. Failed creates are counted, not fatal. Whatever it created is
 // destroyed even when it fails part-way.
 // profile, when set, is called as each phase begins and returns what ends
 // its profile.
-func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, idle time.Duration, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
 	if profile == nil {
 		profile = func(string) func() { return func() {} }
 	}
@@ -108,6 +110,10 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	res.created = len(ids)
 	if res.after, err = idleMemory(agentPath, pcg); err != nil {
 		return res, err
+	}
+	if idle > 0 {
+		progress(fmt.Sprintf("leaving the %d sandboxes idle for %s", len(ids), idle))
+		res.idle = measureIdleCPU(config.Default().CgroupParent, ids, idle)
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}

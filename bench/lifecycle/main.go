@@ -39,8 +39,10 @@ type options struct {
 	floorRuns      int  // runs of each of bwrap and runc
 	alive          int  // sandboxes to keep alive at once; 0 skips
 	cpuprofile     string
-	profilePhase   string // with cpuprofile: profile only this phase of -alive
-	serverLog      string // file for the server's warnings and errors; "" discards them
+	profilePhase   string        // with cpuprofile: profile only this phase of -alive
+	memprofile     string        // heap profile of the server with the fleet of -alive full
+	idle           time.Duration // with -alive: how long the full fleet is left idle, its CPU read
+	serverLog      string        // file for the server's warnings and errors; "" discards them
 }
 
 func main() {
@@ -56,6 +58,8 @@ func main() {
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
 	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, exec or destroy")
+	flag.DurationVar(&o.idle, "idle", 0, "with -alive, leave the full fleet idle this long and report the CPU it and the server use (0: skip)")
+	flag.StringVar(&o.memprofile, "memprofile", "", "with -alive, write a heap profile of this process (the server, in process) to this file once every sandbox is created")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
 	if o.floorRuns == 0 {
@@ -133,7 +137,7 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
-		res, err := measureAlive(ctx, c, o.alive, o.agent, phaseProfiler(o))
+		res, err := measureAlive(ctx, c, o.alive, o.agent, o.idle, phaseProfiler(o))
 		if err != nil {
 			return err
 		}
@@ -225,15 +229,20 @@ func destroyAll(ctx context.Context, c *client.Client, ids []string) {
 	}
 }
 
-// phaseProfiler returns what starts the CPU profile of one phase of
-// -alive (-profile-phase) and returns what stops it; nil when no phase is
-// profiled.
+// phaseProfiler returns what starts the profiles of one phase of -alive
+// and returns what stops them: the CPU profile of -profile-phase, and the
+// heap profile of -memprofile as the exec phase begins (the fleet full and
+// idle); nil when there is neither.
 func phaseProfiler(o options) func(phase string) (stop func()) {
-	if o.cpuprofile == "" || o.profilePhase == "" {
+	cpu := o.cpuprofile != "" && o.profilePhase != ""
+	if !cpu && o.memprofile == "" {
 		return nil
 	}
 	return func(phase string) func() {
-		if phase != o.profilePhase {
+		if phase == "exec" && o.memprofile != "" {
+			writeHeapProfile(o.memprofile)
+		}
+		if !cpu || phase != o.profilePhase {
 			return func() {}
 		}
 		f, err := os.Create(o.cpuprofile)
@@ -248,5 +257,21 @@ func phaseProfiler(o options) func(phase string) (stop func()) {
 			pprof.StopCPUProfile()
 			f.Close()
 		}
+	}
+}
+
+// writeHeapProfile writes this process's heap profile, after a collection,
+// to path.
+func writeHeapProfile(path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lifecycle: heap profile:", err)
 	}
 }

@@ -103,6 +103,10 @@ func printAlive(r aliveResult) {
 				"MemAvailable is the whole host's, so anything else running moves it too.\n\n", r.cgroup)
 		}
 	}
+	if r.idle.window > 0 {
+		fmt.Println(r.idle.String())
+		fmt.Println()
+	}
 	fmt.Println("| what | n | p50 | p95 | total |")
 	fmt.Println("|---|---|---|---|---|")
 	row := func(name string, d []time.Duration, total time.Duration) {

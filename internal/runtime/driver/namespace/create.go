@@ -75,8 +75,14 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, e
 	var st state
 	if sp, ok := d.pool.Take(); ok {
 		if st, err = d.bringUp(ctx, spec, dir, workdir, sp); err != nil {
+			// bringUp tore it down; what it returns names a dead agent. A
+			// teardown that could not finish (a host too busy to kill its
+			// processes in time) leaves the directory, which the orphan
+			// sweep removes; the sandbox's id cannot start cold over it.
+			if _, lerr := os.Lstat(dir); lerr == nil {
+				return h, err
+			}
 			d.log.Warn("warm sandbox failed; starting a cold one", logattr.Sandbox(spec.SandboxID), "err", err)
-			// bringUp tore it down; what it returns names a dead agent.
 			st = state{}
 		}
 	}
@@ -249,7 +255,9 @@ func (d *Driver) bringUp(ctx context.Context, spec driver.Spec, dir, workdir str
 	defer func() {
 		if retErr != nil {
 			sp.close()
-			d.teardown(context.WithoutCancel(ctx), sp.st)
+			if err := d.teardown(context.WithoutCancel(ctx), sp.st); err != nil {
+				d.log.Warn("a sandbox that failed to start is left for the orphan sweep", logattr.Sandbox(spec.SandboxID), "err", err)
+			}
 		}
 	}()
 	if sp.st.Dir != dir {
