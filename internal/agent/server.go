@@ -286,7 +286,9 @@ func New(cfg Config) (*Server, error) {
 			MaxReceiveBufferPerConnection: 8 << 20,
 			MaxReadFrameSize:              1 << 20,
 			// Pings keep a dead control plane from holding streams open.
-			SendPingTimeout: 30 * time.Second,
+			// Longer than the control plane's own period (agentclient), so
+			// an idle connection carries its pings alone.
+			SendPingTimeout: 2 * time.Minute,
 			PingTimeout:     15 * time.Second,
 		},
 	}
