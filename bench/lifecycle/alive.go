@@ -18,6 +18,11 @@ import (
 // before and after then differ by the sandboxes alone.
 const settleDelay = time.Second
 
+// fillTimeoutS is the lifetime of the sandboxes -alive keeps, the most a
+// server allows by default: filling a box with thousands takes longer
+// than the default hour, which would destroy the first ones meanwhile.
+const fillTimeoutS = 24 * 60 * 60
+
 // aliveResult is what keeping n sandboxes alive at once cost.
 type aliveResult struct {
 	n, created, execOK int
@@ -86,7 +91,7 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		t := time.Now()
 		var sb *api.Sandbox
 		err := tk.call(func() (err error) {
-			sb, err = c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+			sb, err = c.CreateSandbox(ctx, api.CreateSandboxRequest{TimeoutS: fillTimeoutS})
 			return err
 		})
 		if ctx.Err() != nil {
