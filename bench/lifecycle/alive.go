@@ -29,7 +29,10 @@ type aliveResult struct {
 	createErr, execErr string // the first failure of each, if any
 
 	create, exec, destroy []time.Duration
-	createAll, destroyAll time.Duration
+	createAll, destroyAll time.Duration // createAll leaves the probes out
+
+	probeEvery, probeSamples int
+	fleet                    []checkpoint // the probes as the fleet grew; none unless probed
 
 	before, after memSnapshot // idle
 	cgroup        string      // path of this process's memory cgroup; "" if none
@@ -52,13 +55,16 @@ type memSnapshot struct {
 // reads their memory once idle; execs `true` once in each; then destroys
 // them all. Failed creates are counted, not fatal. Whatever it created is
 // destroyed even when it fails part-way.
+// With probe.every set, it times calls of each of probeOps at 0 alive,
+// after every probe.every sandboxes created, and at the end, the fill
+// paused meanwhile.
 // profile, when set, is called as each phase begins and returns what ends
 // its profile.
-func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, probe probeOptions, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
 	if profile == nil {
 		profile = func(string) func() { return func() {} }
 	}
-	res.n = n
+	res.n, res.probeEvery, res.probeSamples = n, probe.every, probe.samples
 	var ids []string
 	defer func() {
 		if retErr != nil {
@@ -75,6 +81,14 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
 		return res, fmt.Errorf("warm-up destroy: %w", err)
 	}
+	// Before the memory is read, so its sandbox counts on both sides.
+	var fleet *prober
+	if probe.every > 0 {
+		if fleet, err = startProber(ctx, c, probe); err != nil {
+			return res, err
+		}
+		defer fleet.close(ctx)
+	}
 
 	cg, hasCg := ownMemCgroup(os.Getpid())
 	var pcg *memCgroup
@@ -84,9 +98,18 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	if res.before, err = idleMemory(agentPath, pcg); err != nil {
 		return res, err
 	}
+	if fleet != nil {
+		res.fleet = append(res.fleet, fleet.measure(ctx, 0))
+	}
 	start := time.Now()
 	stop := profile("create")
 	tk := startTicker(os.Stderr, "create", n)
+	var probing time.Duration
+	probeFleet := func() {
+		t := time.Now()
+		tk.hold(func() { res.fleet = append(res.fleet, fleet.measure(ctx, len(ids))) })
+		probing += time.Since(t)
+	}
 	for i := 0; i < n; i++ {
 		t := time.Now()
 		var sb *api.Sandbox
@@ -106,10 +129,16 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		}
 		res.create = append(res.create, time.Since(t))
 		ids = append(ids, sb.ID)
+		if fleet != nil && len(ids)%probe.every == 0 {
+			probeFleet()
+		}
+	}
+	if fleet != nil && len(ids)%probe.every != 0 {
+		probeFleet()
 	}
 	tk.finish()
 	stop()
-	res.createAll = time.Since(start)
+	res.createAll = time.Since(start) - probing
 	res.created = len(ids)
 	if res.after, err = idleMemory(agentPath, pcg); err != nil {
 		return res, err
