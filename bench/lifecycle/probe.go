@@ -45,8 +45,12 @@ var probeOps = []probeOp{
 	{"exec `true`", (*prober).exec},
 	{"file write (1 KiB)", (*prober).write},
 	{"preview request", (*prober).request},
-	{"list (first page)", (*prober).list},
+	listOp: {"list (first page)", (*prober).list},
 }
+
+// listOp is the list's index in probeOps: its page, unlike the other
+// operations' work, grows with the first sandboxes.
+const listOp = 4
 
 // checkpoint is one probe of the fleet: with alive sandboxes created and
 // kept, the timings of each of probeOps (by index), the calls that failed
