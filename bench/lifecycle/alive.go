@@ -81,13 +81,16 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
 		return res, fmt.Errorf("warm-up destroy: %w", err)
 	}
-	// Before the memory is read, so its sandbox counts on both sides.
+	// Before the memory is read, so its sandbox counts on both sides, and
+	// before the reading returns the server's memory to the kernel, which
+	// the first calls after it fault back in.
 	var fleet *prober
 	if probe.every > 0 {
 		if fleet, err = startProber(ctx, c, probe); err != nil {
 			return res, err
 		}
 		defer fleet.close(ctx)
+		res.fleet = append(res.fleet, fleet.measure(ctx, 0))
 	}
 
 	cg, hasCg := ownMemCgroup(os.Getpid())
@@ -97,9 +100,6 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	}
 	if res.before, err = idleMemory(agentPath, pcg); err != nil {
 		return res, err
-	}
-	if fleet != nil {
-		res.fleet = append(res.fleet, fleet.measure(ctx, 0))
 	}
 	start := time.Now()
 	stop := profile("create")
