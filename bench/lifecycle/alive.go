@@ -18,13 +18,21 @@ import (
 // before and after then differ by the sandboxes alone.
 const settleDelay = time.Second
 
+// fillTimeoutS is the lifetime of the sandboxes -alive keeps, the most a
+// server allows by default: filling a box with thousands takes longer
+// than the default hour, which would destroy the first ones meanwhile.
+const fillTimeoutS = 24 * 60 * 60
+
 // aliveResult is what keeping n sandboxes alive at once cost.
 type aliveResult struct {
 	n, created, execOK int
 	createErr, execErr string // the first failure of each, if any
 
 	create, exec, destroy []time.Duration
-	createAll, destroyAll time.Duration
+	createAll, destroyAll time.Duration // createAll leaves the probes out
+
+	probeEvery, probeSamples int
+	fleet                    []checkpoint // the probes as the fleet grew; none unless probed
 
 	before, after memSnapshot // idle
 	idle          idleCPU     // with -idle: what the full fleet used, idle
@@ -47,15 +55,18 @@ type memSnapshot struct {
 // measureAlive creates n sandboxes back to back and keeps them all alive;
 // reads their memory once idle; execs `true` once in each; then destroys
 // them all; with idle, it first leaves them idle that long and reads the
-// CPU they and the server use. Failed creates are counted, not fatal. Whatever it created is
-// destroyed even when it fails part-way.
+// CPU they and the server use. Failed creates are counted, not fatal.
+// Whatever it created is destroyed even when it fails part-way.
+// With probe.every set, it times calls of each of probeOps at 0 alive,
+// after every probe.every sandboxes created, and at the end, the fill
+// paused meanwhile.
 // profile, when set, is called as each phase begins and returns what ends
 // its profile.
-func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, idle time.Duration, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, probe probeOptions, idle time.Duration, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
 	if profile == nil {
 		profile = func(string) func() { return func() {} }
 	}
-	res.n = n
+	res.n, res.probeEvery, res.probeSamples = n, probe.every, probe.samples
 	var ids []string
 	defer func() {
 		if retErr != nil {
@@ -72,6 +83,17 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
 		return res, fmt.Errorf("warm-up destroy: %w", err)
 	}
+	// Before the memory is read, so its sandbox counts on both sides, and
+	// before the reading returns the server's memory to the kernel, which
+	// the first calls after it fault back in.
+	var fleet *prober
+	if probe.every > 0 {
+		if fleet, err = startProber(ctx, c, probe); err != nil {
+			return res, err
+		}
+		defer fleet.close(ctx)
+		res.fleet = append(res.fleet, fleet.measure(ctx, 0))
+	}
 
 	cg, hasCg := ownMemCgroup(os.Getpid())
 	var pcg *memCgroup
@@ -84,11 +106,17 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	start := time.Now()
 	stop := profile("create")
 	tk := startTicker(os.Stderr, "create", n)
+	var probing time.Duration
+	probeFleet := func() {
+		t := time.Now()
+		tk.hold(func() { res.fleet = append(res.fleet, fleet.measure(ctx, len(ids))) })
+		probing += time.Since(t)
+	}
 	for i := 0; i < n; i++ {
 		t := time.Now()
 		var sb *api.Sandbox
 		err := tk.call(func() (err error) {
-			sb, err = c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+			sb, err = c.CreateSandbox(ctx, api.CreateSandboxRequest{TimeoutS: fillTimeoutS})
 			return err
 		})
 		if ctx.Err() != nil {
@@ -103,17 +131,25 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		}
 		res.create = append(res.create, time.Since(t))
 		ids = append(ids, sb.ID)
+		if fleet != nil && len(ids)%probe.every == 0 {
+			probeFleet()
+		}
+	}
+	if fleet != nil && len(ids)%probe.every != 0 {
+		probeFleet()
 	}
 	tk.finish()
 	stop()
-	res.createAll = time.Since(start)
+	res.createAll = time.Since(start) - probing
 	res.created = len(ids)
 	if res.after, err = idleMemory(agentPath, pcg); err != nil {
 		return res, err
 	}
 	if idle > 0 {
 		progress(fmt.Sprintf("leaving the %d sandboxes idle for %s", len(ids), idle))
+		stop := profile("idle")
 		res.idle = measureIdleCPU(config.Default().CgroupParent, ids, idle)
+		stop()
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}

@@ -5,8 +5,10 @@
 // bench/setup.sh installs both). It reports create → first exec returns,
 // exec round trip and destroy as p50 and p95 over many sandboxes, with
 // their ratios to each floor; then keeps -alive sandboxes alive at once and
-// reports the memory each idle one costs. It starts its own hutch server on
-// loopback with a temporary data directory.
+// reports the memory each idle one costs, and with -probe-every what calls
+// cost as they are created (probe.go), drawn in an SVG chart with -chart.
+// It starts its own hutch server on loopback with a temporary data
+// directory.
 //
 //	go build -o bin/ ./cmd/... ./bench/... && sudo bin/lifecycle -agent bin/hutch-agent
 package main
@@ -35,9 +37,12 @@ type options struct {
 	n, execs, warm int
 	gap            time.Duration
 	agent, driver  string
-	floors         bool // time bwrap and runc beside fork/exec
-	floorRuns      int  // runs of each of bwrap and runc
-	alive          int  // sandboxes to keep alive at once; 0 skips
+	floors         bool   // time bwrap and runc beside fork/exec
+	floorRuns      int    // runs of each of bwrap and runc
+	alive          int    // sandboxes to keep alive at once; 0 skips
+	probeEvery     int    // with alive: probe the calls' cost every this many created; 0 never
+	probeSamples   int    // calls of each operation a probe times
+	chart          string // with probeEvery: the SVG chart of the probes, written here
 	cpuprofile     string
 	profilePhase   string        // with cpuprofile: profile only this phase of -alive
 	memprofile     string        // heap profile of the server with the fleet of -alive full
@@ -56,12 +61,19 @@ func main() {
 	flag.BoolVar(&o.floors, "floors", true, "also time bwrap and runc running `true` as floors")
 	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
+	flag.IntVar(&o.probeEvery, "probe-every", 0, "with -alive, time create, exec, file write, preview request and list at 0 alive and every this many created, the fill paused meanwhile (0: never)")
+	flag.IntVar(&o.probeSamples, "probe-samples", 20, "calls of each operation one probe times")
+	flag.StringVar(&o.chart, "chart", "", "with -probe-every, write an SVG chart of each operation's p50 against sandboxes alive to this file")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
-	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, exec or destroy")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, idle (with -idle), exec or destroy")
 	flag.DurationVar(&o.idle, "idle", 0, "with -alive, leave the full fleet idle this long and report the CPU it and the server use (0: skip)")
 	flag.StringVar(&o.memprofile, "memprofile", "", "with -alive, write a heap profile of this process (the server, in process) to this file once every sandbox is created")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
+	if o.probeEvery < 0 || o.probeEvery > 0 && o.probeSamples < 1 || o.chart != "" && o.probeEvery == 0 {
+		fmt.Fprintln(os.Stderr, "lifecycle: -probe-every must be 0 or more, -probe-samples at least 1 with it, and -chart needs it")
+		os.Exit(2)
+	}
 	if o.floorRuns == 0 {
 		o.floorRuns = o.n
 		if o.floorRuns == 0 {
@@ -137,11 +149,22 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
-		res, err := measureAlive(ctx, c, o.alive, o.agent, o.idle, phaseProfiler(o))
+		probe := probeOptions{every: o.probeEvery, samples: o.probeSamples, addr: bs.Addr(), key: bs.Key}
+		res, err := measureAlive(ctx, c, o.alive, o.agent, probe, o.idle, phaseProfiler(o))
 		if err != nil {
 			return err
 		}
 		printAlive(res)
+		if len(res.fleet) > 0 {
+			printFleet(res)
+		}
+		if o.chart != "" && len(res.fleet) > 0 {
+			title := fmt.Sprintf("p50 of %d calls each against sandboxes alive: driver %s, %d CPUs, %s",
+				o.probeSamples, info.Driver, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"))
+			if err := writeFleetChart(o.chart, title, res.fleet); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -125,6 +126,96 @@ func printAlive(r aliveResult) {
 	row("destroy each", r.destroy, r.destroyAll)
 	fmt.Println()
 }
+
+// printFleet prints what the probes of -alive found: each operation's p50
+// and p95 at each number alive, and the ratio of its p50 at the most
+// alive to its p50 at none.
+func printFleet(r aliveResult) {
+	fleet := r.fleet
+	first, last := fleet[0], fleet[len(fleet)-1]
+	fmt.Printf("### Cost as the fleet grows: p50 / p95 of %d calls of each, probed at 0 alive, every %d created and at the end\n",
+		r.probeSamples, r.probeEvery)
+	head, rule := "| sandboxes alive |", "|---|"
+	for _, op := range probeOps {
+		head, rule = head+" "+op.name+" |", rule+"---|"
+	}
+	head, rule = head+" sandboxes on the list's page |", rule+"---|"
+	fmt.Println(head)
+	fmt.Println(rule)
+	for _, cp := range fleet {
+		fmt.Printf("| %d |", cp.alive)
+		for i := range probeOps {
+			d := cp.times[i]
+			cell := "–"
+			if len(d) > 0 {
+				cell = fmt.Sprintf("%.2f / %s", msf(pct(d, 50)), ms(pct(d, 95)))
+			}
+			if cp.failed[i] > 0 {
+				cell += fmt.Sprintf(" (%d failed)", cp.failed[i])
+			}
+			fmt.Printf(" %s |", cell)
+		}
+		fmt.Printf(" %d |\n", cp.listed)
+	}
+	fmt.Printf("| p50 at %d / at 0 (target ≤ 1.2×) |", last.alive)
+	for i := range probeOps {
+		a, b := pct(last.times[i], 50), pct(first.times[i], 50)
+		if a == 0 || b == 0 {
+			fmt.Print(" – |")
+			continue
+		}
+		fmt.Printf(" %.2f× |", float64(a)/float64(b))
+	}
+	fmt.Println(" |")
+	fmt.Println()
+	fmt.Println("One sandbox of the probe's own runs busybox httpd (exec, file write and preview go to it) besides those alive; " +
+		"each create is of a fresh sandbox, destroyed untimed. The list is the first page at the server's default size, " +
+		"every state (destroyed sandboxes keep their records, the probe's creates among them).")
+	// A page of a few sandboxes costs less to show than a full one,
+	// whatever the fleet: the list's flatness is read from its first
+	// full page on.
+	for _, cp := range fleet {
+		if cp.listed == last.listed && cp.alive != first.alive && cp.alive != last.alive && len(cp.times[listOp]) > 0 && len(last.times[listOp]) > 0 {
+			fmt.Printf("The list's page first held %d sandboxes at %d alive: its p50 at %d is %.2f× that.\n", cp.listed, cp.alive, last.alive,
+				float64(pct(last.times[listOp], 50))/float64(pct(cp.times[listOp], 50)))
+			break
+		}
+	}
+	for _, cp := range fleet {
+		if cp.firstErr != "" {
+			fmt.Printf("First failure at %d alive: %s\n", cp.alive, cp.firstErr)
+		}
+	}
+	fmt.Println()
+}
+
+// writeFleetChart writes to path an SVG chart of each operation's p50
+// against the sandboxes alive at each probe, on a log scale: a 1.2× rise
+// is as tall for a 1 ms call as for a 50 ms one.
+func writeFleetChart(path, title string, fleet []checkpoint) error {
+	c := lineChart{title: title, xLabel: "sandboxes alive", yLabel: "p50, ms (log scale)", logY: true}
+	for i, op := range probeOps {
+		s := series{name: op.name}
+		for _, cp := range fleet {
+			if len(cp.times[i]) > 0 {
+				s.points = append(s.points, point{float64(cp.alive), msf(pct(cp.times[i], 50))})
+			}
+		}
+		c.series = append(c.series, s)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := c.writeSVG(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// msf is d in milliseconds.
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // ratio formats a / b as "4.2×", or "0.04×" below 1.
 func ratio(a, b time.Duration) string {

@@ -27,6 +27,8 @@ type ticker struct {
 
 	done, failed atomic.Int64
 	waiting      atomic.Int64 // unix nanoseconds the call in flight began; 0 when none
+	holding      atomic.Bool  // the phase is paused (hold)
+	held         atomic.Int64 // nanoseconds the phase has been paused in all
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -53,6 +55,17 @@ func (t *ticker) call(fn func() error) error {
 	return err
 }
 
+// hold pauses the phase while fn runs (a probe of the fleet between two
+// of its calls): the ticker prints nothing meanwhile, and the next rate
+// leaves the pause out.
+func (t *ticker) hold(fn func()) {
+	t.holding.Store(true)
+	start := time.Now()
+	fn()
+	t.held.Add(int64(time.Since(start)))
+	t.holding.Store(false)
+}
+
 // finish stops the ticker and prints the phase's last line.
 func (t *ticker) finish() {
 	close(t.stop)
@@ -64,15 +77,22 @@ func (t *ticker) run() {
 	defer t.wg.Done()
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
-	last, lastAt := int64(0), time.Now()
+	last, lastAt, lastHeld := int64(0), time.Now(), int64(0)
 	for {
 		select {
 		case <-t.stop:
 			return
 		case now := <-tick.C:
-			done := t.done.Load()
-			rate := float64(done-last) / now.Sub(lastAt).Seconds()
-			last, lastAt = done, now
+			if t.holding.Load() {
+				continue
+			}
+			done, held := t.done.Load(), t.held.Load()
+			active := now.Sub(lastAt) - time.Duration(held-lastHeld)
+			if active <= 0 {
+				continue
+			}
+			rate := float64(done-last) / active.Seconds()
+			last, lastAt, lastHeld = done, now, held
 			mem := "?"
 			if avail, err := memAvailable(); err == nil {
 				mem = fmt.Sprintf("%d MiB", avail>>20)
