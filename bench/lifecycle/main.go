@@ -74,6 +74,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lifecycle: -probe-every must be 0 or more, -probe-samples at least 1 with it, and -chart needs it")
 		os.Exit(2)
 	}
+	if o.memprofile != "" {
+		runtime.MemProfileRate = 4 << 10 // every allocation of a sandbox's few KiB counted
+	}
 	if o.floorRuns == 0 {
 		o.floorRuns = o.n
 		if o.floorRuns == 0 {
@@ -284,17 +287,19 @@ func phaseProfiler(o options) func(phase string) (stop func()) {
 }
 
 // writeHeapProfile writes this process's heap profile, after a collection,
-// to path.
+// to path, and its goroutines (what holds the stacks) to path.goroutines.
 func writeHeapProfile(path string) {
 	runtime.GC()
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.WriteHeapProfile(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
+	for name, p := range map[string]string{"heap": path, "goroutine": path + ".goroutines"} {
+		f, err := os.Create(p)
+		if err == nil {
+			err = pprof.Lookup(name).WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle: heap profile:", err)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lifecycle: %s profile: %v\n", name, err)
+		}
 	}
 }

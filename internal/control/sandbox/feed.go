@@ -15,19 +15,26 @@ const (
 	feedRetryMax = 10 * time.Second
 )
 
-// followFeed follows the event feed of a sandbox's agent from attach
-// until the service lets go of it, and records a process.exited event for each exit it pushes: one
-// stream per sandbox in place of one waiting request per process
-// (an agent that has the feed). The feed starts from the agent's retained
-// events, so exits while no control plane listened (a restart) are
-// recorded too, once: those already in the store are skipped.
-func (s *Service) followFeed(lv *live, rec *store.Sandbox, a *agentclient.Client) {
+// followFeed follows the event feed of a sandbox's agent from attach (or
+// its first background process) until the service lets go of it, and
+// records a process.exited event for each exit it pushes: one stream per
+// sandbox in place of one waiting request per process (an agent that has
+// the feed). The feed starts from the agent's retained events, so exits
+// while no control plane listened (a restart) are recorded too, once:
+// those already in the store are skipped. With once, a follower already
+// running, or a client that is no longer lv's, leaves things as they are.
+func (s *Service) followFeed(lv *live, rec *store.Sandbox, a *agentclient.Client, once bool) {
 	w := &s.procs
 	w.start()
 	ctx, cancel := context.WithCancel(w.ctx)
 	lv.mu.Lock()
+	if once && (lv.stopFeed != nil || lv.client != a) {
+		lv.mu.Unlock()
+		cancel()
+		return
+	}
 	old := lv.stopFeed
-	lv.stopFeed = cancel
+	lv.stopFeed, lv.feed = cancel, true
 	lv.mu.Unlock()
 	if old != nil {
 		old()
@@ -85,4 +92,24 @@ func (s *Service) readFeed(ctx context.Context, rec *store.Sandbox, f *agentclie
 		}
 		after = max(after, ev.Seq)
 	}
+}
+
+// ensureFeed follows the event feed of sandbox rec's agent a, attached by
+// this service, unless it is followed already: before the sandbox's
+// first background process starts, whose exit the feed reports (an exit
+// before the feed opens is in its replay).
+func (s *Service) ensureFeed(rec *store.Sandbox, a *agentclient.Client) {
+	if !a.HasEvents() || rec.Node != s.cfg.Node {
+		return // no feed, or another server's sandbox, whose feed it follows
+	}
+	if lv := s.lookup(rec.ID); lv != nil {
+		s.followFeed(lv, rec, a, true)
+	}
+}
+
+// wantFeed marks lv's feed followed from its next attach.
+func (lv *live) wantFeed() {
+	lv.mu.Lock()
+	lv.feed = true
+	lv.mu.Unlock()
 }

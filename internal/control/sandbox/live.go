@@ -40,8 +40,13 @@ type live struct {
 	tunnels  map[*activeConn]bool
 	egress   *egressConn        // its egress proxy, if its driver has a channel
 	stopFeed context.CancelFunc // ends the follower of its agent's event feed
-	oom      oomSeen
-	metrics  metricRing
+	// feed says the agent's event feed is followed while attached: from
+	// the sandbox's first background process on, and after a recovery,
+	// whose feed replays the exits no server saw. A sandbox that never
+	// started one holds no stream, so its connection closes once idle.
+	feed    bool
+	oom     oomSeen
+	metrics metricRing
 }
 
 // lookup is the live sandbox id, or nil.
@@ -75,8 +80,8 @@ func (s *Service) keep(id string) *live {
 }
 
 // attach starts following a running sandbox's agent: a client kept for
-// calls, its egress proxy, its event feed; its OOM kills are counted from
-// now. It returns the client.
+// calls, its egress proxy, its event feed if it is followed (live.feed);
+// its OOM kills are counted from now. It returns the client.
 func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Driver, h driver.Handle) *agentclient.Client {
 	lv := s.keep(rec.ID)
 	a := newAgentClient(h)
@@ -91,8 +96,11 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 	}
 	s.observeOOM(ctx, rec) // the count so far is the baseline, not news
 	s.startEgress(ctx, lv, rec, d, h)
-	if a.HasEvents() {
-		s.followFeed(lv, rec, a)
+	lv.mu.Lock()
+	feed := lv.feed
+	lv.mu.Unlock()
+	if feed && a.HasEvents() {
+		s.followFeed(lv, rec, a, false)
 	}
 	return a
 }

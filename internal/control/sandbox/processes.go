@@ -79,6 +79,7 @@ func (s *Service) StartProcess(ctx context.Context, id string, req api.ProcessRe
 	if err != nil {
 		return api.Process{}, err
 	}
+	s.ensureFeed(c.rec, c.agent)
 	p, err := c.agent.StartProcess(ctx, req)
 	if err = c.end(err); err != nil {
 		return api.Process{}, err

@@ -102,6 +102,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 			}
 		}
 		if err == nil {
+			s.keep(rec.ID).wantFeed() // its replay: exits while no server listened
 			a := s.attach(ctx, rec, d, h)
 			if _, err = a.Health(ctx); err == nil {
 				s.log.Info("sandbox recovered", logattr.Sandbox(rec.ID))
