@@ -55,6 +55,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 			Hostname:   spec.SandboxID,
 			TTYGID:     d.ttyGID(),
 			Egress:     filepath.Join(runDir, egressSock),
+			EgressPass: true,
 			UserLimits: d.userLimits,
 			TmpBytes:   tmp,
 			Cgroup:     join,
