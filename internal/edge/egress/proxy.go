@@ -324,25 +324,23 @@ func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request goes out while the answer is read, as a transport does,
 	// so an answer that comes before the whole body is read still comes.
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		_ = out.Write(up)
-	}()
+	// Its body is the client's, which may never end: nothing waits for
+	// the writer but the count of a write in flight.
+	go func() { _ = out.Write(up) }()
 	br := bufio.NewReader(up)
 	resp, err := readResponse(br, out)
 	var in int64
 	if err == nil {
 		in = relay(w, resp, br, c)
 	}
-	// Closed first, so a write the destination never read ends.
+	// Closed first, so a write the destination never read ends rather
+	// than holding Written.
 	c.Close()
-	<-wrote
 	if err != nil {
 		s.refuse(w, host, port, decision, err)
 		return
 	}
-	s.done(host, port, decision, up.written, up.read+in)
+	s.done(host, port, decision, up.Written(), up.read.Load()+in)
 }
 
 // relay answers the client with resp, read from c through br, and returns
@@ -393,24 +391,36 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 	return nil, errors.New("too many informational answers")
 }
 
-// countingConn counts what goes through a connection: the request
-// written by one goroutine, the answer read by another, each read once
-// the writer is done.
+// countingConn counts what goes through a connection. The request is
+// written from a goroutine of its own, which may still be between its
+// write and its count when the answer has been read: a write holds mu
+// until it is counted, so Written waits for one in flight.
 type countingConn struct {
 	net.Conn
-	read, written int64
+	read    atomic.Int64
+	mu      sync.Mutex
+	written int64
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.read += int64(n)
+	c.read.Add(int64(n))
 	return n, err
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n, err := c.Conn.Write(p)
 	c.written += int64(n)
 	return n, err
+}
+
+// Written is what has been written, once a write in flight has returned.
+func (c *countingConn) Written() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.written
 }
 
 // flushWriter flushes after every write, so streamed responses (event
