@@ -44,7 +44,8 @@ type options struct {
 	body          int
 	mib           int
 	runs          int
-	spin          int // SHA-256 rounds in a millisecond of work (serve -spin)
+	spin          int    // SHA-256 rounds in a millisecond of work (serve -spin)
+	only          string // "previews" or "egress": run that part alone
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&o.body, "body", 1024, "bytes of each preview answer")
 	flag.IntVar(&o.mib, "mib", 100, "MiB of the egress download")
 	flag.IntVar(&o.runs, "runs", 3, "downloads each way (the median is reported)")
+	flag.StringVar(&o.only, "only", "", "run one part alone: previews or egress")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the control plane and the load) here")
 	flag.Parse()
 	o.conns = list("conns", *conns, func(f string) (int, bool) {
@@ -71,6 +73,10 @@ func main() {
 		d, err := time.ParseDuration(f)
 		return d, err == nil && d >= 0
 	})
+	if o.only != "" && o.only != "previews" && o.only != "egress" {
+		fmt.Fprintf(os.Stderr, "network: -only: %q is neither previews nor egress\n", o.only)
+		os.Exit(2)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -126,14 +132,19 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("hutch network benchmark — driver %s (%s), %d CPUs, %s, %s; 1 ms of work is %d SHA-256 rounds\n\n",
 		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), o.spin)
 
-	if info.Driver == "namespace" {
+	switch {
+	case o.only == "egress":
+	case info.Driver == "namespace":
 		sets, err := previews(ctx, c, bs.Addr(), bs.Key, sb.ID, self, host, o)
 		if err != nil {
 			return fmt.Errorf("previews: %w", err)
 		}
 		targets(sets)
-	} else {
+	default:
 		fmt.Printf("(previews: the %s driver has none)\n\n", info.Driver)
+	}
+	if o.only == "previews" {
+		return nil
 	}
 	if err := egress(ctx, c, sb.ID, host.addr, o); err != nil {
 		return fmt.Errorf("egress: %w", err)

@@ -160,7 +160,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		}
 		cfg.Adopt = box.Adopt
 		if box.HasEgress() {
-			cfg.EgressDial = box.DialEgress
+			cfg.EgressDial, cfg.EgressPass = box.DialEgress, box.EgressPass()
 		}
 	} else {
 		if err := listenOnce(); err != nil {

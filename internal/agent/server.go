@@ -120,6 +120,10 @@ type Config struct {
 	// proxy, and the agent forwards agentproto.EgressAddr inside the
 	// sandbox to it.
 	EgressDial func(ctx context.Context) (net.Conn, error)
+	// EgressPass hands each connection to the control plane whole, as a
+	// descriptor over its channel (agentproto.EgressPassed), instead of
+	// copying its bytes; the channel must then be a Unix socket.
+	EgressPass bool
 	// HistoryDir is where the file histories of tracked directories are
 	// kept (internal/agent/files), in the agent's view; empty means
 	// <Root>/.hutch-history (mode 0700): in the namespace driver the
@@ -294,7 +298,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.http.RegisterOnShutdown(func() { close(s.stopping) })
 	if cfg.EgressDial != nil {
-		if s.egress, err = tunnel.StartForwarder(agentproto.EgressAddr, cfg.EgressDial); err != nil {
+		if s.egress, err = tunnel.StartForwarder(agentproto.EgressAddr, cfg.EgressDial, cfg.EgressPass); err != nil {
 			root.Close()
 			return nil, fmt.Errorf("agent: egress forwarder: %w", err)
 		}

@@ -1,14 +1,12 @@
 package agentclient
 
 import (
-	"errors"
-	"fmt"
 	"net"
-	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -45,7 +43,7 @@ func (r *fdReader) take() (net.Conn, error) {
 		return nil, errdefs.New(errdefs.ErrUnavailable, "agent_bad_answer", "the agent passed %d descriptors with a tunnel, not 1", len(r.fds))
 	}
 	fd := r.fds[0]
-	if err := checkTunnelSocket(fd); err != nil {
+	if err := agentproto.CheckLoopbackTCP(fd); err != nil {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_bad_answer", err, "the agent passed a descriptor that is not a tunnel: %s", err.Error())
 	}
 	r.fds = nil
@@ -56,36 +54,6 @@ func (r *fdReader) take() (net.Conn, error) {
 		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_bad_answer", err, "the passed tunnel socket is unusable")
 	}
 	return c, nil
-}
-
-// checkTunnelSocket says why fd is not a connected TCP socket whose peer is
-// a loopback address.
-func checkTunnelSocket(fd int) error {
-	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err != nil {
-		return fmt.Errorf("not a socket: %w", err)
-	}
-	proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-	if err != nil || typ != unix.SOCK_STREAM || proto != unix.IPPROTO_TCP {
-		return errors.New("not a TCP socket")
-	}
-	sa, err := unix.Getpeername(fd)
-	if err != nil {
-		return fmt.Errorf("not connected: %w", err)
-	}
-	var addr netip.Addr
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		addr = netip.AddrFrom4(sa.Addr)
-	case *unix.SockaddrInet6:
-		addr = netip.AddrFrom16(sa.Addr).Unmap()
-	default:
-		return errors.New("not an IP socket")
-	}
-	if !addr.IsLoopback() {
-		return fmt.Errorf("connected to %s, not a loopback address", addr)
-	}
-	return nil
 }
 
 // closeAll closes the descriptors not taken.

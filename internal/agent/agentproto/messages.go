@@ -33,3 +33,12 @@ const (
 // EgressAddr is where the agent's egress forwarder listens inside a
 // sandbox; the sandbox's HTTP_PROXY and HTTPS_PROXY point at it.
 const EgressAddr = "127.0.0.1:3128"
+
+// EgressPassed is the one byte an agent's forwarder writes on a new
+// connection to the egress socket, with the sandbox's connection to
+// EgressAddr attached (SCM_RIGHTS), when the control plane asked for the
+// sandbox's connections themselves (nsinit.Config.EgressPass): the proxy
+// then talks to the sandbox's client directly, and the connection to the
+// egress socket carries nothing more. Without it, each connection to the
+// egress socket carries one sandbox connection's bytes.
+const EgressPassed = 'P'

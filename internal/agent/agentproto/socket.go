@@ -1,7 +1,9 @@
 package agentproto
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 
@@ -30,4 +32,36 @@ func SocketPath(p string) (path string, done func(), err error) {
 		return "", nil, fmt.Errorf("socket name %q is too long", filepath.Base(p))
 	}
 	return short, func() { unix.Close(fd) }, nil
+}
+
+// CheckLoopbackTCP says why fd, a descriptor an agent passed (a tunnel's
+// socket, a sandbox's connection to its egress proxy), is not a connected
+// TCP socket whose peer is a loopback address (of the sandbox's network
+// namespace).
+func CheckLoopbackTCP(fd int) error {
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		return fmt.Errorf("not a socket: %w", err)
+	}
+	proto, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	if err != nil || typ != unix.SOCK_STREAM || proto != unix.IPPROTO_TCP {
+		return errors.New("not a TCP socket")
+	}
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return fmt.Errorf("not connected: %w", err)
+	}
+	var addr netip.Addr
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		addr = netip.AddrFrom4(sa.Addr)
+	case *unix.SockaddrInet6:
+		addr = netip.AddrFrom16(sa.Addr).Unmap()
+	default:
+		return errors.New("not an IP socket")
+	}
+	if !addr.IsLoopback() {
+		return fmt.Errorf("connected to %s, not a loopback address", addr)
+	}
+	return nil
 }

@@ -59,10 +59,15 @@ const (
 	// in the sandbox's (nsinit.Spawn), so the control plane never forks
 	// itself into a new user namespace, a full copy of its memory.
 	FeatureSpawn = "ns.spawn"
+	// FeatureEgressFD: under the namespace driver the agent's egress
+	// forwarder hands each connection to the control plane whole when
+	// asked (nsinit.Config.EgressPass, agentproto.EgressPassed); an agent
+	// without it refuses an envelope that asks.
+	FeatureEgressFD = "egress.fd"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn, FeatureEgressFD}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

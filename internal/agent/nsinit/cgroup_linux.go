@@ -18,6 +18,7 @@ type Box struct {
 
 	egressDir  *os.File // the egress socket's directory, O_PATH
 	egressName string
+	egressPass bool // Config.EgressPass
 }
 
 // Adopt moves the command pid (in the agent's pid namespace) into the box.
@@ -46,6 +47,10 @@ func (b *Box) Close() {
 
 // HasEgress reports whether the sandbox has an egress channel.
 func (b *Box) HasEgress() bool { return b != nil && b.egressDir != nil }
+
+// EgressPass reports whether the control plane takes the sandbox's
+// connections whole over the egress channel (Config.EgressPass).
+func (b *Box) EgressPass() bool { return b != nil && b.egressPass }
 
 // DialEgress opens a channel to the control plane's egress proxy, through
 // the directory kept open from before the pivot (no path of the host is

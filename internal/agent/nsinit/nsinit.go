@@ -71,6 +71,12 @@ type Config struct {
 	// egress proxy for this sandbox (empty: none). The agent keeps its
 	// directory open across the pivot and dials it through that.
 	Egress string `json:"egress,omitempty"`
+	// EgressPass: the control plane on Egress takes each connection to
+	// the sandbox's proxy as the socket itself (agentproto.EgressPassed)
+	// rather than its bytes; set only for an agent that reports
+	// agentproto.FeatureEgressFD. A control plane that does not set it
+	// gets bytes.
+	EgressPass bool `json:"egress_pass,omitempty"`
 	// UserLimits are limits of the sandbox's user namespace, by their
 	// name under /proc/sys/user (max_inotify_instances…). The kernel also
 	// charges what a sandbox uses to its namespace's owner on the host, so

@@ -47,6 +47,7 @@ func Setup(c *Config, listen func() error, onForkThread func(func() error) error
 			return nil, fmt.Errorf("nsinit: open the egress directory: %w", err)
 		}
 		box.egressName = filepath.Base(c.Egress)
+		box.egressPass = c.EgressPass
 	}
 	if c.DirFD != 0 {
 		if err := unix.Close(c.DirFD); err != nil {

@@ -3,10 +3,15 @@ package tunnel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 )
 
 // maxEgressConns bounds the connections the forwarder carries at once.
@@ -15,21 +20,25 @@ const maxEgressConns = 512
 // Forwarder carries every connection to the sandbox's proxy address to the
 // control plane's egress proxy, which enforces the sandbox's policy. The
 // agent adds nothing to what passes: the control plane knows the sandbox
-// by the channel, not by anything the sandbox sends.
+// by the channel, not by anything the sandbox sends. With pass, it hands
+// each connection itself over the channel (agentproto.EgressPassed), and
+// the proxy talks to the sandbox's client with no copy in between.
 type Forwarder struct {
 	ln   net.Listener
 	dial func(ctx context.Context) (net.Conn, error)
+	pass bool
 	sem  chan struct{}
 	wg   sync.WaitGroup
 }
 
-// StartForwarder listens on addr and forwards through dial.
-func StartForwarder(addr string, dial func(ctx context.Context) (net.Conn, error)) (*Forwarder, error) {
+// StartForwarder listens on addr and forwards through dial, passing each
+// connection whole with pass.
+func StartForwarder(addr string, dial func(ctx context.Context) (net.Conn, error), pass bool) (*Forwarder, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	f := &Forwarder{ln: ln, dial: dial, sem: make(chan struct{}, maxEgressConns)}
+	f := &Forwarder{ln: ln, dial: dial, pass: pass, sem: make(chan struct{}, maxEgressConns)}
 	f.wg.Go(f.serve)
 	return f, nil
 }
@@ -58,7 +67,7 @@ func (f *Forwarder) serve() {
 }
 
 // carry copies one connection both ways through a new channel to the
-// control plane (splice, as a tunnel does).
+// control plane (splice, as a tunnel does), or hands it over the channel.
 func (f *Forwarder) carry(c net.Conn) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,7 +78,34 @@ func (f *Forwarder) carry(c net.Conn) {
 		return
 	}
 	defer up.Close()
+	if f.pass {
+		if err := passConn(c, up); err != nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nhutch: the sandbox's egress channel took no connection\n")
+		}
+		return
+	}
 	splice(c, c, up)
+}
+
+// passConn sends c over the channel up, SCM_RIGHTS with
+// agentproto.EgressPassed; the caller then closes its own copies.
+func passConn(c, up net.Conn) error {
+	tcp, ok := c.(*net.TCPConn)
+	uc, isUnix := up.(*net.UnixConn)
+	if !ok || !isUnix {
+		return fmt.Errorf("egress: cannot pass a %T over a %T", c, up)
+	}
+	rc, err := tcp.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	if err := rc.Control(func(fd uintptr) {
+		_, _, sendErr = uc.WriteMsgUnix([]byte{agentproto.EgressPassed}, unix.UnixRights(int(fd)), nil)
+	}); err != nil {
+		return err
+	}
+	return sendErr
 }
 
 // Close stops accepting; connections in flight end with their peers.

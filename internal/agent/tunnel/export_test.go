@@ -1,5 +1,7 @@
 package tunnel
 
+import "net"
+
 // SetNetCheck replaces the check that the loopback is the sandbox's own
 // (tests run in the host's network namespace), and the number of tunnels
 // a Service opens at once when slots is positive, for services made after
@@ -20,3 +22,6 @@ var OwnLoopback = ownLoopback
 // ParseListening parses a /proc/net/tcp (family FamilyIPv4) or
 // /proc/net/tcp6 (FamilyIPv6) table.
 var ParseListening = parseListening
+
+// Addr is where the forwarder listens.
+func (f *Forwarder) Addr() net.Addr { return f.ln.Addr() }

@@ -24,6 +24,7 @@ package connlimit
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -262,6 +263,24 @@ type conn struct {
 // idle reports whether c is between requests or yet to send one.
 func (c *conn) idle() bool {
 	return c.reported && (c.state == http.StateNew || c.state == http.StateIdle)
+}
+
+// ReadFrom and WriteTo hand a copy to the connection c counts, so that
+// io.Copy between two sockets (an HTTP server's answer from a file or
+// from another connection, a proxy's tunnel) keeps the kernel's
+// sendfile and splice instead of a buffer in user space.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+func (c *conn) WriteTo(w io.Writer) (int64, error) {
+	if wt, ok := c.Conn.(io.WriterTo); ok {
+		return wt.WriteTo(w)
+	}
+	return io.Copy(w, struct{ io.Reader }{c.Conn})
 }
 
 func (c *conn) Close() error {

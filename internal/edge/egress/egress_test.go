@@ -255,3 +255,79 @@ func TestConnectionCap(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestBytesCounted: the bytes each way are counted exactly, by plain HTTP
+// (whose body of known length the proxy copies socket to socket) and by
+// CONNECT (whose first bytes may come with the CONNECT request itself).
+func TestBytesCounted(t *testing.T) {
+	const body = 1<<20 + 17
+	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", body, strings.Repeat("x", body))
+	// The origin reads a request's head, answers, and counts what it read
+	// until the other side closes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	received := make(chan int64, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var head []byte
+			buf := make([]byte, 4096)
+			for !strings.Contains(string(head), "\r\n\r\n") {
+				n, err := c.Read(buf)
+				head = append(head, buf[:n]...)
+				if err != nil {
+					break
+				}
+			}
+			io.WriteString(c, answer)
+			c.(*net.TCPConn).CloseWrite()
+			n, _ := io.Copy(io.Discard, c)
+			c.Close()
+			received <- int64(len(head)) + n
+		}
+	}()
+	origin := ln.Addr().String()
+	loop := &Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	for _, connect := range []bool{false, true} {
+		f := newFixture(t, loop, api.NetworkPolicy{Egress: "allowlist", Allow: []string{"127.0.0.0/8"}})
+		c, err := net.Dial("tcp", f.proxy.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "GET http://" + origin + "/ HTTP/1.1\r\nHost: " + origin + "\r\n\r\n"
+		if connect {
+			req = "CONNECT " + origin + " HTTP/1.1\r\nHost: " + origin + "\r\n\r\n" + "GET / HTTP/1.1\r\nHost: " + origin + "\r\n\r\n"
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		if connect {
+			if resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"}); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("CONNECT: %v, %v", resp, err)
+			}
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil || len(got) != body {
+			t.Fatalf("connect %v: %d bytes of %d, %v", connect, len(got), body, err)
+		}
+		c.Close()
+		out := <-received
+		for deadline := time.Now().Add(5 * time.Second); f.sb.Allowed.Load() < 1 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if in := f.sb.BytesIn.Load(); in != int64(len(answer)) || f.sb.BytesOut.Load() != out {
+			t.Errorf("connect %v: counted %d bytes in, %d out; want %d, %d", connect, in, f.sb.BytesOut.Load(), len(answer), out)
+		}
+	}
+}

@@ -8,6 +8,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -298,48 +299,53 @@ func closeWrite(c net.Conn) {
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// forward serves a plain HTTP request through the policy. Redirects are
-// the client's to follow, each through the proxy and its policy again.
+// forward serves a plain HTTP request through the policy, over a
+// connection of its own to the destination. Redirects are the client's to
+// follow, each through the proxy and its policy again.
 func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 	host, port, err := splitHostPort(r.URL.Host, 80)
 	if err != nil {
 		http.Error(w, "hutch egress proxy: bad host", http.StatusBadRequest)
 		return
 	}
-	var decision netpolicy.Decision
-	var counted countingConn
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, d, err := s.dial(ctx, host, port)
-			decision = d
-			if c == nil {
-				if err == nil {
-					err = errDenied
-				}
-				return nil, err
-			}
-			counted.Conn = c
-			return &counted, nil
-		},
-		DisableKeepAlives:  true,
-		DisableCompression: true,
+	c, decision, err := s.dial(r.Context(), host, port)
+	if c == nil {
+		s.refuse(w, host, port, decision, err)
+		return
 	}
-	defer tr.CloseIdleConnections()
+	stop := context.AfterFunc(r.Context(), func() { c.Close() })
+	defer stop()
+	up := &countingConn{Conn: c}
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
+	out.Close = true
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
-	resp, err := tr.RoundTrip(out)
+	// The request goes out while the answer is read, as a transport does,
+	// so an answer that comes before the whole body is read still comes.
+	// Its body is the client's, which may never end: nothing waits for
+	// the writer but the count of a write in flight.
+	go func() { _ = out.Write(up) }()
+	br := bufio.NewReader(up)
+	resp, err := readResponse(br, out)
+	var in int64
+	if err == nil {
+		in = relay(w, resp, br, c)
+	}
+	// Closed first, so a write the destination never read ends rather
+	// than holding Written.
+	c.Close()
 	if err != nil {
-		if errors.Is(err, errDenied) {
-			s.refuse(w, host, port, decision, nil)
-		} else {
-			s.refuse(w, host, port, decision, err)
-		}
+		s.refuse(w, host, port, decision, err)
 		return
 	}
-	defer resp.Body.Close()
+	s.done(host, port, decision, up.Written(), up.read.Load()+in)
+}
+
+// relay answers the client with resp, read from c through br, and returns
+// the bytes it read from c itself, past br.
+func relay(w http.ResponseWriter, resp *http.Response, br *bufio.Reader, c net.Conn) int64 {
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
@@ -347,24 +353,48 @@ func (s *Sandbox) forward(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	if resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_, _ = io.Copy(w, resp.Body) // a body of known length goes out in full buffers
-	} else {
+	switch {
+	case resp.ContentLength > 0 && resp.Body != http.NoBody && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		// A body of known length: what came with the head, then the rest
+		// straight from the socket, so that between two sockets the
+		// kernel moves it (splice) and no buffer of the proxy's does.
+		head, _ := br.Peek(int(min(int64(br.Buffered()), resp.ContentLength)))
+		if _, err := w.Write(head); err != nil {
+			return 0
+		}
+		rest := &io.LimitedReader{R: c, N: resp.ContentLength - int64(len(head))}
+		_, _ = io.Copy(w, rest)
+		return resp.ContentLength - int64(len(head)) - rest.N
+	case resp.ContentLength >= 0:
+		_, _ = io.Copy(w, resp.Body)
+	default:
 		_, _ = io.Copy(flushWriter{w}, resp.Body)
 	}
-	// Closed first, so a write the upstream never read ends rather than
-	// holding Written.
-	resp.Body.Close()
-	counted.Close()
-	s.done(host, port, decision, counted.Written(), counted.read.Load())
+	return 0
 }
 
-var errDenied = errors.New("denied by the egress policy")
+// max1xx bounds the informational answers skipped before the final one.
+const max1xx = 5
 
-// countingConn counts what goes through a connection. The transport
-// writes the request from a goroutine of its own, which may still be
-// between its write and its count when the answer has been read: a write
-// holds mu until it is counted, so Written waits for one in flight.
+// readResponse reads the destination's answer to req, past any
+// informational (1xx) answers, which the client does not see.
+func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	for range max1xx {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+	}
+	return nil, errors.New("too many informational answers")
+}
+
+// countingConn counts what goes through a connection. The request is
+// written from a goroutine of its own, which may still be between its
+// write and its count when the answer has been read: a write holds mu
+// until it is counted, so Written waits for one in flight.
 type countingConn struct {
 	net.Conn
 	read    atomic.Int64

@@ -127,7 +127,8 @@ type OOMCounter interface {
 
 // Egresser is implemented by drivers whose sandboxes reach out only
 // through the control plane: ListenEgress opens the listener, one per
-// sandbox, that the sandbox's agent forwards its proxy connections to. The
+// sandbox, that the sandbox's agent forwards its proxy connections to (or
+// hands over: a connection it returns may be the sandbox's own socket). The
 // listener itself tells the control plane which sandbox is calling.
 type Egresser interface {
 	ListenEgress(ctx context.Context, h Handle) (net.Listener, error)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
 	"github.com/hutchdev/hutch/internal/agent/confine"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
 	"github.com/hutchdev/hutch/internal/agent/nsinit"
@@ -55,6 +56,7 @@ func (d *Driver) envelope(spec driver.Spec, workdir string, acct account, join *
 			Hostname:   spec.SandboxID,
 			TTYGID:     d.ttyGID(),
 			Egress:     filepath.Join(runDir, egressSock),
+			EgressPass: d.agentInfo.Has(agentproto.FeatureEgressFD),
 			UserLimits: d.userLimits,
 			TmpBytes:   tmp,
 			Cgroup:     join,
