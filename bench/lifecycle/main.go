@@ -5,7 +5,8 @@
 // bench/setup.sh installs both). It reports create → first exec returns,
 // exec round trip and destroy as p50 and p95 over many sandboxes, with
 // their ratios to each floor; then keeps -alive sandboxes alive at once and
-// reports the memory each idle one costs. It starts its own hutch server on
+// reports the memory each idle one costs; and, with -creates, the rate of
+// creates from -clients clients at once. It starts its own hutch server on
 // loopback with a temporary data directory.
 //
 //	go build -o bin/ ./cmd/... ./bench/... && sudo bin/lifecycle -agent bin/hutch-agent
@@ -38,6 +39,8 @@ type options struct {
 	floors         bool // time bwrap and runc beside fork/exec
 	floorRuns      int  // runs of each of bwrap and runc
 	alive          int  // sandboxes to keep alive at once; 0 skips
+	clients        int  // concurrent clients of -creates
+	creates        int  // sandboxes to create from clients at once; 0 skips
 	cpuprofile     string
 	profilePhase   string // with cpuprofile: profile only this phase of -alive
 	serverLog      string // file for the server's warnings and errors; "" discards them
@@ -54,8 +57,10 @@ func main() {
 	flag.BoolVar(&o.floors, "floors", true, "also time bwrap and runc running `true` as floors")
 	flag.IntVar(&o.floorRuns, "floor-runs", 0, "runs of each of bwrap and runc (0: as many as -n, or 200)")
 	flag.IntVar(&o.alive, "alive", 200, "sandboxes to keep alive at once for the memory figures (0: skip)")
+	flag.IntVar(&o.clients, "clients", 8, "clients creating sandboxes at once for -creates")
+	flag.IntVar(&o.creates, "creates", 0, "sandboxes to create from -clients clients at once, each followed by its first exec and kept alive until all are made (0: skip)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
-	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, exec or destroy")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase: create, exec or destroy of -alive, or concurrent (the creates of -creates)")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
 	if o.floorRuns == 0 {
@@ -130,6 +135,14 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		printLifecycle(lc, fl)
+	}
+	if o.creates > 0 {
+		progress(fmt.Sprintf("creating %d sandboxes from %d clients at once", o.creates, o.clients))
+		res, err := measureConcurrent(ctx, c, o.clients, o.creates, phaseProfiler(o))
+		if err != nil {
+			return err
+		}
+		printConcurrent(res, fl)
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
