@@ -69,3 +69,44 @@ func TestPoolRetiresOldItems(t *testing.T) {
 		t.Errorf("made %d, discarded %d: want all but the taken one discarded", made, discarded)
 	}
 }
+
+// TestPoolGrowsWhenDrained: each create that finds the pool drained
+// doubles what it refills to, within Growth × its size; it refills to
+// that between bursts; items retired unused shrink it back to its size.
+func TestPoolGrowsWhenDrained(t *testing.T) {
+	c := &counter{}
+	p := New(t.TempDir(), 0o700, 1, c.make, c.discard, slog.New(slog.DiscardHandler))
+	p.maxAge = time.Hour
+	defer p.Close()
+	if _, ok := p.Take(); ok || p.Target() != 1 {
+		t.Fatalf("the first take: ok %v, target %d; want a miss that starts the pool at 1", ok, p.Target())
+	}
+	waitReady(t, p, 1)
+	if _, ok := p.Take(); !ok {
+		t.Fatal("no warm item")
+	}
+	for _, want := range []int{2, 4, 8, 8} {
+		if _, ok := p.Take(); ok {
+			t.Fatal("a drained pool had an item")
+		}
+		if got := p.Target(); got != want {
+			t.Fatalf("target after a miss %d; want %d", got, want)
+		}
+	}
+	waitReady(t, p, 1*Growth)
+	p.maxAge = 0 // every item is old; the filling loop reads it only on its hourly tick
+	p.retire()
+	if got := p.Target(); got != 1 {
+		t.Fatalf("target after retiring every item %d; want the pool's size, 1", got)
+	}
+}
+
+// waitReady waits until the pool holds n items.
+func waitReady[T any](t *testing.T, p *Pool[T], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(p.ready) < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d items; want %d", len(p.ready), n)
+		}
+	}
+}
