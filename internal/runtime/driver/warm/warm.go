@@ -2,10 +2,9 @@
 // has paid for exec and the agent's start and waits for its envelope, so a
 // create only moves one into place.
 //
-// A pool refills once creates have paused for RefillDelay, and stops
-// between two items when they resume: starting an agent costs several
-// milliseconds of CPU, and spent during a burst of creates it would slow
-// the very creates the pool is there to speed up.
+// A pool refills once creates have paused for RefillDelay: starting an
+// agent costs several milliseconds of CPU, and spent during a burst of
+// creates it would slow the very creates the pool is there to speed up.
 //
 // A pool sizes itself to the bursts it sees: it starts at its size, and
 // each create that finds it drained doubles what it refills to, up to
@@ -68,8 +67,7 @@ type Pool[T any] struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	kick   chan struct{}
-	timer  *time.Timer  // debounces refills
-	taken  atomic.Int64 // unix nanoseconds of the last Take
+	timer  *time.Timer // debounces refills
 }
 
 // New returns a pool whose items live under base/<instance>/. build makes
@@ -119,7 +117,6 @@ func (p *Pool[T]) Take() (T, bool) {
 		})
 		go p.fill()
 	})
-	p.taken.Store(time.Now().UnixNano())
 	p.timer.Reset(RefillDelay)
 	select {
 	case it := <-p.ready:
@@ -165,9 +162,6 @@ func (p *Pool[T]) fill() {
 		for len(p.ready) < p.Target() {
 			if p.ctx.Err() != nil {
 				return
-			}
-			if time.Since(time.Unix(0, p.taken.Load())) < RefillDelay {
-				break // creates resumed: the rest waits for their next pause
 			}
 			dir := filepath.Join(p.dir, ids.New())
 			if err := mkdirs(p.dir, p.mode, dir); err != nil {
