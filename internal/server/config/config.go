@@ -259,7 +259,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	num(&c.DefaultLimits.MemoryMB, "default-memory-mb", "HUTCH_DEFAULT_MEMORY_MB", "memory limit of a sandbox that names none")
 	num(&c.DefaultLimits.Pids, "default-pids", "HUTCH_DEFAULT_PIDS", "pids limit of a sandbox that names none")
-	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off); a pool that bursts of creates drain grows to 8 times this, and back")
+	num(&c.WarmPool, "warm-pool", "HUTCH_WARM_POOL", "sandboxes to keep started ahead of need (0: off)")
 	num(&c.MaxCallsPerSandbox, "max-calls-per-sandbox", "HUTCH_MAX_CALLS_PER_SANDBOX", "calls in flight to one sandbox (streams, terminals, watches included); one more is 429 too_many_calls")
 	num(&c.MaxConnsPerClient, "max-conns-per-client", "HUTCH_MAX_CONNS_PER_CLIENT", "connections one client address may hold open on the API's listener; a new one closes the oldest idle one, or is closed at once when all carry a request")
 	num(&c.EventMaxPerTenant, "event-max-per-tenant", "HUTCH_EVENT_MAX_PER_TENANT", "events kept per tenant, the newest; older ones are trimmed (0: no limit)")

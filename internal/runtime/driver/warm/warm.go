@@ -6,12 +6,6 @@
 // agent costs several milliseconds of CPU, and spent during a burst of
 // creates it would slow the very creates the pool is there to speed up.
 //
-// A pool sizes itself to the bursts it sees: it starts at its size, and
-// each create that finds it drained doubles what it refills to, up to
-// Growth times its size; items retired unused (MaxAge) bring it back down
-// by as many, never below its size. A burst of n creates thus finds up to
-// n warm items the next time, once the pool has refilled between them.
-//
 // A warm item is replaced once it is MaxAge old. A namespace-driver
 // sandbox waits in a copy of the host's mount table taken when it was
 // started, which holds every filesystem mounted then: the operator's
@@ -27,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hutchdev/hutch/internal/base/ids"
@@ -39,21 +32,15 @@ const RefillDelay = 50 * time.Millisecond
 // MaxAge is how long an item waits before it is replaced.
 const MaxAge = time.Minute
 
-// Growth bounds how far a pool grows: Growth times its size.
-const Growth = 8
-
 // item is a warm item and when it was made.
 type item[T any] struct {
 	v    T
 	born time.Time
 }
 
-// Pool holds warm items of type T, from size up to Growth × size as the
-// creates it sees ask. Each lives in its own directory under Dir until a
-// create takes it.
+// Pool holds up to size warm items of type T. Each lives in its own
+// directory under Dir until a create takes it.
 type Pool[T any] struct {
-	size    int          // the least it refills to
-	target  atomic.Int64 // what it refills to now
 	dir     string
 	mode    os.FileMode // of the pool's directories above the items
 	maxAge  time.Duration
@@ -77,12 +64,11 @@ type Pool[T any] struct {
 // until the first Take.
 func New[T any](base string, mode os.FileMode, size int, build func(dir string) (T, error), discard func(T), log *slog.Logger) *Pool[T] {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool[T]{
-		size:    size,
+	return &Pool[T]{
 		dir:     filepath.Join(base, ids.New()),
 		mode:    mode,
 		maxAge:  MaxAge,
-		ready:   make(chan item[T], size*Growth),
+		ready:   make(chan item[T], size),
 		make:    build,
 		discard: discard,
 		log:     log,
@@ -91,24 +77,19 @@ func New[T any](base string, mode os.FileMode, size int, build func(dir string) 
 		done:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	p.target.Store(int64(size))
-	return p
 }
 
 // Dir is this pool's own directory.
 func (p *Pool[T]) Dir() string { return p.dir }
 
 // Take returns a warm item, or false when none is ready (or the pool is
-// off); the first call starts the filling, and a later one that finds
-// none grows the pool.
+// off); the first call starts the filling.
 func (p *Pool[T]) Take() (T, bool) {
 	var zero T
 	if cap(p.ready) == 0 {
 		return zero, false
 	}
-	started := true
 	p.once.Do(func() {
-		started = false
 		p.timer = time.AfterFunc(RefillDelay, func() {
 			select {
 			case p.kick <- struct{}{}:
@@ -122,35 +103,9 @@ func (p *Pool[T]) Take() (T, bool) {
 	case it := <-p.ready:
 		return it.v, true
 	default:
-		if started {
-			p.grow()
-		}
 		return zero, false
 	}
 }
-
-// grow doubles what the pool refills to, within Growth × its size.
-func (p *Pool[T]) grow() {
-	for {
-		t := p.target.Load()
-		if t >= int64(cap(p.ready)) || p.target.CompareAndSwap(t, min(2*t, int64(cap(p.ready)))) {
-			return
-		}
-	}
-}
-
-// shrink brings what the pool refills to down by n, not below its size.
-func (p *Pool[T]) shrink(n int) {
-	for {
-		t := p.target.Load()
-		if p.target.CompareAndSwap(t, max(t-int64(n), int64(p.size))) {
-			return
-		}
-	}
-}
-
-// Target is how many items the pool refills to now.
-func (p *Pool[T]) Target() int { return int(p.target.Load()) }
 
 // fill keeps the pool full, and its items younger than maxAge, until
 // Close.
@@ -159,7 +114,7 @@ func (p *Pool[T]) fill() {
 	age := time.NewTicker(p.maxAge / 2)
 	defer age.Stop()
 	for {
-		for len(p.ready) < p.Target() {
+		for len(p.ready) < cap(p.ready) {
 			if p.ctx.Err() != nil {
 				return
 			}
@@ -185,13 +140,10 @@ func (p *Pool[T]) fill() {
 	}
 }
 
-// retire discards the items older than maxAge, which no create needed,
-// and shrinks the pool by as many; the loop that calls it then makes new
-// ones up to what is left. Only that loop puts items in, so one taken
-// out and kept goes back without waiting.
+// retire discards the items older than maxAge; the loop that calls it
+// then makes new ones. Only that loop puts items in, so one taken out and
+// kept goes back without waiting.
 func (p *Pool[T]) retire() {
-	retired := 0
-	defer func() { p.shrink(retired) }()
 	for range len(p.ready) {
 		select {
 		case it := <-p.ready:
@@ -200,7 +152,6 @@ func (p *Pool[T]) retire() {
 				continue
 			}
 			p.discard(it.v)
-			retired++
 		default:
 			return // creates took the rest
 		}
