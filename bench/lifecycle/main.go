@@ -6,7 +6,8 @@
 // exec round trip and destroy as p50 and p95 over many sandboxes, with
 // their ratios to each floor; then keeps -alive sandboxes alive at once and
 // reports the memory each idle one costs, and with -probe-every what calls
-// cost as they are created (probe.go), drawn in an SVG chart with -chart.
+// cost as they are created (probe.go), drawn in an SVG chart with -chart;
+// and, with -creates, the rate of creates from -clients clients at once.
 // It starts its own hutch server on loopback with a temporary data
 // directory.
 //
@@ -43,6 +44,8 @@ type options struct {
 	probeEvery     int    // with alive: probe the calls' cost every this many created; 0 never
 	probeSamples   int    // calls of each operation a probe times
 	chart          string // with probeEvery: the SVG chart of the probes, written here
+	clients        int    // concurrent clients of -creates
+	creates        int    // sandboxes to create from clients at once; 0 skips
 	cpuprofile     string
 	profilePhase   string        // with cpuprofile: profile only this phase of -alive
 	memprofile     string        // heap profile of the server with the fleet of -alive full
@@ -65,9 +68,11 @@ func main() {
 	flag.IntVar(&o.probeSamples, "probe-samples", 20, "calls of each operation one probe times")
 	flag.StringVar(&o.chart, "chart", "", "with -probe-every, write an SVG chart of each operation's p50 against sandboxes alive to this file")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
-	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase of -alive: create, idle (with -idle), exec or destroy")
+	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase: create, idle (with -idle), exec or destroy of -alive, or concurrent (the creates of -creates)")
 	flag.DurationVar(&o.idle, "idle", 0, "with -alive, leave the full fleet idle this long and report the CPU it and the server use (0: skip)")
 	flag.StringVar(&o.memprofile, "memprofile", "", "with -alive, write a heap profile of this process (the server, in process) to this file once every sandbox is created")
+	flag.IntVar(&o.clients, "clients", 8, "clients creating sandboxes at once for -creates")
+	flag.IntVar(&o.creates, "creates", 0, "sandboxes to create from -clients clients at once, each followed by its first exec and kept alive until all are made (0: skip)")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
 	flag.Parse()
 	if o.probeEvery < 0 || o.probeEvery > 0 && o.probeSamples < 1 || o.chart != "" && o.probeEvery == 0 {
@@ -149,6 +154,14 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		printLifecycle(lc, fl)
+	}
+	if o.creates > 0 {
+		progress(fmt.Sprintf("creating %d sandboxes from %d clients at once", o.creates, o.clients))
+		res, err := measureConcurrent(ctx, c, o.clients, o.creates, phaseProfiler(o))
+		if err != nil {
+			return err
+		}
+		printConcurrent(res, fl)
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))

@@ -42,6 +42,7 @@ type Authenticator struct {
 	touched  map[string]time.Time // key id → when LastUsedAt was last written
 	now      func() time.Time     // tests stub the clock
 	sessions sessions             // the requests in flight, by key (sessions.go)
+	keys     keyCache             // the keys looked up (keycache.go)
 }
 
 // dummyHash is compared against when a key id is unknown, so that an
@@ -100,7 +101,7 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 		remove()
 		cancel(context.Canceled)
 	}
-	k, err := a.Store.LookupKey(ctx, id)
+	k, err := a.keys.lookup(ctx, a.Store, id, a.clock())
 	if err != nil {
 		end()
 		if errors.Is(err, errdefs.ErrNotFound) {
@@ -124,7 +125,8 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 // authenticated through Begin. It returns the ids revoked.
 //
 // It ends the requests this process serves: another control plane on the
-// same store finds the key gone only on its next request.
+// same store finds the key gone once the key it keeps in memory expires
+// (keyTTL, keycache.go).
 func (a *Authenticator) Revoke(ctx context.Context, id string, cascade bool) ([]string, error) {
 	ids, err := a.Store.DeleteKey(ctx, id, cascade)
 	if err != nil {
@@ -155,6 +157,7 @@ func (a *Authenticator) RevokeTenant(ctx context.Context, tenantID string) ([]st
 // forget ends the requests of keys ids, revoked, and drops what it kept
 // of them; it returns how many requests it ended.
 func (a *Authenticator) forget(ids []string) int {
+	a.keys.forget(ids, "")
 	ended := a.sessions.end(ids, ErrKeyRevoked)
 	a.mu.Lock()
 	for _, k := range ids {
@@ -162,6 +165,13 @@ func (a *Authenticator) forget(ids []string) int {
 	}
 	a.mu.Unlock()
 	return ended
+}
+
+// TenantChanged forgets the keys of tenantID kept in memory, after its
+// state changed in the store (a suspension, a resumption, a deletion):
+// the next request of each reads it again.
+func (a *Authenticator) TenantChanged(tenantID string) {
+	a.keys.forget(nil, tenantID)
 }
 
 // parseHeader returns the key id and secret of an Authorization header.
@@ -175,7 +185,7 @@ func parseHeader(header string) (id, secret string, err error) {
 
 // check looks key id up and compares its secret.
 func (a *Authenticator) check(ctx context.Context, id, secret string) (tenancy.Principal, error) {
-	k, err := a.Store.LookupKey(ctx, id)
+	k, err := a.keys.lookup(ctx, a.Store, id, a.clock())
 	want := k.Hash
 	switch {
 	case errors.Is(err, errdefs.ErrNotFound):

@@ -67,12 +67,12 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("unknown id answers %q, wrong secret %q: they must not differ", msgs["unknown id"], msgs["wrong secret"])
 	}
 
-	// A deleted key no longer works. (Another admin key is made first:
-	// the last one cannot be deleted.)
+	// A revoked key no longer works, though it was just used. (Another
+	// admin key is made first: the last one cannot be deleted.)
 	newTenantKey(t, st, api.RoleAdmin)
 	owner := tenancy.With(ctx, tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role})
-	if _, err := st.DeleteKey(owner, k.ID, false); err != nil {
-		t.Fatalf("DeleteKey: %v", err)
+	if _, err := a.Revoke(owner, k.ID, false); err != nil {
+		t.Fatalf("Revoke: %v", err)
 	}
 	_, err := authenticate(a, ctx, "Bearer "+full)
 	wantErr(t, "deleted key", err, errdefs.ErrUnauthorized, "invalid_api_key")

@@ -24,6 +24,7 @@ func TestTenantState(t *testing.T) {
 		if _, err := st.UpdateTenant(sys, k.TenantID, func(t *store.Tenant) error { t.State = s; return nil }); err != nil {
 			t.Fatal(err)
 		}
+		a.TenantChanged(k.TenantID) // as internal/control/tenants does
 	}
 	p, err := authenticate(a, context.Background(), "Bearer "+full)
 	if err != nil || p.Suspended || p.May(api.RoleMember) != nil {

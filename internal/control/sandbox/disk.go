@@ -115,7 +115,9 @@ func (s *Service) MeasureDisk(ctx context.Context, rec *store.Sandbox) (m DiskMe
 	// no write to the store.
 	if u.UsedBytes>>20 != rec.DiskBytes>>20 {
 		m.Grew = u.UsedBytes>>20 > rec.DiskBytes>>20
-		if err := s.store.SetSandboxDisk(tenancy.System(ctx), rec.ID, u.UsedBytes); err != nil {
+		err := s.store.SetSandboxDisk(tenancy.System(ctx), rec.ID, u.UsedBytes)
+		s.droppedRecord(rec.ID)
+		if err != nil {
 			return m, true, fmt.Errorf("record the disk of sandbox %s: %w", rec.ID, err)
 		}
 	}

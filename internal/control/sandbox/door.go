@@ -71,7 +71,7 @@ func (s *Service) openHeld(ctx context.Context, id, op string, kind quota.Kind) 
 
 // open lets a call to sandbox id through the door, or says why not.
 func (s *Service) open(ctx context.Context, id, op string) (*call, error) {
-	rec, err := s.store.GetSandbox(ctx, id)
+	rec, err := s.record(ctx, id)
 	if err != nil {
 		return nil, err
 	}

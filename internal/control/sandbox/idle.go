@@ -40,6 +40,7 @@ func (s *Service) Keepalive(ctx context.Context, id string, req api.KeepaliveReq
 		}
 		return nil
 	})
+	rec, err = s.updated(id, rec, err)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

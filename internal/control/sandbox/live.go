@@ -14,7 +14,8 @@ import (
 // this server: its agent's client and handle, the calls in flight
 // through the door and when it was last active, its open preview
 // tunnels, its egress proxy, the follower of its agent's event feed, the
-// out-of-memory kills last seen and its metric history. One is made when
+// out-of-memory kills last seen, its metric history and its record as
+// last written or read. One is made when
 // the service first attaches to the sandbox's agent (a create, start,
 // restore or recovery) and closed, once, when the service lets go of the
 // sandbox (a stop, destroy, failure or loss), so nothing kept of a
@@ -46,6 +47,7 @@ type live struct {
 	// started one holds no stream, so its connection closes once idle.
 	feed    bool
 	oom     oomSeen
+	kept    keptRecord // its record, for the door (records.go)
 	metrics metricRing
 }
 
@@ -90,6 +92,8 @@ func (s *Service) attach(ctx context.Context, rec *store.Sandbox, d driver.Drive
 	old := lv.client
 	lv.client, lv.handle, lv.closed = a, h, false
 	lv.since, lv.active = now, now // a new idle window
+	cp := *rec
+	lv.keep(&cp)
 	lv.mu.Unlock()
 	if old != nil {
 		old.Close()

@@ -104,6 +104,7 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 		sb.Network = p
 		return nil
 	})
+	rec, err = s.updated(id, rec, err)
 	if err != nil {
 		return api.Network{}, err
 	}

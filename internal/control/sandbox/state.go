@@ -109,7 +109,8 @@ func (s *Service) transition(ctx context.Context, id string, op Op, to api.Sandb
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s: the state table has no edge %s to %s", id, op, to)
 	}
-	return store.Transition(ctx, s.store, id, e.from, to, fn)
+	rec, err := store.Transition(ctx, s.store, id, e.from, to, fn)
+	return s.updated(id, rec, err)
 }
 
 // need is an operation that needs a sandbox in one of the states in and

@@ -41,6 +41,7 @@ func (s *Service) SetTimeout(ctx context.Context, id string, req api.TimeoutRequ
 		}
 		return nil
 	})
+	rec, err = s.updated(id, rec, err)
 	if err != nil {
 		return api.Sandbox{}, err
 	}

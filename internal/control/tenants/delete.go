@@ -40,7 +40,7 @@ func (s *Service) Delete(ctx context.Context, id string) (api.Tenant, error) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	p, _ := tenancy.From(ctx)
-	t, err = store.TransitionTenant(ctx, s.st, id, []api.TenantState{api.TenantActive, api.TenantSuspended, api.TenantDeleting}, api.TenantDeleting,
+	t, err = s.transition(ctx, id, []api.TenantState{api.TenantActive, api.TenantSuspended, api.TenantDeleting}, api.TenantDeleting,
 		func(t *store.Tenant) {
 			if t.Deletion == nil {
 				t.Deletion = &api.TenantDeletion{StartedAt: time.Now(), By: p.KeyID, ByTenant: p.TenantID, Step: api.DeleteStepKeys}
@@ -136,7 +136,7 @@ func (s *Service) run(ctx context.Context, id string) (retErr error) {
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 	}
-	t, err = store.TransitionTenant(d.sys, s.st, id, []api.TenantState{api.TenantDeleting}, api.TenantDeleted, func(t *store.Tenant) {
+	t, err = s.transition(d.sys, id, []api.TenantState{api.TenantDeleting}, api.TenantDeleted, func(t *store.Tenant) {
 		now := time.Now()
 		t.Deletion.Step, t.Deletion.FinishedAt = api.DeleteStepDone, &now
 	})

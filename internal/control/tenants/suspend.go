@@ -10,7 +10,6 @@ import (
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
-	"github.com/hutchdev/hutch/internal/store"
 )
 
 // Suspend suspends a tenant: it is marked suspended first, so that
@@ -27,7 +26,7 @@ func (s *Service) Suspend(ctx context.Context, id string) (api.Tenant, error) {
 	}
 	unlock := s.locks.Lock(id)
 	defer unlock()
-	t, err := store.TransitionTenant(ctx, s.st, id, []api.TenantState{api.TenantActive, api.TenantSuspended}, api.TenantSuspended, nil)
+	t, err := s.transition(ctx, id, []api.TenantState{api.TenantActive, api.TenantSuspended}, api.TenantSuspended, nil)
 	if err != nil {
 		return api.Tenant{}, err
 	}
@@ -52,7 +51,7 @@ func (s *Service) Resume(ctx context.Context, id string) (api.Tenant, error) {
 	}
 	unlock := s.locks.Lock(id)
 	defer unlock()
-	t, err := store.TransitionTenant(ctx, s.st, id, []api.TenantState{api.TenantSuspended, api.TenantActive}, api.TenantActive, nil)
+	t, err := s.transition(ctx, id, []api.TenantState{api.TenantSuspended, api.TenantActive}, api.TenantActive, nil)
 	if err != nil {
 		return api.Tenant{}, err
 	}

@@ -6,7 +6,8 @@
 // the store for what has no door (keys, secrets, events, records).
 //
 // A tenant's state changes only by store.TransitionTenant, which names the
-// states it expects, and only an admin's key or the system changes it
+// states it expects (through transition, which tells the keys kept in
+// memory), and only an admin's key or the system changes it
 // (the API's route and the store both check). A tenant never suspends or
 // deletes itself, and the admin tenant (the one made on first start, or
 // any holding an admin key) is never suspended or deleted.
@@ -62,9 +63,12 @@ type Volumes interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// Keys revokes a tenant's keys and ends their requests (auth.Authenticator).
+// Keys revokes a tenant's keys and ends their requests, and is told when
+// a tenant's state changes, to forget the keys it keeps in memory
+// (auth.Authenticator).
 type Keys interface {
 	RevokeTenant(ctx context.Context, tenantID string) ([]string, error)
+	TenantChanged(tenantID string)
 }
 
 // Config is what the service works with. Store, Keys, Sandboxes and
@@ -204,4 +208,12 @@ func (s *Service) record(adminTenant, typ, msg string, t store.Tenant, data map[
 	}
 	data["tenant_id"], data["name"] = t.ID, t.Name
 	events.Record(s.cfg.Events, s.log, &events.Event{TenantID: adminTenant, Type: typ, Message: msg, Data: data})
+}
+
+// transition changes tenant id's state (store.TransitionTenant) and tells
+// the keys, which keep its state in memory, that it may have changed.
+func (s *Service) transition(ctx context.Context, id string, from []api.TenantState, to api.TenantState, fn func(*store.Tenant)) (store.Tenant, error) {
+	t, err := store.TransitionTenant(ctx, s.st, id, from, to, fn)
+	s.cfg.Keys.TenantChanged(id)
+	return t, err
 }
