@@ -190,12 +190,26 @@ func (d *deletion) fail(err error) {
 // deletion of it, or its own, got there first.
 func gone(err error) bool { return errors.Is(err, errdefs.ErrNotFound) }
 
+// revokeKeys counts the tenant's keys into the record before they go,
+// once: counted after, a deletion cut short between the two (the server
+// killed) found none left to count when it ran on. No key is made
+// meanwhile: the tenant is deleting.
 func (s *Service) revokeKeys(d *deletion) error {
-	ids, err := s.cfg.Keys.RevokeTenant(d.sys, d.id)
+	t, err := s.st.GetTenant(d.sys, d.id)
 	if err != nil {
 		return err
 	}
-	return d.count(len(ids), func(r *api.TenantRemoved) *int { return &r.Keys })
+	if t.Deletion == nil || t.Deletion.Removed.Keys == 0 {
+		keys, err := s.st.ListKeys(d.as)
+		if err != nil {
+			return err
+		}
+		if err := d.count(len(keys), func(r *api.TenantRemoved) *int { return &r.Keys }); err != nil {
+			return err
+		}
+	}
+	_, err = s.cfg.Keys.RevokeTenant(d.sys, d.id)
+	return err
 }
 
 func (s *Service) deleteApps(d *deletion) error {

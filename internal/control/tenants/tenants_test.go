@@ -299,3 +299,41 @@ func keyIDOf(t *testing.T, key string) string {
 	}
 	return id
 }
+
+// revokeFailsOnce is the authenticator of a server killed as its first
+// revocation of a tenant's keys returned: the keys are gone, and the
+// deletion learns nothing of it.
+type revokeFailsOnce struct {
+	Keys
+	failed atomic.Bool
+}
+
+func (r *revokeFailsOnce) RevokeTenant(ctx context.Context, tenantID string) ([]string, error) {
+	ids, err := r.Keys.RevokeTenant(ctx, tenantID)
+	if err == nil && r.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("killed")
+	}
+	return ids, err
+}
+
+// TestDeleteCountsKeysOnce: the keys a deletion removes are counted once
+// even when the run that removed them was cut short before it went on:
+// counted after the removal, the next run found none and recorded 0
+// (e2e TestTenantLife, its server killed after the DELETE).
+func TestDeleteCountsKeysOnce(t *testing.T) {
+	f := newFixture(t)
+	sbs := f.fill(t, 1)
+	s, err := New(Config{Store: f.st, Keys: &revokeFailsOnce{Keys: f.auth}, Sandboxes: f.sbx, Events: f.events, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(f.admin, f.victim); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, "the failure is recorded", func(tn store.Tenant) bool { return tn.Deletion != nil && tn.Deletion.Error != "" })
+	s.Close()
+	if err := f.service(t).Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.checkGone(t, sbs) // Removed.Keys == 1 among the rest
+}
