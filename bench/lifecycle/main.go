@@ -133,6 +133,12 @@ func run(ctx context.Context, o options) error {
 		cfg.AgentPath = o.agent
 		cfg.Driver = o.driver
 		cfg.WarmPool = o.warm
+		// The host's admission at its defaults, which the fleet of -alive
+		// must fit in (the benchmark server lifts it); the tenant's quota
+		// of sandboxes (100 by default, an operator's setting per tenant)
+		// stays lifted.
+		d := config.Default()
+		cfg.MaxMemoryOvercommit, cfg.MaxPidsOvercommit, cfg.MaxCPUOvercommit = d.MaxMemoryOvercommit, d.MaxPidsOvercommit, d.MaxCPUOvercommit
 	})
 	if err != nil {
 		return err
