@@ -75,7 +75,14 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// An hour ago, a sample every period at half a core, the loop
-	// ticking twice in each.
+	// ticking twice in each. The read above is forgotten: the loop sets
+	// CPU time an hour's worth past it, and on a loaded machine it takes
+	// more than percentSpan, after which that read, not the loop's last
+	// sample, is the base of the percent now.
+	lv := f.svc.lookup(sb.ID)
+	lv.mu.Lock()
+	lv.metrics.read = point{}
+	lv.mu.Unlock()
 	start := time.Now().Add(-time.Hour).Truncate(metricsEvery)
 	periods := metricsKeep + 10
 	for i := range periods {
@@ -264,20 +271,20 @@ func TestSamplePeriodGrowsWithFleet(t *testing.T) {
 	if !f.svc.SampleDue(start, 5000) {
 		t.Fatal("first sample of 5,000 sandboxes not due")
 	}
-	if f.svc.SampleDue(start.Add(20*time.Second), 5000) {
-		t.Error("5,000 sandboxes sampled again 20 s on; want every 25 s")
+	if f.svc.SampleDue(start.Add(90*time.Second), 5000) {
+		t.Error("5,000 sandboxes sampled again 90 s on; want every 100 s")
 	}
-	if !f.svc.SampleDue(start.Add(25*time.Second), 5000) {
-		t.Error("5,000 sandboxes not sampled 25 s on")
+	if !f.svc.SampleDue(start.Add(100*time.Second), 5000) {
+		t.Error("5,000 sandboxes not sampled 100 s on")
 	}
 	m, err := f.svc.Metrics(f.ctx, sb.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.SampleEveryS != 25 {
-		t.Errorf("sample_every_s = %d with 5,000 sandboxes; want 25", m.SampleEveryS)
+	if m.SampleEveryS != 100 {
+		t.Errorf("sample_every_s = %d with 5,000 sandboxes; want 100", m.SampleEveryS)
 	}
-	if !f.svc.SampleDue(start.Add(30*time.Second), 10) || f.svc.SampleDue(start.Add(34*time.Second), 10) {
+	if !f.svc.SampleDue(start.Add(130*time.Second), 10) || f.svc.SampleDue(start.Add(134*time.Second), 10) {
 		t.Error("10 sandboxes: want a sample every 5 s")
 	}
 }
