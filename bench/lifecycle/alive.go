@@ -34,9 +34,10 @@ type aliveResult struct {
 	probeEvery, probeSamples int
 	fleet                    []checkpoint // the probes as the fleet grew; none unless probed
 
-	before, after memSnapshot // idle
-	idle          idleCPU     // with -idle: what the full fleet used, idle
-	cgroup        string      // path of this process's memory cgroup; "" if none
+	before, after memSnapshot    // idle
+	idle          idleCPU        // with -idle: what the full fleet used, idle
+	restart       *restartResult // with -restart: the server restarted with the fleet full
+	cgroup        string         // path of this process's memory cgroup; "" if none
 }
 
 // memSnapshot is one reading of memory while the sandboxes are idle.
@@ -60,9 +61,12 @@ type memSnapshot struct {
 // With probe.every set, it times calls of each of probeOps at 0 alive,
 // after every probe.every sandboxes created, and at the end, the fill
 // paused meanwhile.
+// With restart set, it then restarts the server (measureRestart) and goes
+// on with the new one's client.
 // profile, when set, is called as each phase begins and returns what ends
 // its profile.
-func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, probe probeOptions, idle time.Duration, profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, probe probeOptions, idle time.Duration, restart restarter,
+	profile func(phase string) (stop func())) (res aliveResult, retErr error) {
 	if profile == nil {
 		profile = func(string) func() { return func() {} }
 	}
@@ -150,6 +154,20 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 		stop := profile("idle")
 		res.idle = measureIdleCPU(config.Default().CgroupParent, ids, idle)
 		stop()
+	}
+
+	if restart != nil {
+		progress(fmt.Sprintf("restarting the server with %d sandboxes alive", len(ids)))
+		stop := profile("restart")
+		r, nc, err := measureRestart(ctx, restart, ids)
+		stop()
+		res.restart = &r
+		if nc != nil {
+			c = nc
+		}
+		if err != nil {
+			return res, err
+		}
 	}
 
 	trueCmd := api.ExecRequest{Cmd: []string{"true"}}

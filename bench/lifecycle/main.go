@@ -50,6 +50,7 @@ type options struct {
 	profilePhase   string        // with cpuprofile: profile only this phase of -alive
 	memprofile     string        // heap profile of the server with the fleet of -alive full
 	idle           time.Duration // with -alive: how long the full fleet is left idle, its CPU read
+	restart        bool          // with -alive: restart the server with the fleet full, timed
 	serverLog      string        // file for the server's warnings and errors; "" discards them
 }
 
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the server, in process) after the floors to this file")
 	flag.StringVar(&o.profilePhase, "profile-phase", "", "with -cpuprofile, profile only this phase: create, idle (with -idle), exec or destroy of -alive, or concurrent (the creates of -creates)")
 	flag.DurationVar(&o.idle, "idle", 0, "with -alive, leave the full fleet idle this long and report the CPU it and the server use (0: skip)")
+	flag.BoolVar(&o.restart, "restart", false, "with -alive, once the fleet is full, stop the server as on SIGTERM (sandboxes keep running), start a new one on the same data directory and time until it serves the API and until every sandbox answers an exec")
 	flag.StringVar(&o.memprofile, "memprofile", "", "with -alive, write a heap profile of this process (the server, in process) to this file once every sandbox is created")
 	flag.IntVar(&o.clients, "clients", 8, "clients creating sandboxes at once for -creates")
 	flag.IntVar(&o.creates, "creates", 0, "sandboxes to create from -clients clients at once, each followed by its first exec and kept alive until all are made (0: skip)")
@@ -77,6 +79,11 @@ func main() {
 	flag.Parse()
 	if o.probeEvery < 0 || o.probeEvery > 0 && o.probeSamples < 1 || o.chart != "" && o.probeEvery == 0 {
 		fmt.Fprintln(os.Stderr, "lifecycle: -probe-every must be 0 or more, -probe-samples at least 1 with it, and -chart needs it")
+		os.Exit(2)
+	}
+	if o.restart && (o.alive == 0 || o.probeEvery > 0) {
+		// The prober keeps a client of the first server.
+		fmt.Fprintln(os.Stderr, "lifecycle: -restart needs -alive and does not go with -probe-every")
 		os.Exit(2)
 	}
 	if o.memprofile != "" {
@@ -172,7 +179,14 @@ func run(ctx context.Context, o options) error {
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
 		probe := probeOptions{every: o.probeEvery, samples: o.probeSamples, addr: bs.Addr(), key: bs.Key}
-		res, err := measureAlive(ctx, c, o.alive, o.agent, probe, o.idle, phaseProfiler(o))
+		var restart restarter
+		if o.restart {
+			restart = func(ctx context.Context) (time.Time, *client.Client, error) {
+				started, err := bs.Restart(ctx)
+				return started, bs.Client, err
+			}
+		}
+		res, err := measureAlive(ctx, c, o.alive, o.agent, probe, o.idle, restart, phaseProfiler(o))
 		if err != nil {
 			return err
 		}

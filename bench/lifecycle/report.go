@@ -108,6 +108,9 @@ func printAlive(r aliveResult) {
 		fmt.Println(r.idle.String())
 		fmt.Println()
 	}
+	if r.restart != nil {
+		fmt.Println(r.restart.String())
+	}
 	fmt.Println("| what | n | p50 | p95 | total |")
 	fmt.Println("|---|---|---|---|---|")
 	row := func(name string, d []time.Duration, total time.Duration) {

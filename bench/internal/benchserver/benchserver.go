@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
@@ -24,6 +25,8 @@ type Server struct {
 	Key    string // the admin tenant's API key
 	srv    *server.Server
 	dir    string
+	cfg    config.Config
+	log    *slog.Logger
 }
 
 // Start starts a server whose data directory is in the system's temporary
@@ -81,12 +84,35 @@ func StartIn(ctx context.Context, base string, log *slog.Logger, change func(*co
 		return nil, err
 	}
 	k := strings.TrimSpace(string(key))
-	return &Server{Client: client.New("http://"+srv.Addr().String(), k), Key: k, srv: srv, dir: dir}, nil
+	return &Server{Client: client.New("http://"+srv.Addr().String(), k), Key: k, srv: srv, dir: dir, cfg: cfg, log: log}, nil
+}
+
+// Restart shuts the server down as hutch serve does on SIGTERM (its
+// sandboxes keep running) and starts a new one on the same data
+// directory and address, with a new client (the old one's connections
+// went with the old server). started is when the new server's start
+// began, after the old one had shut down; a failed start leaves s
+// without a server, and Stop then only removes the directory.
+func (s *Server) Restart(ctx context.Context) (started time.Time, err error) {
+	s.srv.Shutdown(context.WithoutCancel(ctx))
+	cfg := s.cfg
+	cfg.Listen = s.srv.Addr().String()
+	s.srv = nil
+	started = time.Now()
+	srv, err := server.Start(ctx, cfg, s.log, "bench")
+	if err != nil {
+		return started, fmt.Errorf("restart: %w", err)
+	}
+	s.srv = srv
+	s.Client = client.New("http://"+srv.Addr().String(), s.Key)
+	return started, nil
 }
 
 // Stop shuts the server down and removes its data directory.
 func (s *Server) Stop(ctx context.Context) {
-	s.srv.Shutdown(context.WithoutCancel(ctx))
+	if s.srv != nil {
+		s.srv.Shutdown(context.WithoutCancel(ctx))
+	}
 	os.RemoveAll(s.dir)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -27,15 +28,31 @@ func (s *Service) owns(rec *store.Sandbox) bool {
 	return ok
 }
 
+// recoverAtOnce is how many sandboxes Recover settles at once. Each
+// waits mostly on its agent's answer, its driver and the store, so one at
+// a time left the CPUs idle: a restart with thousands alive took as many
+// round trips, one after another, before the API served.
+const recoverAtOnce = 32
+
 // Recover runs once at start-up, before the API serves: it re-attaches to
 // the sandboxes the store says are running, settles the ones a crash
 // caught in a transitional state, and sweeps what the drivers find that
-// the store does not know.
+// the store does not know. Sandboxes are settled recoverAtOnce at a time,
+// each under its own lock.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
 	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
+	}
+	next := make(chan *store.Sandbox)
+	var wg sync.WaitGroup
+	for range min(recoverAtOnce, len(recs)) {
+		wg.Go(func() {
+			for rec := range next {
+				s.recoverOne(ctx, rec)
+			}
+		})
 	}
 	for _, rec := range recs {
 		if !s.owns(rec) {
@@ -44,24 +61,32 @@ func (s *Service) Recover(ctx context.Context) error {
 			}
 			continue
 		}
-		unlock := s.locks.Lock(rec.ID)
-		switch rec.State {
-		case api.StateCreating:
-			s.failOrphan(ctx, rec, "the control plane restarted while the sandbox was being created")
-		case api.StateDestroying:
-			tctx, cancel := s.teardownContext(ctx)
-			if err := s.destroyAfterCrash(tctx, rec); err != nil {
-				s.log.Warn("finish an interrupted destroy", logattr.Sandbox(rec.ID), "err", err)
-			}
-			cancel()
-		case api.StatePaused:
-			s.recoverPaused(ctx, rec)
-		default: // starting, running, stopping: whatever the agent is doing now decides
-			s.reattach(ctx, rec)
-		}
-		unlock()
+		next <- rec
 	}
+	close(next)
+	wg.Wait()
 	return s.Sweep(ctx)
+}
+
+// recoverOne settles one sandbox rec, under its lock, by the state its
+// record was left in.
+func (s *Service) recoverOne(ctx context.Context, rec *store.Sandbox) {
+	unlock := s.locks.Lock(rec.ID)
+	defer unlock()
+	switch rec.State {
+	case api.StateCreating:
+		s.failOrphan(ctx, rec, "the control plane restarted while the sandbox was being created")
+	case api.StateDestroying:
+		tctx, cancel := s.teardownContext(ctx)
+		defer cancel()
+		if err := s.destroyAfterCrash(tctx, rec); err != nil {
+			s.log.Warn("finish an interrupted destroy", logattr.Sandbox(rec.ID), "err", err)
+		}
+	case api.StatePaused:
+		s.recoverPaused(ctx, rec)
+	default: // starting, running, stopping: whatever the agent is doing now decides
+		s.reattach(ctx, rec)
+	}
 }
 
 // destroyAfterCrash finishes a destroy a crash interrupted.
