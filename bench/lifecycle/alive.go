@@ -61,12 +61,14 @@ type memSnapshot struct {
 // With probe.every set, it times calls of each of probeOps at 0 alive,
 // after every probe.every sandboxes created, and at the end, the fill
 // paused meanwhile.
+// full, when set, is given the result so far once the fleet is full and
+// its memory read, before the execs and destroys of a long run.
 // With restart set, it then restarts the server (measureRestart) and goes
 // on with the new one's client.
 // profile, when set, is called as each phase begins and returns what ends
 // its profile.
 func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string, probe probeOptions, idle time.Duration, restart restarter,
-	profile func(phase string) (stop func())) (res aliveResult, retErr error) {
+	full func(aliveResult), profile func(phase string) (stop func())) (res aliveResult, retErr error) {
 	if profile == nil {
 		profile = func(string) func() { return func() {} }
 	}
@@ -146,14 +148,19 @@ func measureAlive(ctx context.Context, c *client.Client, n int, agentPath string
 	stop()
 	res.createAll = time.Since(start) - probing
 	res.created = len(ids)
-	if res.after, err = idleMemory(agentPath, pcg); err != nil {
-		return res, err
-	}
 	if idle > 0 {
 		progress(fmt.Sprintf("leaving the %d sandboxes idle for %s", len(ids), idle))
 		stop := profile("idle")
 		res.idle = measureIdleCPU(config.Default().CgroupParent, ids, idle)
 		stop()
+	}
+	// After -idle when given: what the fleet keeps, not what its last
+	// creates still had in flight.
+	if res.after, err = idleMemory(agentPath, pcg); err != nil {
+		return res, err
+	}
+	if full != nil {
+		full(res)
 	}
 
 	if restart != nil {

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -186,21 +187,26 @@ func run(ctx context.Context, o options) error {
 				return started, bs.Client, err
 			}
 		}
-		res, err := measureAlive(ctx, c, o.alive, o.agent, probe, o.idle, restart, phaseProfiler(o))
-		if err != nil {
-			return err
-		}
-		printAlive(res)
-		if len(res.fleet) > 0 {
+		// The probes' table and chart are printed as soon as the fleet is
+		// full: the execs and destroys of thousands take many minutes more.
+		var chartErr error
+		full := func(res aliveResult) {
+			if len(res.fleet) == 0 {
+				return
+			}
 			printFleet(res)
-		}
-		if o.chart != "" && len(res.fleet) > 0 {
-			title := fmt.Sprintf("p50 of %d calls each against sandboxes alive: driver %s, %d CPUs, %s",
-				o.probeSamples, info.Driver, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"))
-			if err := writeFleetChart(o.chart, title, res.fleet); err != nil {
-				return err
+			if o.chart != "" {
+				title := fmt.Sprintf("p50 of %d calls each against sandboxes alive: driver %s, %d CPUs, %s",
+					o.probeSamples, info.Driver, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"))
+				chartErr = writeFleetChart(o.chart, title, res.fleet)
 			}
 		}
+		res, err := measureAlive(ctx, c, o.alive, o.agent, probe, o.idle, restart, full, phaseProfiler(o))
+		if err != nil {
+			return errors.Join(err, chartErr)
+		}
+		printAlive(res)
+		return chartErr
 	}
 	return nil
 }

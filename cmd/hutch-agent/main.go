@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -35,6 +36,15 @@ import (
 	"github.com/hutchdev/hutch/internal/agent/proc"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 )
+
+// agentProcs is the agent's GOMAXPROCS. Go sizes it to the host's CPUs
+// (the agent's cgroup has no CPU limit of its own; its commands' has), and
+// every scheduler slot costs an idle agent threads, stacks and cached heap
+// spans, paid once for every sandbox on the box, more on a larger host.
+// The agent's work is system calls and copies between descriptors for
+// commands that the sandbox's own CPU limit bounds: one slot is enough,
+// and blocking calls still get threads of their own.
+const agentProcs = 1
 
 // shutdownTimeout bounds killing the tree and draining the requests.
 const shutdownTimeout = 10 * time.Second
@@ -63,6 +73,8 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "hutch-agent: mark inherited descriptors close-on-exec: %v\n", err)
 		return 1
 	}
+	// One scheduler slot: see agentProcs.
+	runtime.GOMAXPROCS(agentProcs)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Before anything starts, so a signal during start-up is not lost.
 	sigs := make(chan os.Signal, 1)

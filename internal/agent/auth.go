@@ -110,16 +110,18 @@ func unauthorized(format string, args ...any) error {
 	return errdefs.New(errdefs.ErrUnauthorized, "unauthorized", format, args...)
 }
 
-// nonceCache remembers the last replayWindow nonces.
+// nonceCache remembers the last replayWindow nonces. It grows as nonces
+// come, not at start: most sandboxes never see a window's worth, and the
+// window's room (about 100 KiB) would be paid by every idle agent.
 type nonceCache struct {
 	mu   sync.Mutex
-	ring [replayWindow]string
+	ring []string // up to replayWindow; then next is the oldest
 	next int
 	seen map[string]struct{}
 }
 
 func newNonceCache() *nonceCache {
-	return &nonceCache{seen: make(map[string]struct{}, replayWindow)}
+	return &nonceCache{seen: make(map[string]struct{})}
 }
 
 // add records nonce and reports false if it was already there.
@@ -129,11 +131,13 @@ func (c *nonceCache) add(nonce string) bool {
 	if _, ok := c.seen[nonce]; ok {
 		return false
 	}
-	if old := c.ring[c.next]; old != "" {
-		delete(c.seen, old)
+	if len(c.ring) < replayWindow {
+		c.ring = append(c.ring, nonce)
+	} else {
+		delete(c.seen, c.ring[c.next])
+		c.ring[c.next] = nonce
+		c.next = (c.next + 1) % replayWindow
 	}
-	c.ring[c.next] = nonce
-	c.next = (c.next + 1) % replayWindow
 	c.seen[nonce] = struct{}{}
 	return true
 }
