@@ -18,8 +18,13 @@ import (
 // would pay that, growing with it, for every create. So the control
 // plane vforks the agent binary as `<name> -spawn <spec>` in its own
 // namespaces (a process of a few MiB), which starts the agent in the
-// sandbox's namespaces, prints its pid and exits; the agent, orphaned,
-// is reaped by the host's init like any daemon's child.
+// sandbox's namespaces, prints its pid and exits.
+//
+// The stage starts the agent as its sibling (CLONE_PARENT): the agent is
+// the control plane's child, as if the control plane had started it, and
+// the control plane reaps it (launch.StartStaged), even as PID 1 of a
+// container without an init; orphaned instead, every agent would be left
+// to the host's init, which is the operator's, not ours to load.
 
 // SpawnArg is the argument that makes the agent binary the first stage.
 const SpawnArg = "-spawn"
@@ -86,6 +91,8 @@ func spawn(name, raw string) (int, error) {
 	for i := range files {
 		files[i] = os.NewFile(uintptr(3+i), "fd"+strconv.Itoa(3+i))
 	}
+	attr := sp.SysProcAttr()
+	attr.Cloneflags |= syscall.CLONE_PARENT
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/fd/3",
 		Args:        []string{name},
@@ -94,13 +101,13 @@ func spawn(name, raw string) (int, error) {
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
 		ExtraFiles:  files,
-		SysProcAttr: sp.SysProcAttr(),
+		SysProcAttr: attr,
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start the agent: %w", err)
 	}
 	pid := cmd.Process.Pid
-	_ = cmd.Process.Release() // the host's init reaps it once this stage exits
+	_ = cmd.Process.Release() // the control plane's child: it reaps the agent
 	return pid, nil
 }
 

@@ -72,8 +72,9 @@ func Start(cmd *exec.Cmd, logPath string) (*Agent, error) {
 
 // StartStaged starts cmd, the agent binary as the namespace driver's
 // first stage (nsinit.Spawn: cmd's Args end in nsinit.SpawnArg and its
-// spec), which starts the agent, reports its pid on stdout and exits; the
-// agent is then no child of this process (the host's init reaps it), and
+// spec), which starts the agent as its sibling, reports its pid on stdout
+// and exits; the agent is this process's child, reaped here like Start's
+// (a stage of an older agent binary leaves it to the host's init), and
 // the Agent returned is it, with the pipes and log Start would give it.
 func StartStaged(cmd *exec.Cmd, logPath string) (*Agent, error) {
 	stage, err := Start(cmd, logPath)
@@ -90,6 +91,7 @@ func StartStaged(cmd *exec.Cmd, logPath string) (*Agent, error) {
 	}
 	a := &Agent{Pid: pid, Log: logPath, stdin: stage.stdin, stdout: stage.stdout}
 	a.StartTime, _ = hostproc.StartTime(pid)
+	reapChild(pid)
 	return a, nil
 }
 

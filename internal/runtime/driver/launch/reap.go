@@ -35,6 +35,34 @@ func reapLater(cmd *exec.Cmd, pidfd int) {
 	}
 	// The reaping below is this pidfd's; cmd's own handle is not needed.
 	_ = cmd.Process.Release()
+	reapPidfd(pidfd)
+}
+
+// reapChild reaps pid, a child of this process that no exec.Cmd holds
+// (an agent its first stage started as this process's child), once it
+// exits. A child cannot be reaped by anyone else, so its pid names it
+// until then, an exited one included. Of a process that is not this
+// one's child (the stage of an older agent binary orphans the agent),
+// nothing is reaped.
+func reapChild(pid int) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		// No pidfds on this kernel: a thread waits, as os/exec's would.
+		go func() {
+			var ws unix.WaitStatus
+			for {
+				if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+					return
+				}
+			}
+		}()
+		return
+	}
+	reapPidfd(pidfd)
+}
+
+// reapPidfd reaps the process of pidfd, which it owns, once it exits.
+func reapPidfd(pidfd int) {
 	if err := unix.SetNonblock(pidfd, true); err != nil {
 		go waitBlocking(pidfd)
 		return
@@ -52,7 +80,7 @@ func reapLater(cmd *exec.Cmd, pidfd int) {
 			err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG, nil)
 			// EAGAIN (the pidfd is non-blocking) or no signal yet: not
 			// exited, wait for the pidfd to become readable; reaped or
-			// failed ends the wait.
+			// failed (ECHILD: not this process's child) ends the wait.
 			return err != unix.EAGAIN && (err != nil || info.Signo != 0)
 		})
 	}()
