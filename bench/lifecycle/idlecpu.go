@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/hutchdev/hutch/bench/internal/stat"
 )
 
 // idleCPU is what a full fleet left idle costs: the CPU its sandboxes
@@ -28,9 +29,9 @@ func measureIdleCPU(parent string, ids []string, window time.Duration) (r idleCP
 	for i, id := range ids {
 		before[i] = sandboxCPU(parent, id)
 	}
-	self := selfCPU()
+	self := stat.SelfCPU()
 	time.Sleep(window)
-	serverNS := selfCPU() - self
+	server := stat.SelfCPU() - self
 	var fleetNS int64
 	for i, id := range ids {
 		after := sandboxCPU(parent, id)
@@ -42,7 +43,7 @@ func measureIdleCPU(parent string, ids []string, window time.Duration) (r idleCP
 		r.counted++
 	}
 	r.fleet = float64(fleetNS) / float64(window)
-	r.server = float64(serverNS) / float64(window)
+	r.server = float64(server) / float64(window)
 	return r
 }
 
@@ -65,15 +66,6 @@ func sandboxCPU(parent, id string) int64 {
 		}
 	}
 	return -1
-}
-
-// selfCPU returns the CPU time this process has used, in ns.
-func selfCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // String is the report's sentence.

@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/hutchdev/hutch/bench/internal/stat"
 )
 
 // cpuUse is the CPU spent by each party to a load: this process (the
@@ -34,10 +35,7 @@ type parties struct {
 // <parent>/<id>/box.
 func (p parties) sample() cpuUse {
 	var u cpuUse
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		u.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	u.self = stat.SelfCPU()
 	if p.hostServer != 0 {
 		u.server = procCPU(p.hostServer)
 	}

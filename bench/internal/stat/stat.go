@@ -1,5 +1,5 @@
-// Package stat is the benchmarks' arithmetic: percentiles of timings and
-// how they are printed.
+// Package stat is the benchmarks' arithmetic: percentiles of timings, how
+// they are printed, and the CPU time this process has used.
 package stat
 
 import (
