@@ -86,6 +86,7 @@ func StartStaged(cmd *exec.Cmd, logPath string) (*Agent, error) {
 		stage.Close()
 		if pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			reapChild(pid)
 		}
 		return nil, stage.failed(err)
 	}

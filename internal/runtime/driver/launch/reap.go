@@ -43,7 +43,10 @@ func reapLater(cmd *exec.Cmd, pidfd int) {
 // exits. A child cannot be reaped by anyone else, so its pid names it
 // until then, an exited one included. Of a process that is not this
 // one's child (the stage of an older agent binary orphans the agent),
-// nothing is reaped.
+// nothing is reaped. A child the stage started but could not execute
+// (its exec or id mapping failed) is this process's too, and its pid is
+// never reported: it stays a zombie until this process exits, one per
+// such failure.
 func reapChild(pid int) {
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
