@@ -43,7 +43,12 @@ import (
 // spans, paid once for every sandbox on the box, more on a larger host.
 // The agent's work is system calls and copies between descriptors for
 // commands that the sandbox's own CPU limit bounds: one slot is enough,
-// and blocking calls still get threads of their own.
+// and blocking calls still get threads of their own. Only as init of its
+// sandbox (the namespace driver), whose cgroup keeps the agent room for
+// threads above the commands' pids limit: under the process driver the
+// agent shares its commands' limit, and a command that uses it up leaves
+// the agent only the threads it made at start, which a runtime of more
+// slots has more of (a thread it cannot make is fatal to Go).
 const agentProcs = 1
 
 // shutdownTimeout bounds killing the tree and draining the requests.
@@ -73,12 +78,12 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "hutch-agent: mark inherited descriptors close-on-exec: %v\n", err)
 		return 1
 	}
-	// One scheduler slot: see agentProcs.
-	runtime.GOMAXPROCS(agentProcs)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Before anything starts, so a signal during start-up is not lost.
 	sigs := make(chan os.Signal, 1)
 	if os.Getpid() == 1 {
+		// One scheduler slot: see agentProcs.
+		runtime.GOMAXPROCS(agentProcs)
 		// As init of the sandbox's pid namespace the kernel already drops
 		// SIGKILL and SIGSTOP from inside it; catching every other signal
 		// keeps the Go runtime from dying of one. Only the host can stop

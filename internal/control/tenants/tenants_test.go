@@ -166,9 +166,18 @@ func (f *fixture) checkGone(t *testing.T, sbs []string) {
 	if n := len(keys) + len(tmpls) + len(vols) + len(secs) + len(evs); n != 0 {
 		t.Errorf("%d rows of the deleted tenant are left", n)
 	}
-	admin, _, err := f.st.ListEvents(f.admin, store.EventQuery{Types: []string{api.EventTenantDeleted}})
-	if err != nil || len(admin) != 1 || admin[0].Data["tenant_id"] != f.victim {
-		t.Errorf("the admin's log holds %+v, %v; want one tenant.deleted", admin, err)
+	// The event is written just after the record turns deleted.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		admin, _, err := f.st.ListEvents(f.admin, store.EventQuery{Types: []string{api.EventTenantDeleted}})
+		if err == nil && len(admin) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil || len(admin) != 1 || admin[0].Data["tenant_id"] != f.victim {
+			t.Errorf("the admin's log holds %+v, %v; want one tenant.deleted", admin, err)
+		}
+		break
 	}
 }
 
