@@ -122,20 +122,30 @@ func (f *fixture) fill(t *testing.T, n int) []string {
 // wait polls the victim until cond holds of it.
 func (f *fixture) wait(t *testing.T, what string, cond func(store.Tenant) bool) store.Tenant {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		tn, err := f.st.GetTenant(f.admin, f.victim)
-		if err != nil {
+	var tn store.Tenant
+	if !poll(20*time.Second, func() bool {
+		var err error
+		if tn, err = f.st.GetTenant(f.admin, f.victim); err != nil {
 			t.Fatal(err)
 		}
-		if cond(tn) {
-			return tn
-		}
+		return cond(tn)
+	}) {
+		t.Fatalf("%s: the tenant is %s, record %+v", what, tn.State, tn.Deletion)
+	}
+	return tn
+}
+
+// poll calls done every 20 ms until it holds, for at most within; it
+// reports whether it held.
+func poll(within time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !done() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the tenant is %s, record %+v", what, tn.State, tn.Deletion)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return true
 }
 
 // checkGone fails t unless nothing of the victim is left but its record,
@@ -167,17 +177,14 @@ func (f *fixture) checkGone(t *testing.T, sbs []string) {
 		t.Errorf("%d rows of the deleted tenant are left", n)
 	}
 	// The event is written just after the record turns deleted.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		admin, _, err := f.st.ListEvents(f.admin, store.EventQuery{Types: []string{api.EventTenantDeleted}})
-		if err == nil && len(admin) == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		if err != nil || len(admin) != 1 || admin[0].Data["tenant_id"] != f.victim {
-			t.Errorf("the admin's log holds %+v, %v; want one tenant.deleted", admin, err)
-		}
-		break
+	var admin []store.Event
+	var err error
+	poll(10*time.Second, func() bool {
+		admin, _, err = f.st.ListEvents(f.admin, store.EventQuery{Types: []string{api.EventTenantDeleted}})
+		return err != nil || len(admin) > 0
+	})
+	if err != nil || len(admin) != 1 || admin[0].Data["tenant_id"] != f.victim {
+		t.Errorf("the admin's log holds %+v, %v; want one tenant.deleted", admin, err)
 	}
 }
 
