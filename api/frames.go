@@ -33,6 +33,12 @@ func AppendExecFrameHeader(b []byte, kind byte, n int) []byte {
 // ReadExecFrame reads one frame: its kind and payload (freshly
 // allocated). io.EOF only at a clean end between frames.
 func ReadExecFrame(r *bufio.Reader) (byte, []byte, error) {
+	return ReadExecFrameInto(r, nil)
+}
+
+// ReadExecFrameInto is ReadExecFrame reading the payload into buf when it
+// fits (the payload is then buf[:n]), into a fresh allocation when not.
+func ReadExecFrameInto(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
@@ -41,7 +47,11 @@ func ReadExecFrame(r *bufio.Reader) (byte, []byte, error) {
 	if hdr[0] < FrameStdout || hdr[0] > FrameExit || n > MaxExecFrame {
 		return 0, nil, fmt.Errorf("exec frame of kind %d and %d bytes", hdr[0], n)
 	}
-	b := make([]byte, n)
+	b := buf[:0]
+	if cap(b) < int(n) {
+		b = make([]byte, n)
+	}
+	b = b[:n]
 	if _, err := io.ReadFull(r, b); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF

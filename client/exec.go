@@ -80,6 +80,7 @@ type ExecStream struct {
 	body   io.ReadCloser
 	sc     *bufio.Scanner // NDJSON
 	frames *bufio.Reader  // or binary frames
+	spare  []byte         // a payload handed back by Recycle
 	exit   *api.ExecResult
 	err    error // sticky: returned by every Next after the first failure
 
@@ -172,6 +173,17 @@ func (s *ExecStream) Close() error {
 	return s.closeErr
 }
 
+// Recycle hands back the Data of an event Next returned, once the caller
+// is done with it, so a later event of a binary stream may be read into
+// it instead of a fresh allocation: at output rates of hundreds of MiB/s
+// that is most of a reader's cost. The caller must not touch b afterwards.
+// Without it every event's Data is the caller's to keep.
+func (s *ExecStream) Recycle(b []byte) {
+	if cap(b) > cap(s.spare) {
+		s.spare = b
+	}
+}
+
 // Copy writes every stdout and stderr chunk to stdout and stderr as it
 // arrives (a nil writer discards), then closes the stream and returns the
 // exit result. Events of other types are skipped.
@@ -198,12 +210,16 @@ func (s *ExecStream) Copy(stdout, stderr io.Writer) (*api.ExecResult, error) {
 		if _, err := w.Write(ev.Data); err != nil {
 			return nil, fmt.Errorf("client: write %s: %w", ev.Type, err)
 		}
+		s.Recycle(ev.Data) // a Writer does not keep what it was given
 	}
 }
 
 // nextFrame reads the next event of a stream of binary frames.
 func (s *ExecStream) nextFrame() (api.ExecEvent, error) {
-	kind, b, err := api.ReadExecFrame(s.frames)
+	kind, b, err := api.ReadExecFrameInto(s.frames, s.spare)
+	if len(b) > 0 && cap(b) == cap(s.spare) {
+		s.spare = nil // the caller's until it hands it back
+	}
 	switch {
 	case err == io.EOF:
 		return api.ExecEvent{}, fmt.Errorf("client: exec stream ended before the exit event: %w", io.ErrUnexpectedEOF)

@@ -44,22 +44,27 @@ func main() {
 	lines := flag.Int("lines", 20000, "lines each of those streams' processes prints")
 	rounds := flag.Int("rounds", 3, "rounds of each throughput path (the median is shown)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput part to this file")
+	only := flag.String("only", "", "measure only the throughput paths whose name contains this (e.g. \"binary frames\")")
 	flag.Parse()
 	ctx := context.Background()
-	if err := run(ctx, *agent, *driver, *size<<20, *rounds, *cpuprofile, *keys, *streams, *lines); err != nil {
+	if err := run(ctx, *agent, *driver, *size<<20, *rounds, *cpuprofile, *only, *keys, *streams, *lines); err != nil {
 		fmt.Fprintln(os.Stderr, "streams:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile string, keys, streams, lines int) error {
-	var direct []throughput
+func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile, only string, keys, streams, lines int) error {
+	var direct, relayed []throughput
 	for range rounds {
 		d, err := directPipe(size)
 		if err != nil {
 			return err
 		}
 		direct = append(direct, throughput{delivered: int64(size), elapsed: d})
+		if d, err = relayedPipe(size); err != nil {
+			return fmt.Errorf("relayed pipe: %w", err)
+		}
+		relayed = append(relayed, throughput{delivered: int64(size), elapsed: d})
 	}
 	bs, err := benchserver.Start(ctx, func(cfg *config.Config) { cfg.AgentPath, cfg.Driver = agent, driver })
 	if err != nil {
@@ -79,10 +84,7 @@ func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile
 	fmt.Printf("hutch streams benchmark — driver %s (%s), %d CPUs, %s, %s\n\n",
 		info.Driver, info.Isolation, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 
-	paths := []struct {
-		name string
-		run  func() (throughput, error)
-	}{
+	paths := []path{
 		{"exec stream, binary frames", func() (throughput, error) { return throughExec(ctx, c, sb.ID, size) }},
 		{"exec stream, NDJSON (base64)", func() (throughput, error) { return throughExecNDJSON(ctx, bs, sb.ID, size) }},
 		{"process output, SSE (base64)", func() (throughput, error) { return throughOutput(ctx, c, sb.ID, size, client.OutputSSE) }},
@@ -91,6 +93,7 @@ func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile
 		}},
 		{"process output, WebSocket binary", func() (throughput, error) { return throughOutput(ctx, c, sb.ID, size, client.OutputWebSocket) }},
 	}
+	paths = slices.DeleteFunc(paths, func(p path) bool { return !strings.Contains(p.name, only) })
 	stop := func() {}
 	if cpuprofile != "" {
 		if stop, err = startProfile(cpuprofile); err != nil {
@@ -110,14 +113,17 @@ func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile
 		results[i] = median(all)
 	}
 	stop()
-	floor := median(direct)
+	floor, hops := median(direct), median(relayed)
 	fmt.Printf("### Output throughput, `head -c %d MiB /dev/zero` (median of %d rounds)\n", size>>20, rounds)
-	fmt.Println("| path | bytes delivered | dropped | time | MiB/s | / pipe |")
-	fmt.Println("|---|---|---|---|---|---|")
-	fmt.Printf("| pipe read directly (floor) | %d | 0 | %s | %.0f | 1.00 |\n", floor.delivered, floor.elapsed.Round(time.Millisecond), floor.rate())
+	fmt.Println("| path | bytes delivered | dropped | time | MiB/s | / pipe | / three hops |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	row := func(name string, t throughput) {
+		fmt.Printf("| %s | %d | %d | %s | %.0f | %.2f | %.2f |\n", name, t.delivered, t.dropped, t.elapsed.Round(time.Millisecond), t.rate(), t.rate()/floor.rate(), t.rate()/hops.rate())
+	}
+	row("pipe read directly (floor)", floor)
+	row("three hops: pipe → Unix socket → loopback TCP, copy loops", hops)
 	for i, p := range paths {
-		t := results[i]
-		fmt.Printf("| %s | %d | %d | %s | %.0f | %.2f |\n", p.name, t.delivered, t.dropped, t.elapsed.Round(time.Millisecond), t.rate(), t.rate()/floor.rate())
+		row(p.name, results[i])
 	}
 	fmt.Println()
 
@@ -167,6 +173,12 @@ func directPipe(size int) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// path is one way output reaches a client, measured by run.
+type path struct {
+	name string
+	run  func() (throughput, error)
+}
+
 type throughput struct {
 	delivered, dropped int64
 	elapsed            time.Duration
@@ -206,6 +218,7 @@ func throughExec(ctx context.Context, c *client.Client, id string, size int) (th
 			return t, err
 		}
 		t.delivered += int64(len(ev.Data))
+		st.Recycle(ev.Data)
 	}
 }
 

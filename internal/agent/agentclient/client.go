@@ -209,6 +209,12 @@ func (s *ExecStream) Next() (api.ExecEvent, error) {
 	return apiExecEvent(ev), nil
 }
 
+// Recycle hands back the Data of an event this stream returned, once the
+// caller is done with it (written out, copied), so a later event may be
+// read into it; the caller must not touch b afterwards. Buffers stay with
+// their stream. Safe beside Next.
+func (s *ExecStream) Recycle(b []byte) { s.ev.recycle(b) }
+
 // Close ends the stream; if the command still runs, the agent kills its
 // process group.
 func (s *ExecStream) Close() error {

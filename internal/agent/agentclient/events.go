@@ -24,6 +24,14 @@ func newEvents(resp *http.Response) events {
 	return events{dec: json.NewDecoder(resp.Body)}
 }
 
+// recycle hands back an event's Data its reader is done with
+// (agentproto.FrameReader.Recycle); NDJSON decodes into fresh slices.
+func (e events) recycle(b []byte) {
+	if e.frames != nil {
+		e.frames.Recycle(b)
+	}
+}
+
 // exec returns the next event of an exec stream.
 func (e events) exec() (agentproto.ExecEvent, error) {
 	var ev agentproto.ExecEvent

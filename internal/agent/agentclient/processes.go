@@ -113,6 +113,9 @@ func (s *OutputStream) Next() (api.OutputEvent, error) {
 // Close ends the stream; the process goes on.
 func (s *OutputStream) Close() error { return s.body.Close() }
 
+// Recycle hands back an event's Data, as ExecStream.Recycle does.
+func (s *OutputStream) Recycle(b []byte) { s.ev.recycle(b) }
+
 func processPath(pid int, rest string) string {
 	return "/processes/" + strconv.Itoa(pid) + rest
 }

@@ -194,10 +194,11 @@ func (s *Service) run(ctx context.Context, spec Spec, ew *eventWriter) agentprot
 	}(pipes[0][1], spec.Stdin)
 
 	chunks := make(chan agentproto.ExecEvent, 16)
+	spare := make(chan []byte, cap(chunks)+2)
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go pump(pipes[1][0], agentproto.Stdout, chunks, &pumps)
-	go pump(pipes[2][0], agentproto.Stderr, chunks, &pumps)
+	go pump(pipes[1][0], agentproto.Stdout, chunks, spare, &pumps)
+	go pump(pipes[2][0], agentproto.Stderr, chunks, spare, &pumps)
 	go func() { pumps.Wait(); close(chunks) }()
 
 	// The kills do not wait for the loop below, which may be blocked
@@ -223,6 +224,13 @@ func (s *Service) run(ctx context.Context, spec Spec, ew *eventWriter) agentprot
 				continue
 			}
 			ew.event(ev)
+			if cap(ev.Data) == chunkSize {
+				// Written: a writer does not keep what it was given.
+				select {
+				case spare <- ev.Data:
+				default:
+				}
+			}
 			if len(chunks) == 0 {
 				ew.flush()
 			}
@@ -290,35 +298,58 @@ func (s *Service) settle(pid int) error {
 // pump reads f into events of type typ until EOF or the drain deadline;
 // then it sweeps what is already in the pipe without waiting, so output
 // the command wrote before it exited is never lost to a slow reader.
-func pump(f *os.File, typ string, out chan<- agentproto.ExecEvent, wg *sync.WaitGroup) {
+//
+// A large read goes out in the buffer it was read into, and the next read
+// takes a buffer the writer is done with from spare (or a new one), so
+// output at pipe speed is not copied once more nor allocated per chunk; a
+// small read is copied out, so a trickle does not hold a chunk per event.
+func pump(f *os.File, typ string, out chan<- agentproto.ExecEvent, spare chan []byte, wg *sync.WaitGroup) {
 	defer wg.Done()
-	buf := make([]byte, chunkSize)
+	next := func() []byte {
+		select {
+		case b := <-spare:
+			return b[:chunkSize]
+		default:
+			return make([]byte, chunkSize)
+		}
+	}
+	buf := next()
+	send := func(n int) {
+		if n < chunkSize/4 {
+			out <- agentproto.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+			return
+		}
+		out <- agentproto.ExecEvent{Type: typ, Data: buf[:n]}
+		buf = next()
+	}
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			out <- agentproto.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+			send(n)
 		}
 		if err == nil {
 			continue
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			sweep(f, typ, buf, out)
+			sweep(f, &buf, send)
 		}
 		return
 	}
 }
 
-func sweep(f *os.File, typ string, buf []byte, out chan<- agentproto.ExecEvent) {
+// sweep reads what is left in f without waiting, up to sweepMax, into
+// *buf, handing each read to send.
+func sweep(f *os.File, buf *[]byte, send func(n int)) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
 	}
 	for total := 0; total < sweepMax; {
 		var n int
-		if rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), buf) }) != nil || n <= 0 {
+		if rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), *buf) }) != nil || n <= 0 {
 			return
 		}
-		out <- agentproto.ExecEvent{Type: typ, Data: bytes.Clone(buf[:n])}
+		send(n)
 		total += n
 	}
 }

@@ -33,6 +33,17 @@ type Stream[T any] interface {
 	Close() error
 }
 
+// Recycle hands b, the Data of an event st returned, back to st once the
+// caller is done with it (written out, copied), so a later event may be
+// read into it instead of a fresh allocation; the caller must not touch b
+// afterwards. A stream keeps what it is handed: no buffer reaches another
+// stream. Streams that cannot reuse buffers ignore it.
+func Recycle(st any, b []byte) {
+	if r, ok := st.(interface{ Recycle([]byte) }); ok {
+		r.Recycle(b)
+	}
+}
+
 // call is one call through the door.
 type call struct {
 	s     *Service
@@ -210,9 +221,16 @@ func unary[T any](ctx context.Context, s *Service, id, op string, fn func(contex
 
 // stream is a Stream whose Close ends its call.
 type stream[T any] struct {
-	c     *call
-	next  func() (T, error)
-	close func() error
+	c       *call
+	next    func() (T, error)
+	close   func() error
+	recycle func([]byte) // nil: the stream reuses no buffers
+}
+
+func (st *stream[T]) Recycle(b []byte) {
+	if st.recycle != nil {
+		st.recycle(b)
+	}
 }
 
 func (st *stream[T]) Next() (T, error) {

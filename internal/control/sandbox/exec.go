@@ -71,7 +71,7 @@ func (s *Service) execStream(ctx context.Context, id string, req api.ExecRequest
 		s.observe.exec(c.rec.Driver, start, err)
 		return nil, err
 	}
-	return s.observe.observedExec(c.rec.Driver, start, &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close}), nil
+	return s.observe.observedExec(c.rec.Driver, start, &stream[api.ExecEvent]{c: c, next: e.Next, close: e.st.Close, recycle: e.st.Recycle}), nil
 }
 
 // Exec runs a command to completion and returns its output, each stream
@@ -101,8 +101,10 @@ func (s *Service) Exec(ctx context.Context, id string, req api.ExecRequest) (api
 		switch ev.Type {
 		case api.ExecStdout:
 			out.write(ev.Data)
+			Recycle(st, ev.Data)
 		case api.ExecStderr:
 			errb.write(ev.Data)
+			Recycle(st, ev.Data)
 		case api.ExecExit:
 			if ev.Exit == nil {
 				return api.ExecResult{}, errdefs.Unavailable("agent_lost", "the sandbox agent sent an empty exit event")

@@ -84,6 +84,8 @@ type execObserved struct {
 	observed bool       // Close reported it
 }
 
+func (e *execObserved) Recycle(b []byte) { Recycle(e.Stream, b) }
+
 func (e *execObserved) Next() (api.ExecEvent, error) {
 	ev, err := e.Stream.Next()
 	e.mu.Lock()

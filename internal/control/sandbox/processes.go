@@ -144,7 +144,7 @@ func (s *Service) ProcessOutput(ctx context.Context, id string, pid int, cursor 
 	if err != nil {
 		return nil, c.end(err)
 	}
-	return &stream[api.OutputEvent]{c: c, next: st.Next, close: st.Close}, nil
+	return &stream[api.OutputEvent]{c: c, next: st.Next, close: st.Close, recycle: st.Recycle}, nil
 }
 
 // watchProcess follows p until it exits and records a process.exited

@@ -73,6 +73,9 @@ func (p *Pump[T]) Ready() (T, bool) {
 	}
 }
 
+// Recycle hands an event's Data back to the stream (sandbox.Recycle).
+func (p *Pump[T]) Recycle(b []byte) { Recycle(p.st, b) }
+
 // Stop closes the stream, which ends a read in progress, and waits until
 // the pump's goroutine has returned.
 func (p *Pump[T]) Stop() {

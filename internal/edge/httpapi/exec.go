@@ -75,12 +75,17 @@ func (a *API) execStream(w http.ResponseWriter, r *http.Request) {
 						merged = make([]byte, 0, maxJSONData)
 					}
 					merged, isMerged = append(merged[:0], ev.Data...), true
+					p.Recycle(ev.Data)
 				}
 				merged = append(merged, next.Data...)
+				p.Recycle(next.Data)
 				ev.Data = merged
 				continue
 			}
 			buf = appendExecJSON(buf, ev)
+			if !isMerged {
+				p.Recycle(ev.Data)
+			}
 			exit = exit || ev.Type == api.ExecExit
 			if len(buf) >= maxJSONData {
 				if _, err := w.Write(buf); err != nil {

@@ -55,6 +55,9 @@ func (a *API) execFrames(w http.ResponseWriter, r *http.Request, st sandbox.Stre
 			if _, err := w.Write(payload); err != nil {
 				return
 			}
+			if kind != api.FrameExit {
+				p.Recycle(payload)
+			}
 			if kind == api.FrameExit {
 				rc.Flush()
 				return

@@ -217,7 +217,8 @@ type merger struct {
 // drain passes ev to write, then each event the pump holds, without
 // waiting for more: runs of contiguous output of one stream merged into
 // one event of at most limit bytes of data. write must be done with the
-// event's data when it returns.
+// event's data when it returns: each event's data goes back to the stream
+// (Recycle) once written or merged.
 func (m *merger) drain(p *sandbox.Pump[api.OutputEvent], ev api.OutputEvent, limit int, write func(api.OutputEvent) error) error {
 	merged := false // ev.Data is m.buf
 	for {
@@ -228,14 +229,19 @@ func (m *merger) drain(p *sandbox.Pump[api.OutputEvent], ev api.OutputEvent, lim
 					m.buf = make([]byte, 0, limit)
 				}
 				m.buf = append(m.buf[:0], ev.Data...)
+				p.Recycle(ev.Data)
 				merged = true
 			}
 			m.buf = append(m.buf, next.Data...)
+			p.Recycle(next.Data)
 			ev.Data = m.buf
 			continue
 		}
 		if err := write(ev); err != nil {
 			return err
+		}
+		if !merged {
+			p.Recycle(ev.Data)
 		}
 		if !ok {
 			return nil
