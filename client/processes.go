@@ -123,6 +123,8 @@ type OutputStream struct {
 	ws     *websocket.Conn
 	ctx    context.Context // the stream's, for reading WebSocket messages
 	hint   int             // the size of the last WebSocket message
+	lent   []byte          // the last binary message, whose bytes Data holds
+	spare  []byte          // a message buffer handed back by Recycle
 	cursor int64
 	err    error
 }
@@ -200,7 +202,8 @@ func (c *Client) dialWebSocket(ctx context.Context, path string, q url.Values, s
 }
 
 // Next returns the next event; io.EOF after the last. The event's Data is
-// its own: later calls do not touch it.
+// its own: later calls do not touch it, unless it is handed back with
+// Recycle.
 func (s *OutputStream) Next() (api.OutputEvent, error) {
 	if s.err != nil {
 		return api.OutputEvent{}, s.err
@@ -217,6 +220,17 @@ func (s *OutputStream) Next() (api.OutputEvent, error) {
 		return api.OutputEvent{}, err
 	}
 	return ev, nil
+}
+
+// Recycle hands back the Data of the event Next returned last, once the
+// caller is done with it, so the next binary WebSocket message may be
+// read into it instead of a fresh allocation; the caller must not touch
+// data afterwards. Data of other events, or of an earlier one, is left
+// alone.
+func (s *OutputStream) Recycle(data []byte) {
+	if len(data) > 0 && len(s.lent) > 1 && &data[0] == &s.lent[1] {
+		s.spare, s.lent = s.lent, nil
+	}
 }
 
 // nextEvent reads a Server-Sent Event.
@@ -247,7 +261,8 @@ func (s *OutputStream) nextMessage() (api.OutputEvent, error) {
 		}
 		return api.OutputEvent{}, fmt.Errorf("client: output stream: %w", err)
 	}
-	b, err := readMessage(r, s.hint)
+	b, err := readMessage(r, s.hint, s.spare)
+	s.spare, s.lent = nil, nil
 	if err != nil {
 		return api.OutputEvent{}, fmt.Errorf("client: output stream: %w", err)
 	}
@@ -262,6 +277,7 @@ func (s *OutputStream) nextMessage() (api.OutputEvent, error) {
 	if len(b) == 0 {
 		return api.OutputEvent{}, errors.New("client: output stream: empty binary message")
 	}
+	s.lent = b
 	ev := api.OutputEvent{Offset: s.cursor, Data: b[1:len(b):len(b)]}
 	switch b[0] {
 	case api.OutputTagStdout:
@@ -275,10 +291,14 @@ func (s *OutputStream) nextMessage() (api.OutputEvent, error) {
 	return ev, nil
 }
 
-// readMessage reads a message into a buffer of its own, sized for hint
-// bytes (one copy, and no more, of each byte).
-func readMessage(r io.Reader, hint int) ([]byte, error) {
-	b := make([]byte, 0, max(hint+1, 512))
+// readMessage reads a message into buf when it has room for hint bytes,
+// else into a buffer of its own, sized for hint bytes (one copy, and no
+// more, of each byte).
+func readMessage(r io.Reader, hint int, buf []byte) ([]byte, error) {
+	b := buf[:0]
+	if cap(b) <= hint {
+		b = make([]byte, 0, max(hint+1, 512))
+	}
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, len(b))

@@ -10,9 +10,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -238,10 +240,24 @@ func throughExecNDJSON(ctx context.Context, bs *benchserver.Server, id string, s
 		return t, err
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), client.MaxEventSize)
+	var data []byte // an output event's bytes; reused
+	for sc.Scan() {
+		// Output events as the server writes them, decoded without
+		// encoding/json's passes over the data (as the Go client does);
+		// any other line through encoding/json.
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte(`{"type":"stdout","data":"`)); ok {
+			var err error
+			if data, err = base64.StdEncoding.AppendDecode(data[:0], bytes.TrimSuffix(rest, []byte(`"}`))); err != nil {
+				return t, fmt.Errorf("NDJSON exec stream: %w", err)
+			}
+			t.delivered += int64(len(data))
+			continue
+		}
 		var ev api.ExecEvent
-		if err := dec.Decode(&ev); err != nil {
+		if err := json.Unmarshal(line, &ev); err != nil {
 			return t, fmt.Errorf("NDJSON exec stream: %w", err)
 		}
 		t.delivered += int64(len(ev.Data))
@@ -253,6 +269,7 @@ func throughExecNDJSON(ctx context.Context, bs *benchserver.Server, id string, s
 			return t, nil
 		}
 	}
+	return t, fmt.Errorf("NDJSON exec stream ended before its exit event: %v", sc.Err())
 }
 
 // throughOutput starts the same program in the sandbox as a background
@@ -279,6 +296,7 @@ func throughOutput(ctx context.Context, c *client.Client, id string, size int, t
 		}
 		t.delivered += int64(len(ev.Data))
 		t.dropped += ev.Dropped
+		st.Recycle(ev.Data)
 		if ev.Type == api.OutputExit {
 			t.elapsed = time.Since(start)
 			if t.delivered+t.dropped != int64(size) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
 )
 
 // TestLargeOutputIntact: output of several MiB, read at pipe speed
@@ -108,6 +109,37 @@ func TestLargeOutputIntact(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("output websocket, client recycling", func(t *testing.T) {
+		p, err := f.ca.StartProcess(f.ctx, id, api.ProcessRequest{Cmd: []string{"sh", "-c", cmd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := f.ca.ProcessOutputOver(f.ctx, id, p.PID, 0, true, client.OutputWebSocket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var n, dropped int64
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == api.OutputExit {
+				break
+			}
+			dropped += ev.Dropped
+			if end := ev.Offset + int64(len(ev.Data)); end > int64(want.Len()) || !bytes.Equal(ev.Data, want.Bytes()[ev.Offset:end]) {
+				t.Fatalf("the %d bytes at offset %d are not the output's", len(ev.Data), ev.Offset)
+			}
+			n += int64(len(ev.Data))
+			st.Recycle(ev.Data)
+		}
+		if n+dropped != int64(want.Len()) {
+			t.Fatalf("%d delivered + %d dropped, want %d", n, dropped, want.Len())
+		}
+	})
 }
 
 // firstDiff is the first index where a and b differ.
