@@ -153,6 +153,14 @@ func run(ctx context.Context, agent, driver string, size, rounds int, cpuprofile
 // directPipe times reading the output of `head -c size /dev/zero` from its
 // pipe, in 32 KiB reads like the agent's.
 func directPipe(size int) (time.Duration, error) {
+	return timeHead(size, func(out io.Reader) (int64, error) {
+		return io.CopyBuffer(io.Discard, out, make([]byte, 32<<10))
+	})
+}
+
+// timeHead runs `head -c size /dev/zero` and times read, which must take
+// all of its output, until head has exited.
+func timeHead(size int, read func(out io.Reader) (int64, error)) (time.Duration, error) {
 	cmd := exec.Command("head", "-c", strconv.Itoa(size), "/dev/zero")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -162,11 +170,11 @@ func directPipe(size int) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	n, err := io.CopyBuffer(io.Discard, out, make([]byte, 32<<10))
-	if err != nil {
-		return 0, err
+	n, err := read(out)
+	if werr := cmd.Wait(); err == nil {
+		err = werr
 	}
-	if err := cmd.Wait(); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	if n != int64(size) {

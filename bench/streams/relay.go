@@ -2,12 +2,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -42,36 +39,22 @@ func relayedPipe(size int) (time.Duration, error) {
 	}
 	defer client.Close()
 
-	cmd := exec.Command("head", "-c", strconv.Itoa(size), "/dev/zero")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	hops := make(chan error, 2)
-	hop := func(dst io.Writer, src io.Reader) {
-		_, err := relay(dst, src, true)
-		hops <- err
-	}
-	go hop(agentEnd, out)
-	go hop(toClient, serverEnd)
-	n, err := relay(io.Discard, client, false)
-	elapsed := time.Since(start)
-	for range 2 {
-		if e := <-hops; e != nil && err == nil {
-			err = e
+	return timeHead(size, func(out io.Reader) (int64, error) {
+		hops := make(chan error, 2)
+		hop := func(dst io.Writer, src io.Reader) {
+			_, err := relay(dst, src, true)
+			hops <- err
 		}
-	}
-	if e := cmd.Wait(); e != nil && err == nil {
-		err = e
-	}
-	if err == nil && n != int64(size) {
-		err = fmt.Errorf("relayed %d bytes, want %d", n, size)
-	}
-	return elapsed, err
+		go hop(agentEnd, out)
+		go hop(toClient, serverEnd)
+		n, err := relay(io.Discard, client, false)
+		for range 2 {
+			if e := <-hops; e != nil && err == nil {
+				err = e
+			}
+		}
+		return n, err
+	})
 }
 
 // relay copies src to dst in 256 KiB reads until EOF, and then, when
