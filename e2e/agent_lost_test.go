@@ -11,22 +11,30 @@ import (
 	"github.com/hutchdev/hutch/client"
 )
 
+// hungAfter is the server's --agent-hung-after in TestLostAgent.
+const hungAfter = 15 * time.Second
+
 // TestLostAgent: a call to a sandbox whose agent hangs (SIGSTOP) or dies
 // (SIGKILL) ends with a clear 503 instead of hanging, and the sandbox is
-// marked failed with the reason; destroying it still works.
+// marked failed with the reason (a hung one once it has not answered for
+// --agent-hung-after); destroying it still works. An agent that stops
+// answering for a while and then answers again (a starved one on a busy
+// host) keeps its sandbox running. The cases run side by side: a call to
+// a stopped agent takes its minute to fail.
 func TestLostAgent(t *testing.T) {
-	s := startServer(t, "", "--driver", "namespace")
+	s := startServer(t, "", "--driver", "namespace", "--agent-hung-after", hungAfter.String())
 	c := s.client()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		sig    syscall.Signal
 		reason string
 	}{
-		{syscall.SIGSTOP, "did not answer"},
+		{syscall.SIGSTOP, "did not answer for " + hungAfter.String()},
 		// Gone, or (while the kernel reaps it) refusing connections.
 		{syscall.SIGKILL, "its agent "},
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
 			sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 			if err != nil {
 				t.Fatal(err)
@@ -53,4 +61,35 @@ func TestLostAgent(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("starved", func(t *testing.T) {
+		t.Parallel()
+		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
+		pid := agentPid(t, sb.ID)
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard
+		defer cancel()
+		if _, err := c.Exec(cctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}}); client.StatusCode(err) != 503 {
+			t.Fatalf("exec with the agent stopped: %v; want a 503", err)
+		}
+		// Longer than one health check's bound: a check fails now.
+		time.Sleep(8 * time.Second)
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(hungAfter)
+		got, err := c.GetSandbox(ctx, sb.ID)
+		if err != nil || got.State != api.StateRunning {
+			t.Fatalf("after the agent answered again: %+v, %v; want it running", got, err)
+		}
+		if res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("exec after the agent answered again: %+v, %v", res, err)
+		}
+	})
 }

@@ -57,6 +57,7 @@ func (s *Server) openSandboxes(_ context.Context, p *parts) error {
 		MaxOutputBytes:     cfg.MaxOutputBytes,
 		MaxCallsPerSandbox: cfg.MaxCallsPerSandbox,
 		TeardownTimeout:    cfg.TeardownTimeout,
+		AgentHungAfter:     cfg.AgentHungAfter,
 		Egress: &egress.Proxies{Config: &egress.Config{AllowPrivate: cfg.EgressAllowPrivate, Observer: p.metrics, Log: s.log,
 			Local: p.gateway.ForSandbox, LocalPrefix: gateway.Prefix}},
 		Observer: p.metrics,

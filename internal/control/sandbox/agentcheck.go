@@ -16,15 +16,26 @@ import (
 // stream broke, ends at once with its 503 (a hung agent's connection is
 // dropped by the client's HTTP/2 pings within agentclient's bound), and
 // the door reports the sandbox on LostAgents; the agent check policy
-// (internal/control/policy) then calls CheckAgent beside the call: a dead
-// agent (its process gone) or one that does not answer a health check
-// within agentHealthTimeout marks the sandbox failed with the reason, and
-// what is left of its processes is stopped. Files are kept until it is
-// destroyed.
+// (internal/control/policy) then calls CheckAgent beside the call. A dead
+// agent (its process gone) marks the sandbox failed at once. One whose
+// process lives is asked again every agentRecheck, each health check
+// bounded by agentHealthTimeout, and only one that answers none of them
+// for Config.AgentHungAfter is failed: on a host that is briefly
+// overloaded (a restart with thousands alive) live agents go unanswered
+// for seconds, and failing them would stop their users' processes for
+// nothing. A failed sandbox's processes are stopped; its files are kept
+// until it is destroyed.
 
-// agentHealthTimeout bounds the health check of an agent a call could not
+// agentHealthTimeout bounds one health check of an agent a call could not
 // reach.
 const agentHealthTimeout = 5 * time.Second
+
+// agentRecheck spaces the health checks of an agent whose process lives
+// but which did not answer.
+const agentRecheck = 5 * time.Second
+
+// DefaultAgentHungAfter is Config.AgentHungAfter's default.
+const DefaultAgentHungAfter = time.Minute
 
 // lostQueue bounds the sandboxes reported lost and not yet taken by the
 // agent check. A report that finds it full is dropped: the next call that
@@ -49,13 +60,82 @@ func (s *Service) reportLost(id string) {
 // could not reach, for CheckAgent.
 func (s *Service) LostAgents() <-chan string { return s.lostAgents }
 
-// CheckAgent fails sandbox id, under its lock, if it still runs and its
-// agent is dead or does not answer.
+// CheckAgent fails sandbox id if it still runs and its agent is dead, or
+// does not answer for Config.AgentHungAfter. It holds the sandbox's lock
+// only to decide, not while it waits.
 func (s *Service) CheckAgent(ctx context.Context, id string) {
+	giveUp := time.Now().Add(s.cfg.AgentHungAfter)
+	for {
+		rev, reason, alive, ok := s.probeAgent(ctx, id)
+		if !ok {
+			return // answered, or no longer a running sandbox of ours
+		}
+		if alive && time.Now().Before(giveUp) {
+			s.log.Info("sandbox agent does not answer; asking again", logattr.Sandbox(id), "reason", reason)
+			select {
+			case <-time.After(agentRecheck):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if alive {
+			reason = fmt.Sprintf("its agent did not answer for %s", s.cfg.AgentHungAfter)
+		}
+		s.failLost(ctx, id, rev, reason)
+		return
+	}
+}
+
+// probeAgent checks the agent of running sandbox id once: ok is false
+// when it answered or the sandbox is not running; otherwise reason says
+// what is wrong, alive whether its process still lives, and rev is the
+// revision of the record it checked.
+func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason string, alive, ok bool) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.State != api.StateRunning {
+		return 0, "", false, false
+	}
+	d, err := s.drivers.of(rec)
+	if err != nil {
+		return 0, "", false, false
+	}
+	h, err := s.handleOf(rec)
+	if err != nil {
+		return 0, "", false, false
+	}
+	rev = rec.Rev
+	// A client of its own: the attached one's connection may be the
+	// broken one.
+	a := newAgentClient(h)
+	hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
+	_, err = a.Health(hctx)
+	cancel()
+	a.Close()
+	if err == nil {
+		return 0, "", false, false // a broken connection, not a broken agent
+	}
+	switch st, serr := d.Status(ctx, h); {
+	case serr != nil || st.State != driver.Running:
+		if serr == nil && st.Detail != "" {
+			return rev, fmt.Sprintf("its agent is gone (%s)", st.Detail), false, true
+		}
+		return rev, "its agent is gone", false, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return rev, fmt.Sprintf("its agent did not answer within %s", agentHealthTimeout), true, true
+	default:
+		return rev, fmt.Sprintf("its agent does not answer (%v)", err), true, true
+	}
+}
+
+// failLost fails sandbox id, under its lock, if its record is still the
+// running one of revision rev that was checked (not one restarted since),
+// and stops what is left of its processes.
+func (s *Service) failLost(ctx context.Context, id string, rev int64, reason string) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
 	rec, err := s.store.GetSandbox(ctx, id)
-	if err != nil || rec.State != api.StateRunning {
+	if err != nil || rec.State != api.StateRunning || rec.Rev != rev {
 		return
 	}
 	d, err := s.drivers.of(rec)
@@ -65,28 +145,6 @@ func (s *Service) CheckAgent(ctx context.Context, id string) {
 	h, err := s.handleOf(rec)
 	if err != nil {
 		return
-	}
-	// A client of its own: the attached one's connection may be the
-	// broken one.
-	a := newAgentClient(h)
-	hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
-	_, err = a.Health(hctx)
-	cancel()
-	a.Close()
-	if err == nil {
-		return // a broken connection, not a broken agent
-	}
-	var reason string
-	switch st, serr := d.Status(ctx, h); {
-	case serr != nil || st.State != driver.Running:
-		reason = "its agent is gone"
-		if serr == nil && st.Detail != "" {
-			reason = fmt.Sprintf("its agent is gone (%s)", st.Detail)
-		}
-	case errors.Is(err, context.DeadlineExceeded):
-		reason = fmt.Sprintf("its agent did not answer within %s", agentHealthTimeout)
-	default:
-		reason = fmt.Sprintf("its agent does not answer (%v)", err)
 	}
 	s.log.Warn("sandbox agent lost", logattr.Sandbox(id), "reason", reason)
 	tctx, cancel := s.teardownContext(ctx)

@@ -129,11 +129,21 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 		if err == nil {
 			s.keep(rec.ID).wantFeed() // its replay: exits while no server listened
 			a := s.attach(ctx, rec, d, h)
-			if _, err = a.Health(ctx); err == nil {
+			hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
+			_, err = a.Health(hctx)
+			cancel()
+			if err == nil {
 				s.log.Info("sandbox recovered", logattr.Sandbox(rec.ID))
 				s.reattachProcesses(ctx, rec, a)
 				return
 			}
+			// Its process lives: a slow answer on a busy host (a start
+			// with thousands alive) is not a dead agent. It stays
+			// running, and the agent check (agentcheck.go) decides, as
+			// for an agent a call could not reach.
+			s.log.Warn("sandbox re-attached; its agent has not answered yet", logattr.Sandbox(rec.ID), "err", err)
+			s.reportLost(rec.ID)
+			return
 		}
 	}
 	s.detach(rec.ID)

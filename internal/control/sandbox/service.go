@@ -93,6 +93,10 @@ type Config struct {
 	// TeardownTimeout bounds a destroy or a rollback, which run on a
 	// context that outlives the request.
 	TeardownTimeout time.Duration
+	// AgentHungAfter is how long an agent whose process lives may go
+	// without answering before its sandbox is failed (agentcheck.go);
+	// zero means DefaultAgentHungAfter.
+	AgentHungAfter time.Duration
 	// EgressEventWindow is how long a sandbox's egress decisions about
 	// one destination are counted into one event (egress_events.go);
 	// zero means DefaultEgressWindow.
@@ -170,6 +174,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.AgentHungAfter <= 0 {
+		cfg.AgentHungAfter = DefaultAgentHungAfter
 	}
 	if cfg.MaxCallsPerSandbox == 0 {
 		cfg.MaxCallsPerSandbox = DefaultMaxCalls

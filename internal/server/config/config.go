@@ -121,6 +121,9 @@ type Config struct {
 	// sandbox's processes to stop under the cgroup freezer: a process
 	// stops only once it is scheduled, which a busy host delays.
 	FreezeTimeout time.Duration
+	// AgentHungAfter is how long a sandbox's agent whose process lives
+	// may go without answering before the sandbox is failed.
+	AgentHungAfter time.Duration
 	// EventRetention is how long events are kept, and EventMaxPerTenant
 	// how many of each tenant's (the newest); the server trims the rest.
 	// Zero keeps them.
@@ -185,6 +188,7 @@ func Default() Config {
 		ShutdownTimeout:      10 * time.Second,
 		TeardownTimeout:      30 * time.Second,
 		FreezeTimeout:        10 * time.Second,
+		AgentHungAfter:       time.Minute,
 		EventRetention:       30 * 24 * time.Hour,
 		EventMaxPerTenant:    100000,
 		// Host bounds keep a tenant from promising more than the host
@@ -327,6 +331,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	dur(&c.EventRetention, "event-retention", "HUTCH_EVENT_RETENTION", "how long events are kept before they are trimmed (0: for ever)")
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
 	dur(&c.AnonymousIdleTimeout, "anonymous-idle-timeout", "HUTCH_ANONYMOUS_IDLE_TIMEOUT", "time a connection on which no request showed a valid key may sit idle (before its first request too)")
+	dur(&c.AgentHungAfter, "agent-hung-after", "HUTCH_AGENT_HUNG_AFTER", "how long a sandbox's agent may go without answering, its process alive, before the sandbox is failed (a busy host delays answers; a dead agent fails it at once)")
 	dur(&c.FreezeTimeout, "freeze-timeout", "HUTCH_FREEZE_TIMEOUT", "how long a pause or a snapshot waits for a sandbox's processes to stop (a busy host slows them); a pause not done by then fails, and the sandbox runs on")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
