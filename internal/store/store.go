@@ -1,6 +1,6 @@
 // Package store owns hutch's persistent state: tenants, API keys,
 // sandboxes and the event log. It declares the Store interface and its
-// records; sqlite/ and (later) postgres/ implement it, and storetest/ is the
+// records; sqlite/ and postgres/ implement it, and storetest/ is the
 // behaviour both must show.
 //
 // Store is one interface per resource (Tenants, Keys, Sandboxes, Events,
