@@ -80,7 +80,10 @@ func (s *Service) Admit(ctx context.Context, tenantID string, ask Ask, node func
 // admission lock held, and ends the claim. made, when not nil, is what
 // the create really made where the ask was an estimate (a snapshot's or a
 // template's bytes): it is checked against the quotas again first, and a
-// refusal writes nothing (the caller removes what it made).
+// refusal writes nothing (the caller removes what it made). On a store
+// other control planes share (store.Admitter), what they admitted since
+// Admit is known only to the store, so the ask is checked again too,
+// with the write, under the tenant's lock in the store that theirs take.
 func (c *Claim) Commit(ctx context.Context, made *Ask, write func() error) error {
 	if c.s == nil {
 		return write()
@@ -89,16 +92,28 @@ func (c *Claim) Commit(ctx context.Context, made *Ask, write func() error) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.drop()
+	shared, isShared := s.store.(store.Admitter)
+	if made == nil && !isShared {
+		return write()
+	}
+	ask := c.ask
 	if made != nil {
+		ask = *made
+	}
+	checked := func() error {
 		held, err := s.held(ctx, c.tenant)
 		if err != nil {
 			return err
 		}
-		if err := s.check(c.tenant, c.limits, held, *made); err != nil {
+		if err := s.check(c.tenant, c.limits, held, ask); err != nil {
 			return err
 		}
+		return write()
 	}
-	return write()
+	if isShared {
+		return shared.Admit(ctx, c.tenant, checked)
+	}
+	return checked()
 }
 
 // Cancel gives the claim's room back, unless Commit ended it.

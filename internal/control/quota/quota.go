@@ -14,8 +14,10 @@
 // is written. One mutex serialises admissions, of every kind and tenant:
 // two creates at a limit never both pass, and a tenant's disk (sandboxes,
 // snapshots, volumes and templates together) is one quota whatever
-// creates race for it. It serialises this process only: control planes
-// sharing a store could each admit a tenant's last room.
+// creates race for it. It serialises this process only; on a store that
+// control planes share (store.Admitter, Postgres) each write is checked
+// again under the tenant's lock in the store (Claim.Commit), so their
+// creates never pass a limit together either.
 //
 // Admit and Open of a nil *Service admit everything and count nothing
 // (tests of parts that have no quotas to hold).
