@@ -37,6 +37,7 @@ func readOnly(cfg config.Config) []settings.Fixed {
 		{Key: "listen", Flag: "--listen", Value: cfg.Listen},
 		{Key: "data", Flag: "--data", Value: cfg.DataDir},
 		{Key: "store", Flag: "--store", Value: cfg.Store},
+		{Key: "store_url", Flag: "--store-url", Value: cfg.StoreURLRedacted()},
 		{Key: "driver", Flag: "--driver", Value: cfg.Driver},
 		{Key: "log_level", Flag: "--log-level", Value: cfg.LogLevel},
 		{Key: "warm_pool", Flag: "--warm-pool", Value: cfg.WarmPool},

@@ -30,7 +30,11 @@ type Registration struct {
 	// Summary says in a few words where the store keeps the state, for the
 	// flag help.
 	Summary string
-	Factory Factory
+	// NeedsDSN is set for a store that runs as a server of its own: it
+	// opens the database Options.DSN names (hutch serve --store-url),
+	// and a store without it takes none.
+	NeedsDSN bool
+	Factory  Factory
 }
 
 var registry = reg.New[Registration]("store")

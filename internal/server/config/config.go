@@ -25,7 +25,11 @@ type Config struct {
 	Listen  string // address of the API
 	DataDir string // store, keys, sandboxes
 	Store   string // a registered store: where the state is kept
-	Driver  string // auto, or a registered driver: the default for new sandboxes
+	// StoreURL names the database of a store that runs as a server of
+	// its own (postgres): a postgres:// URL or libpq's key=value string.
+	// It may hold a password: log or show only StoreURLRedacted.
+	StoreURL string
+	Driver   string // auto, or a registered driver: the default for new sandboxes
 	// MetricsListen is an address of its own where GET /metrics is served
 	// without a key, for a scraper on a private network; "" serves them
 	// only on the API, to admin keys.
@@ -230,6 +234,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.MetricsListen, "metrics-listen", "HUTCH_METRICS_LISTEN", "host:port to serve Prometheus metrics on at /metrics with no key, for a scraper on a private network: never a public address (default: only on the API, to admin keys)")
 	str(&c.DataDir, "data", "HUTCH_DATA", "data directory")
 	str(&c.Store, "store", "HUTCH_STORE", storeUsage())
+	// Not str: a default taken from the environment would print its
+	// password in the flag help.
+	fs.StringVar(&c.StoreURL, "store-url", "", "database of --store postgres: postgres://user:password@host:port/database, or libpq's key=value string ($HUTCH_STORE_URL)")
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
@@ -355,6 +362,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	if c.StoreURL == "" {
+		c.StoreURL = getenv("HUTCH_STORE_URL")
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
@@ -376,8 +386,13 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory must be set"))
 	}
-	if _, ok := store.Lookup(c.Store); !ok {
+	switch reg, ok := store.Lookup(c.Store); {
+	case !ok:
 		errs = append(errs, fmt.Errorf("store %q: this build has %s", c.Store, strings.Join(store.Names(), ", ")))
+	case reg.NeedsDSN && c.StoreURL == "":
+		errs = append(errs, fmt.Errorf("store %s needs its database's URL: --store-url or $HUTCH_STORE_URL, such as postgres://user:password@host:5432/hutch", c.Store))
+	case !reg.NeedsDSN && c.StoreURL != "":
+		errs = append(errs, fmt.Errorf("store %s keeps its state in the data directory and takes no --store-url or $HUTCH_STORE_URL", c.Store))
 	}
 	if _, ok := driver.Lookup(c.Driver); !ok && c.Driver != "auto" {
 		errs = append(errs, fmt.Errorf("driver %q: this build has auto, %s", c.Driver, strings.Join(driver.Names(), ", ")))

@@ -7,7 +7,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 
-	// The store Default names, which Validate looks up.
+	// The stores Validate looks up.
+	_ "github.com/hutchdev/hutch/internal/store/postgres"
 	_ "github.com/hutchdev/hutch/internal/store/sqlite"
 )
 
@@ -47,7 +48,7 @@ func TestLoadRejects(t *testing.T) {
 		"bad listen":                  {args: []string{"--listen", "nope"}, want: "listen"},
 		"bad metrics listen":          {args: []string{"--metrics-listen", "9090"}, want: "metrics listen"},
 		"bad driver":                  {args: []string{"--driver", "vmware"}, want: "driver"},
-		"unknown store":               {args: []string{"--store", "oracle"}, want: `store "oracle": this build has sqlite`},
+		"unknown store":               {args: []string{"--store", "oracle"}, want: `store "oracle": this build has postgres, sqlite`},
 		"unknown store from env":      {env: map[string]string{"HUTCH_STORE": "mysql"}, want: `store "mysql"`},
 		"bad env duration":            {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
 		"timeout over max":            {args: []string{"--default-timeout", "48h"}, want: "default timeout"},
@@ -134,5 +135,53 @@ func TestAdmissionFlags(t *testing.T) {
 	}
 	if _, err := Load([]string{"--tenant-max-watches", "-1"}, env(nil)); err == nil {
 		t.Error("a negative quota was taken")
+	}
+}
+
+// TestStoreURL: a store that runs as a server needs --store-url (or
+// $HUTCH_STORE_URL, under the flag), one that keeps a file takes none,
+// and the URL is shown only with its password redacted, the flag help
+// included.
+func TestStoreURL(t *testing.T) {
+	const pgURL = "postgres://hutch:s3cret@db:5432/hutch"
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string // in the error; "" for none
+		url  string
+	}{
+		"postgres without a URL": {args: []string{"--store", "postgres"}, want: "store postgres needs its database's URL: --store-url or $HUTCH_STORE_URL"},
+		"postgres, URL by flag":  {args: []string{"--store", "postgres", "--store-url", pgURL}, url: pgURL},
+		"postgres, URL by env":   {env: map[string]string{"HUTCH_STORE": "postgres", "HUTCH_STORE_URL": pgURL}, url: pgURL},
+		"the flag over the env":  {args: []string{"--store-url", "postgres:///flag"}, env: map[string]string{"HUTCH_STORE": "postgres", "HUTCH_STORE_URL": pgURL}, url: "postgres:///flag"},
+		"sqlite with a URL":      {args: []string{"--store-url", pgURL}, want: "store sqlite keeps its state in the data directory and takes no --store-url"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			switch {
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want mention of %q", err, tc.want)
+			case tc.want == "" && (err != nil || c.StoreURL != tc.url):
+				t.Fatalf("Load = %q, %v; want %q", c.StoreURL, err, tc.url)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+
+	for in, want := range map[string]string{
+		pgURL:                                     "postgres://hutch:xxxxx@db:5432/hutch",
+		"postgres://db/hutch?password=s3cret":     "postgres://db/hutch?password=xxxxx",
+		"postgresql://u@db/h?sslpassword=s3cret":  "postgresql://u@db/h?sslpassword=xxxxx",
+		"host=db user=u password=s3cret dbname=h": "host=db user=u password=xxxxx dbname=h",
+		"host=db password='s3 cret' dbname=h":     "host=db password=xxxxx dbname=h",
+		"postgres://u:s3cret@db:bad port/h":       "xxxxx",
+		"postgres:///hutch":                       "postgres:///hutch",
+		"":                                        "",
+	} {
+		if got := (Config{StoreURL: in}).StoreURLRedacted(); got != want {
+			t.Errorf("StoreURLRedacted(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -11,8 +11,9 @@ const Name = "postgres"
 
 func init() {
 	store.Register(store.Registration{
-		Name:    Name,
-		Summary: "a Postgres database (--store-url), which several control planes may share",
+		Name:     Name,
+		Summary:  "a Postgres database (--store-url), which several control planes may share",
+		NeedsDSN: true,
 		Factory: func(ctx context.Context, o store.Options) (store.Store, error) {
 			return Open(ctx, o.DSN)
 		},
