@@ -1,7 +1,8 @@
 // Package testutil is what tests share: it builds hutch's real binaries
 // for the tests that run them (the driver conformance suite, the API tests
-// and the end-to-end tests), lays out data directories, and makes real
-// filesystems on loop images and tmpfs mounts (loopfs.go).
+// and the end-to-end tests), lays out data directories, makes real
+// filesystems on loop images and tmpfs mounts (loopfs.go), and starts a
+// throwaway Postgres server (postgres.go).
 package testutil
 
 import (
