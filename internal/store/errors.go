@@ -1,6 +1,9 @@
 package store
 
-import "github.com/hutchdev/hutch/internal/base/errdefs"
+import (
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+)
 
 // The errors every implementation returns, so that codes never drift between
 // backends.
@@ -46,4 +49,10 @@ func AdminRequired() error {
 // plane itself may do.
 func SystemOnly() error {
 	return errdefs.Forbidden("system_only", "only the control plane may do this")
+}
+
+// SandboxNotDestroyed is the answer to erasing the records of a tenant's
+// sandboxes while one of them is not destroyed.
+func SandboxNotDestroyed(id, tenantID string, state api.SandboxState) error {
+	return errdefs.Conflict("sandbox_not_destroyed", "sandbox %s of tenant %s is %s: destroy it first", id, tenantID, state)
 }

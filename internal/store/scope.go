@@ -35,3 +35,15 @@ func ScopeOf(ctx context.Context) (Scope, error) {
 func (s Scope) Sees(tenantID string) bool {
 	return s.All || s.TenantID == tenantID
 }
+
+// RequireSystem refuses every caller but the system (403 system_only).
+func RequireSystem(ctx context.Context) error {
+	sc, err := ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	if !sc.All {
+		return SystemOnly()
+	}
+	return nil
+}

@@ -72,6 +72,20 @@ type SandboxShare struct {
 	DiskBytes                int64
 }
 
+// MoveShare moves a record's share from what it was to what it is
+// through add, which adds sign × sh to a tenant's and a node's counters:
+// nothing when neither the share nor the node changed.
+func MoveShare(before, after *Sandbox, add func(tenant, node string, sh SandboxShare, sign int) error) error {
+	b, a := ShareOf(before), ShareOf(after)
+	if b == a && before.Node == after.Node {
+		return nil
+	}
+	if err := add(before.TenantID, before.Node, b, -1); err != nil {
+		return err
+	}
+	return add(after.TenantID, after.Node, a, 1)
+}
+
 // ShareOf is sb's share.
 func ShareOf(sb *Sandbox) SandboxShare {
 	var sh SandboxShare

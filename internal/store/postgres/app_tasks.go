@@ -174,7 +174,7 @@ func (s *Store) ListTasks(ctx context.Context, appID string, limit int) ([]api.T
 
 // ActiveTasks implements store.Apps.
 func (s *Store) ActiveTasks(ctx context.Context) ([]api.Task, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	return s.queryTasks(ctx, `SELECT body FROM app_tasks WHERE status IN ($1, $2) ORDER BY seq`, api.TaskQueued, api.TaskRunning)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -20,24 +17,9 @@ const appCols = `id, tenant_id, name, preset, template, public, state, error, li
 
 // CreateApp implements store.Apps.
 func (s *Store) CreateApp(ctx context.Context, a *store.App) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
+	if err := store.PrepareApp(ctx, a); err != nil {
 		return err
 	}
-	if !sc.All || a.TenantID == "" {
-		a.TenantID = sc.TenantID
-	}
-	if a.TenantID == "" {
-		return errdefs.Forbidden("no_tenant", "an app needs a tenant")
-	}
-	if a.ID == "" {
-		a.ID = ids.New()
-	}
-	if err := store.CheckAppName(a.Name); err != nil {
-		return err
-	}
-	now := store.Time(time.Now())
-	a.CreatedAt, a.UpdatedAt = now, now
 	limits, err := jsonArg(a.Limits)
 	if err != nil {
 		return err
@@ -83,7 +65,7 @@ func getApp(ctx context.Context, q querier, sc store.Scope, id, lock string) (*s
 
 // AppByName implements store.Apps.
 func (s *Store) AppByName(ctx context.Context, name string) (*store.App, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	a, err := scanApp(s.pool.QueryRow(ctx, `SELECT `+appCols+` FROM apps WHERE name = $1`, name))
@@ -138,12 +120,7 @@ func (s *Store) UpdateApp(ctx context.Context, id string, fn func(*store.App) er
 		if err := fn(a); err != nil {
 			return err
 		}
-		a.ID, a.TenantID, a.Name, a.CreatedAt = before.ID, before.TenantID, before.Name, before.CreatedAt
-		a.Generation = before.Generation
-		if a.Live != before.Live || a.Dev != before.Dev || a.PreviousLive != before.PreviousLive {
-			a.Generation++
-		}
-		a.UpdatedAt = store.Time(time.Now())
+		store.UpdatedApp(&before, a)
 		limits, err := jsonArg(a.Limits)
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 // out, so a metrics scrape costs the same however many sandboxes were
 // ever made.
 func (s *Store) CountSandboxes(ctx context.Context) ([]store.SandboxCount, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT state, driver, count(*) FROM sandboxes GROUP BY state, driver ORDER BY state COLLATE "C", driver`)

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -20,7 +19,7 @@ import (
 
 // DeleteKeysByTenant implements store.Store.
 func (s *Store) DeleteKeysByTenant(ctx context.Context, tenantID string) ([]string, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `DELETE FROM api_keys WHERE tenant_id = $1 RETURNING id`, tenantID)
@@ -37,7 +36,7 @@ func (s *Store) DeleteKeysByTenant(ctx context.Context, tenantID string) ([]stri
 // DeleteSandboxesByTenant implements store.Store. A destroyed sandbox's
 // share is nothing, so the usage counters stay as they are.
 func (s *Store) DeleteSandboxesByTenant(ctx context.Context, tenantID string) (int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return 0, err
 	}
 	n, err := s.trimBatches(ctx, `DELETE FROM sandboxes WHERE id IN
@@ -57,7 +56,7 @@ func (s *Store) DeleteSandboxesByTenant(ctx context.Context, tenantID string) (i
 	case err != nil:
 		return n, fmt.Errorf("delete the sandboxes of tenant %s: %w", tenantID, err)
 	}
-	return n, errdefs.Conflict("sandbox_not_destroyed", "sandbox %s of tenant %s is %s: destroy it first", id, tenantID, state)
+	return n, store.SandboxNotDestroyed(id, tenantID, state)
 }
 
 // DeleteAppsByTenant implements store.Store.
@@ -88,7 +87,7 @@ func (s *Store) DeleteEventsByTenant(ctx context.Context, tenantID string) (int,
 // eraseByTenant deletes every row of table (one of this file's, never a
 // caller's string) that tenantID owns, with what cascades from them.
 func (s *Store) eraseByTenant(ctx context.Context, table, tenantID string) (int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return 0, err
 	}
 	n, err := s.trimBatches(ctx, `DELETE FROM `+table+` WHERE id IN
@@ -97,16 +96,4 @@ func (s *Store) eraseByTenant(ctx context.Context, table, tenantID string) (int,
 		return n, fmt.Errorf("delete the %s of tenant %s: %w", table, tenantID, err)
 	}
 	return n, nil
-}
-
-// systemOnly refuses every caller but the system.
-func systemOnly(ctx context.Context) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All {
-		return store.SystemOnly()
-	}
-	return nil
 }

@@ -139,7 +139,7 @@ func scanEvent(row pgx.CollectableRow) (store.Event, error) {
 // finds its rows through an index (events_created by age, events_tenant
 // by count).
 func (s *Store) TrimEvents(ctx context.Context, tr store.EventTrim) (int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return 0, err
 	}
 	total := 0

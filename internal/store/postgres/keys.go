@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -22,20 +21,7 @@ var lookupKey = `SELECT k.` + strings.ReplaceAll(keyCols, ", ", ", k.") + `, t.s
 
 // CreateKey implements store.Store.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if k.TenantID == "" {
-		k.TenantID = sc.TenantID
-	}
-	if !sc.Sees(k.TenantID) {
-		return errdefs.Forbidden("wrong_tenant", "a key can only be created in the caller's tenant")
-	}
-	if err := store.CheckKey(&k); err != nil {
-		return err
-	}
-	if err := store.CheckKeyCreator(ctx, &k); err != nil {
+	if err := store.PrepareKey(ctx, &k); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error { return insertKey(ctx, tx, k) })
@@ -142,16 +128,9 @@ func (s *Store) DeleteKey(ctx context.Context, id string, cascade bool) ([]strin
 			}
 			doomed = append(doomed, more...)
 		}
-		deleted = make([]string, 0, len(doomed))
-		admins := 0
-		for _, k := range doomed {
-			if err := store.CheckKeyDelete(ctx, k.Role); err != nil {
-				return err
-			}
-			if k.Role == api.RoleAdmin {
-				admins++
-			}
-			deleted = append(deleted, k.ID)
+		var admins int
+		if deleted, admins, err = store.KeysDeleted(ctx, doomed); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = ANY($1)`, deleted); err != nil {
 			return fmt.Errorf("delete key %s: %w", id, err)

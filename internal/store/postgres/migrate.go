@@ -4,20 +4,15 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
+	"github.com/hutchdev/hutch/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Migrations are the files migrations/NNNN_name.sql, applied in order of
-// NNNN. Each applied version is recorded in schema_migrations, so
-// re-opening a database applies only what is new. Never edit an applied
-// file: add one.
+// The migrations are the files migrations/NNNN_name.sql
+// (store.ReadMigrations); each applied version is recorded in
+// schema_migrations.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -27,46 +22,11 @@ var migrationFiles embed.FS
 // new database, one migrates and the others find it done.
 const migrateLock int64 = 0x6875746368_0001 // "hutch", 1
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in order.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, p := range names {
-		name := path.Base(p)
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share a version", ms[i-1].name, ms[i].name)
-		}
-	}
-	return ms, nil
-}
-
 // migrate applies every pending migration in one transaction that holds
 // migrateLock: a failure leaves the database as it was, and a second
 // migrate waits for the first and then finds nothing to do.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	ms, err := migrations()
+	ms, err := store.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
 		return err
 	}
@@ -89,26 +49,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if err != nil {
 			return fmt.Errorf("read schema versions: %w", err)
 		}
-		known := make(map[int]bool, len(ms))
-		for _, m := range ms {
-			known[m.version] = true
+		pending, err := store.Pending(ms, applied)
+		if err != nil {
+			return err
 		}
-		done := make(map[int]bool, len(applied))
-		for _, v := range applied {
-			if !known[v] {
-				return fmt.Errorf("database has schema version %d, which this binary does not know: it was written by a newer hutch", v)
+		for _, m := range pending {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.Name, err)
 			}
-			done[v] = true
-		}
-		for _, m := range ms {
-			if done[m.version] {
-				continue
-			}
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.Name, err)
 			}
 		}
 		return nil

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -20,17 +18,7 @@ const sandboxCols = `s.id, s.tenant_id, s.state, s.template, s.driver, s.env, s.
 
 // CreateSandbox implements store.Store.
 func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All || sb.TenantID == "" {
-		sb.TenantID = sc.TenantID
-	}
-	if sb.ID == "" {
-		sb.ID = ids.New()
-	}
-	if err := store.CheckSandbox(sb); err != nil {
+	if err := store.PrepareSandbox(ctx, sb); err != nil {
 		return err
 	}
 	enc, err := encodeSandbox(sb)
@@ -157,9 +145,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*store.San
 		if err := fn(sb); err != nil {
 			return err
 		}
-		sb.ID, sb.TenantID, sb.CreatedAt, sb.DiskBytes = before.ID, before.TenantID, before.CreatedAt, before.DiskBytes
-		sb.UpdatedAt = time.Now()
-		if err := store.CheckSandbox(sb); err != nil {
+		if err := store.UpdatedSandbox(&before, sb); err != nil {
 			return err
 		}
 		enc, err := encodeSandbox(sb)

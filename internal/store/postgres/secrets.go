@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -16,20 +14,7 @@ const secretCols = `id, tenant_id, name, description, kind, registry, value_byte
 
 // CreateSecret implements store.Store.
 func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All || sec.TenantID == "" {
-		if _, err := store.NamedScope(ctx, "secrets"); err != nil {
-			return err
-		}
-		sec.TenantID = sc.TenantID
-	}
-	if sec.ID == "" {
-		sec.ID = ids.New()
-	}
-	if err := store.CheckSecret(sec); err != nil {
+	if err := store.PrepareSecret(ctx, sec); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
@@ -107,10 +92,7 @@ func (s *Store) UpdateSecret(ctx context.Context, name string, fn func(*store.Se
 		if err := fn(sec); err != nil {
 			return err
 		}
-		sec.ID, sec.TenantID, sec.Name, sec.CreatedAt = before.ID, before.TenantID, before.Name, before.CreatedAt
-		sec.Kind, sec.Registry = before.Kind, before.Registry
-		sec.UpdatedAt = time.Now()
-		if err := store.CheckSecret(sec); err != nil {
+		if err := store.UpdatedSecret(&before, sec); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE secrets SET description = $1, value_bytes = $2, key_id = $3, nonce = $4,
@@ -140,7 +122,7 @@ func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 
 // SecretKeyIDs implements store.Store.
 func (s *Store) SecretKeyIDs(ctx context.Context) (map[string]int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT key_id, count(*) FROM secrets GROUP BY key_id`)

@@ -265,7 +265,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 		}
 		defer stores[i].Close()
 	}
-	ms, err := migrations()
+	ms, err := store.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

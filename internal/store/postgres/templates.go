@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -17,15 +16,7 @@ const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
-	sc, err := store.NamedScope(ctx, "templates")
-	if err != nil {
-		return err
-	}
-	t.TenantID = sc.TenantID
-	if t.ID == "" {
-		t.ID = ids.New()
-	}
-	if err := store.CheckTemplate(t); err != nil {
+	if err := store.PrepareTemplate(ctx, t); err != nil {
 		return err
 	}
 	config, err := json.Marshal(t.Config)

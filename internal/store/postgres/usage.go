@@ -43,14 +43,9 @@ func addShare(ctx context.Context, tx pgx.Tx, tenant, node string, sh store.Sand
 
 // moveShare moves a record's share from what it was to what it is.
 func moveShare(ctx context.Context, tx pgx.Tx, before, after *store.Sandbox) error {
-	b, a := store.ShareOf(before), store.ShareOf(after)
-	if b == a && before.Node == after.Node {
-		return nil
-	}
-	if err := addShare(ctx, tx, before.TenantID, before.Node, b, -1); err != nil {
-		return err
-	}
-	return addShare(ctx, tx, after.TenantID, after.Node, a, 1)
+	return store.MoveShare(before, after, func(tenant, node string, sh store.SandboxShare, sign int) error {
+		return addShare(ctx, tx, tenant, node, sh, sign)
+	})
 }
 
 // TenantUsage implements store.Store: the sandboxes' counters, and a
@@ -95,7 +90,7 @@ func (s *Store) TenantUsage(ctx context.Context, id string) (store.TenantUsage, 
 
 // NodeUsage implements store.Store.
 func (s *Store) NodeUsage(ctx context.Context, node string) (store.NodeUsage, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return store.NodeUsage{}, err
 	}
 	var u store.NodeUsage
@@ -108,7 +103,7 @@ func (s *Store) NodeUsage(ctx context.Context, node string) (store.NodeUsage, er
 
 // SetSandboxDisk implements store.Store.
 func (s *Store) SetSandboxDisk(ctx context.Context, id string, bytes int64) error {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return err
 	}
 	if bytes < 0 {

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -17,15 +16,7 @@ const volumeCols = `id, tenant_id, name, size_mb, size_enforced, created_at`
 
 // CreateVolume implements store.Store.
 func (s *Store) CreateVolume(ctx context.Context, v *store.Volume) error {
-	sc, err := store.NamedScope(ctx, "volumes")
-	if err != nil {
-		return err
-	}
-	v.TenantID = sc.TenantID
-	if v.ID == "" {
-		v.ID = ids.New()
-	}
-	if err := store.CheckVolume(v); err != nil {
+	if err := store.PrepareVolume(ctx, v); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {

@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -20,24 +17,9 @@ const appCols = `id, tenant_id, name, preset, template, public, state, error, li
 
 // CreateApp implements store.Apps.
 func (s *Store) CreateApp(ctx context.Context, a *store.App) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
+	if err := store.PrepareApp(ctx, a); err != nil {
 		return err
 	}
-	if !sc.All || a.TenantID == "" {
-		a.TenantID = sc.TenantID
-	}
-	if a.TenantID == "" {
-		return errdefs.Forbidden("no_tenant", "an app needs a tenant")
-	}
-	if a.ID == "" {
-		a.ID = ids.New()
-	}
-	if err := store.CheckAppName(a.Name); err != nil {
-		return err
-	}
-	now := store.Time(time.Now())
-	a.CreatedAt, a.UpdatedAt = now, now
 	limits, err := encodeJSON(a.Limits)
 	if err != nil {
 		return err
@@ -137,12 +119,7 @@ func (s *Store) UpdateApp(ctx context.Context, id string, fn func(*store.App) er
 		if err := fn(a); err != nil {
 			return err
 		}
-		a.ID, a.TenantID, a.Name, a.CreatedAt = before.ID, before.TenantID, before.Name, before.CreatedAt
-		a.Generation = before.Generation
-		if a.Live != before.Live || a.Dev != before.Dev || a.PreviousLive != before.PreviousLive {
-			a.Generation++
-		}
-		a.UpdatedAt = store.Time(time.Now())
+		store.UpdatedApp(&before, a)
 		limits, err := encodeJSON(a.Limits)
 		if err != nil {
 			return err

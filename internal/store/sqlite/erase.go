@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -19,7 +18,7 @@ import (
 
 // DeleteKeysByTenant implements store.Store.
 func (s *Store) DeleteKeysByTenant(ctx context.Context, tenantID string) ([]string, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return nil, err
 	}
 	var ids []string
@@ -46,7 +45,7 @@ func (s *Store) DeleteKeysByTenant(ctx context.Context, tenantID string) ([]stri
 
 // DeleteSandboxesByTenant implements store.Store.
 func (s *Store) DeleteSandboxesByTenant(ctx context.Context, tenantID string) (int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return 0, err
 	}
 	n, err := s.trimBatches(ctx, `DELETE FROM sandboxes WHERE rowid IN
@@ -63,7 +62,7 @@ func (s *Store) DeleteSandboxesByTenant(ctx context.Context, tenantID string) (i
 	case err != nil:
 		return n, fmt.Errorf("delete the sandboxes of tenant %s: %w", tenantID, err)
 	}
-	return n, errdefs.Conflict("sandbox_not_destroyed", "sandbox %s of tenant %s is %s: destroy it first", id, tenantID, state)
+	return n, store.SandboxNotDestroyed(id, tenantID, state)
 }
 
 // DeleteAppsByTenant implements store.Store.
@@ -94,7 +93,7 @@ func (s *Store) DeleteEventsByTenant(ctx context.Context, tenantID string) (int,
 // eraseByTenant deletes every row of table (one of this file's, never a
 // caller's string) that tenantID owns, with what cascades from them.
 func (s *Store) eraseByTenant(ctx context.Context, table, tenantID string) (int, error) {
-	if err := systemOnly(ctx); err != nil {
+	if err := store.RequireSystem(ctx); err != nil {
 		return 0, err
 	}
 	n, err := s.trimBatches(ctx, `DELETE FROM `+table+` WHERE rowid IN
@@ -103,16 +102,4 @@ func (s *Store) eraseByTenant(ctx context.Context, table, tenantID string) (int,
 		return n, fmt.Errorf("delete the %s of tenant %s: %w", table, tenantID, err)
 	}
 	return n, nil
-}
-
-// systemOnly refuses every caller but the system.
-func systemOnly(ctx context.Context) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All {
-		return store.SystemOnly()
-	}
-	return nil
 }

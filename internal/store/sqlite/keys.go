@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -21,20 +20,7 @@ var lookupKey = `SELECT k.` + strings.ReplaceAll(keyCols, ", ", ", k.") + `, t.s
 
 // CreateKey implements store.Store.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if k.TenantID == "" {
-		k.TenantID = sc.TenantID
-	}
-	if !sc.Sees(k.TenantID) {
-		return errdefs.Forbidden("wrong_tenant", "a key can only be created in the caller's tenant")
-	}
-	if err := store.CheckKey(&k); err != nil {
-		return err
-	}
-	if err := store.CheckKeyCreator(ctx, &k); err != nil {
+	if err := store.PrepareKey(ctx, &k); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error { return insertKey(ctx, tx, k) })
@@ -128,16 +114,9 @@ func (s *Store) DeleteKey(ctx context.Context, id string, cascade bool) ([]strin
 			}
 			doomed = append(doomed, more...)
 		}
-		deleted = make([]string, 0, len(doomed))
-		admins := 0
-		for _, k := range doomed {
-			if err := store.CheckKeyDelete(ctx, k.Role); err != nil {
-				return err
-			}
-			if k.Role == api.RoleAdmin {
-				admins++
-			}
-			deleted = append(deleted, k.ID)
+		var admins int
+		if deleted, admins, err = store.KeysDeleted(ctx, doomed); err != nil {
+			return err
 		}
 		for _, k := range deleted {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM api_keys WHERE id = ?`, k); err != nil {

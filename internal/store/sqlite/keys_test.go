@@ -21,7 +21,7 @@ func TestKeyRolesMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := migrations()
+	ms, err := store.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +29,13 @@ func TestKeyRolesMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if m.version >= version {
+		if m.Version >= version {
 			break
 		}
-		if _, err := db.Exec(m.sql); err != nil {
-			t.Fatalf("%s: %v", m.name, err)
+		if _, err := db.Exec(m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
 		}
-		if _, err := db.Exec(`INSERT INTO schema_migrations VALUES (?, ?, '')`, m.version, m.name); err != nil {
+		if _, err := db.Exec(`INSERT INTO schema_migrations VALUES (?, ?, '')`, m.Version, m.Name); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -15,20 +13,7 @@ const secretCols = `id, tenant_id, name, description, kind, registry, value_byte
 
 // CreateSecret implements store.Store.
 func (s *Store) CreateSecret(ctx context.Context, sec *store.Secret) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All || sec.TenantID == "" {
-		if _, err := store.NamedScope(ctx, "secrets"); err != nil {
-			return err
-		}
-		sec.TenantID = sc.TenantID
-	}
-	if sec.ID == "" {
-		sec.ID = ids.New()
-	}
-	if err := store.CheckSecret(sec); err != nil {
+	if err := store.PrepareSecret(ctx, sec); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
@@ -110,10 +95,7 @@ func (s *Store) UpdateSecret(ctx context.Context, name string, fn func(*store.Se
 		if err := fn(sec); err != nil {
 			return err
 		}
-		sec.ID, sec.TenantID, sec.Name, sec.CreatedAt = before.ID, before.TenantID, before.Name, before.CreatedAt
-		sec.Kind, sec.Registry = before.Kind, before.Registry
-		sec.UpdatedAt = time.Now()
-		if err := store.CheckSecret(sec); err != nil {
+		if err := store.UpdatedSecret(&before, sec); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE secrets SET description = ?, value_bytes = ?, key_id = ?, nonce = ?,

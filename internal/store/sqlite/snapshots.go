@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -14,20 +13,7 @@ const snapshotCols = `id, tenant_id, sandbox_id, name, template, driver, bytes, 
 
 // CreateSnapshot implements store.Store.
 func (s *Store) CreateSnapshot(ctx context.Context, snap *store.Snapshot) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All || snap.TenantID == "" {
-		if sc.TenantID == "" {
-			return store.SystemOnly()
-		}
-		snap.TenantID = sc.TenantID
-	}
-	if snap.ID == "" {
-		snap.ID = ids.New()
-	}
-	if err := store.CheckSnapshot(snap); err != nil {
+	if err := store.PrepareSnapshot(ctx, snap); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {

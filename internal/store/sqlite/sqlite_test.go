@@ -122,13 +122,13 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestMigrationsOrdered(t *testing.T) {
-	ms, err := migrations()
+	ms, err := store.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
 		t.Fatalf("migrations: %v", err)
 	}
 	for i, m := range ms {
-		if m.version != i+1 {
-			t.Errorf("migration %d is %s: versions must count up from 1 without gaps", i, m.name)
+		if m.Version != i+1 {
+			t.Errorf("migration %d is %s: versions must count up from 1 without gaps", i, m.Name)
 		}
 	}
 }

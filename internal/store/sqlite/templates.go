@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -16,15 +15,7 @@ const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
-	sc, err := store.NamedScope(ctx, "templates")
-	if err != nil {
-		return err
-	}
-	t.TenantID = sc.TenantID
-	if t.ID == "" {
-		t.ID = ids.New()
-	}
-	if err := store.CheckTemplate(t); err != nil {
+	if err := store.PrepareTemplate(ctx, t); err != nil {
 		return err
 	}
 	config, err := json.Marshal(t.Config)

@@ -9,35 +9,13 @@ import (
 	"strings"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
 // CreateTenant implements store.Store.
 func (s *Store) CreateTenant(ctx context.Context, t store.Tenant, keys ...store.Key) error {
-	sc, err := store.ScopeOf(ctx)
-	if err != nil {
+	if err := store.PrepareTenant(ctx, &t, keys); err != nil {
 		return err
-	}
-	if !sc.All && !sc.Admin {
-		return store.AdminRequired()
-	}
-	if err := store.CheckTenant(&t); err != nil {
-		return err
-	}
-	if err := store.CheckQuotas(t.Quotas); err != nil {
-		return err
-	}
-	for i := range keys {
-		if keys[i].TenantID != t.ID {
-			return errdefs.Invalid("invalid_key", "a new tenant's keys must belong to it")
-		}
-		if err := store.CheckKey(&keys[i]); err != nil {
-			return err
-		}
-		if err := store.CheckKeyCreator(ctx, &keys[i]); err != nil {
-			return err
-		}
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		args := append([]any{t.ID, t.Name, formatTime(t.CreatedAt)}, quotaArgs(&t.Quotas)...)

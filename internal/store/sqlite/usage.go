@@ -42,14 +42,9 @@ func addShare(ctx context.Context, tx *sql.Tx, tenant, node string, sh store.San
 
 // moveShare moves a record's share from what it was to what it is.
 func moveShare(ctx context.Context, tx *sql.Tx, before, after *store.Sandbox) error {
-	b, a := store.ShareOf(before), store.ShareOf(after)
-	if b == a && before.Node == after.Node {
-		return nil
-	}
-	if err := addShare(ctx, tx, before.TenantID, before.Node, b, -1); err != nil {
-		return err
-	}
-	return addShare(ctx, tx, after.TenantID, after.Node, a, 1)
+	return store.MoveShare(before, after, func(tenant, node string, sh store.SandboxShare, sign int) error {
+		return addShare(ctx, tx, tenant, node, sh, sign)
+	})
 }
 
 // TenantUsage implements store.Store: the sandboxes' counters, and a
