@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
@@ -38,7 +39,11 @@ const recoverAtOnce = 32
 // the sandboxes the store says are running, settles the ones a crash
 // caught in a transitional state, and sweeps what the drivers find that
 // the store does not know. Sandboxes are settled recoverAtOnce at a time,
-// each under its own lock.
+// each under its own lock. A sandbox whose agent's process the driver
+// finds alive is re-attached on that word; its agent is asked for its
+// health afterwards, beside the API (checkRecovered): with thousands
+// alive, waiting for every agent's answer kept the API from serving for
+// as many round trips.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
 	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying)
@@ -46,11 +51,19 @@ func (s *Service) Recover(ctx context.Context) error {
 		return fmt.Errorf("recover: %w", err)
 	}
 	next := make(chan *store.Sandbox)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		attached []reattached
+	)
 	for range min(recoverAtOnce, len(recs)) {
 		wg.Go(func() {
 			for rec := range next {
-				s.recoverOne(ctx, rec)
+				if r, ok := s.recoverOne(ctx, rec); ok {
+					mu.Lock()
+					attached = append(attached, r)
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -65,12 +78,70 @@ func (s *Service) Recover(ctx context.Context) error {
 	}
 	close(next)
 	wg.Wait()
+	s.checkRecovered(attached)
 	return s.Sweep(ctx)
 }
 
+// reattached is a sandbox Recover re-attached and the client of its agent.
+type reattached struct {
+	rec   *store.Sandbox
+	agent *agentclient.Client
+}
+
+// checkRecovered asks each re-attached agent for its health, recoverAtOnce
+// at a time, on a goroutine of the service's (Close ends it). One that
+// answers has its processes followed again (reattachProcesses); one that
+// does not goes to the agent check (agentcheck.go), which fails its
+// sandbox only if its process is gone or it stays silent.
+func (s *Service) checkRecovered(attached []reattached) {
+	if len(attached) == 0 {
+		return
+	}
+	w := &s.procs
+	w.start()
+	w.wg.Go(func() {
+		next := make(chan reattached)
+		var wg sync.WaitGroup
+		for range min(recoverAtOnce, len(attached)) {
+			wg.Go(func() {
+				for r := range next {
+					s.checkReattached(w.ctx, r)
+				}
+			})
+		}
+		defer wg.Wait()
+		defer close(next)
+		for _, r := range attached {
+			select {
+			case next <- r:
+			case <-w.ctx.Done():
+				return
+			}
+		}
+	})
+}
+
+// checkReattached asks one re-attached agent for its health.
+func (s *Service) checkReattached(ctx context.Context, r reattached) {
+	hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
+	_, err := r.agent.Health(hctx)
+	cancel()
+	switch {
+	case err == nil:
+		s.log.Info("sandbox recovered", logattr.Sandbox(r.rec.ID))
+		s.reattachProcesses(ctx, r.rec, r.agent)
+	case ctx.Err() == nil:
+		// Its process lives: a slow answer on a busy host (a start with
+		// thousands alive) is not a dead agent.
+		s.log.Warn("sandbox re-attached; its agent has not answered yet", logattr.Sandbox(r.rec.ID), "err", err)
+		s.reportLost(r.rec.ID)
+	}
+}
+
 // recoverOne settles one sandbox rec, under its lock, by the state its
-// record was left in.
-func (s *Service) recoverOne(ctx context.Context, rec *store.Sandbox) {
+// record was left in; it returns the sandbox and its agent's client when
+// it re-attached it.
+func (s *Service) recoverOne(ctx context.Context, rec *store.Sandbox) (reattached, bool) {
 	unlock := s.locks.Lock(rec.ID)
 	defer unlock()
 	switch rec.State {
@@ -85,8 +156,9 @@ func (s *Service) recoverOne(ctx context.Context, rec *store.Sandbox) {
 	case api.StatePaused:
 		s.recoverPaused(ctx, rec)
 	default: // starting, running, stopping: whatever the agent is doing now decides
-		s.reattach(ctx, rec)
+		return s.reattach(ctx, rec)
 	}
+	return reattached{}, false
 }
 
 // destroyAfterCrash finishes a destroy a crash interrupted.
@@ -100,15 +172,17 @@ func (s *Service) destroyAfterCrash(ctx context.Context, rec *store.Sandbox) err
 	return s.destroy(ctx, rec)
 }
 
-func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
+// reattach re-attaches rec when its driver finds its agent's process
+// alive, and stops it otherwise.
+func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) (reattached, bool) {
 	d, err := s.drivers.of(rec)
 	if err != nil {
-		return
+		return reattached{}, false
 	}
 	h, err := s.seals.decodeHandle(rec)
 	if err != nil {
 		s.failOrphan(ctx, rec, "its driver handle could not be read")
-		return
+		return reattached{}, false
 	}
 	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
@@ -128,22 +202,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 		}
 		if err == nil {
 			s.keep(rec.ID).wantFeed() // its replay: exits while no server listened
-			a := s.attach(ctx, rec, d, h)
-			hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
-			_, err = a.Health(hctx)
-			cancel()
-			if err == nil {
-				s.log.Info("sandbox recovered", logattr.Sandbox(rec.ID))
-				s.reattachProcesses(ctx, rec, a)
-				return
-			}
-			// Its process lives: a slow answer on a busy host (a start
-			// with thousands alive) is not a dead agent. It stays
-			// running, and the agent check (agentcheck.go) decides, as
-			// for an agent a call could not reach.
-			s.log.Warn("sandbox re-attached; its agent has not answered yet", logattr.Sandbox(rec.ID), "err", err)
-			s.reportLost(rec.ID)
-			return
+			return reattached{rec, s.attach(ctx, rec, d, h)}, true
 		}
 	}
 	s.detach(rec.ID)
@@ -152,6 +211,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) {
 		reason = fmt.Sprintf("%s (%s)", reason, err)
 	}
 	s.lost(ctx, rec, d, h, reason)
+	return reattached{}, false
 }
 
 // lost marks a sandbox whose agent recovery could not reach stopped, its
