@@ -106,10 +106,3 @@ func (s *Service) ensureFeed(rec *store.Sandbox, a *agentclient.Client) {
 		s.followFeed(lv, rec, a, true)
 	}
 }
-
-// wantFeed marks lv's feed followed from its next attach.
-func (lv *live) wantFeed() {
-	lv.mu.Lock()
-	lv.feed = true
-	lv.mu.Unlock()
-}
