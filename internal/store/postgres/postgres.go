@@ -19,7 +19,9 @@
 // again on a deadlock or serialization failure.
 //
 // Migrations are embedded and applied by Open, once, under an advisory
-// lock (migrate.go).
+// lock (migrate.go). Every plane is told what the others write through
+// the change feed: triggers NOTIFY in each write's transaction, and the
+// Store LISTENs on a connection of its own (changes.go).
 package postgres
 
 import (
@@ -44,6 +46,9 @@ type Store struct {
 	// pool, so admissions waiting for their tenant's lock never take
 	// the connections the writes they wait for need.
 	admissions *pgxpool.Pool
+	// changes is the change feed (changes.go), on a connection of its
+	// own from the first Subscribe on.
+	changes *feed
 }
 
 // Open connects to the database dsn names (a postgres:// URL or a
@@ -76,7 +81,7 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, admissions: admissions}, nil
+	return &Store{pool: pool, admissions: admissions, changes: newFeed(cfg.ConnConfig)}, nil
 }
 
 // utcTimes makes a connection read timestamptz in UTC, as every store
@@ -87,8 +92,9 @@ func utcTimes(_ context.Context, c *pgx.Conn) error {
 	return nil
 }
 
-// Close closes the pools.
+// Close ends the change feed and closes the pools.
 func (s *Store) Close() error {
+	s.changes.close()
 	s.admissions.Close()
 	s.pool.Close()
 	return nil
