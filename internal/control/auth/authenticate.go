@@ -51,9 +51,10 @@ var dummyHash = HashSecret("hutch-unknown-key")
 
 // Begin authenticates a request by its Authorization header, of the form
 // "Bearer <key>", and returns the context to serve it with: it carries the
-// principal, and it ends, with cause ErrKeyRevoked, as soon as Revoke
-// revokes the key, so a stream or WebSocket that selects on it ends with
-// its key. Call end once the request is done; it releases what Begin
+// principal, and it ends, with cause ErrKeyRevoked, as soon as the key is
+// revoked (Revoke, or on another control plane whose revocation the store
+// tells, StoreChanged), so a stream or WebSocket that selects on it ends
+// with its key. Call end once the request is done; it releases what Begin
 // holds. It is the only way in: there is no check that a request could
 // outlive.
 //
@@ -124,9 +125,9 @@ func (a *Authenticator) BeginKey(ctx context.Context, id string) (_ context.Cont
 // delete what), then ends every request in flight that those keys
 // authenticated through Begin. It returns the ids revoked.
 //
-// It ends the requests this process serves: another control plane on the
-// same store finds the key gone once the key it keeps in memory expires
-// (keyTTL, keycache.go).
+// It ends the requests this process serves; another control plane on the
+// same store ends its own when the store tells it of the revocation
+// (StoreChanged).
 func (a *Authenticator) Revoke(ctx context.Context, id string, cascade bool) ([]string, error) {
 	ids, err := a.Store.DeleteKey(ctx, id, cascade)
 	if err != nil {

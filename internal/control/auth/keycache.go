@@ -16,8 +16,9 @@ import (
 // TenantChanged after a tenant's state changed (its suspension, its
 // deletion). A lookup that began before such a change and ends after it
 // is not kept (the generation), so a revoked key is refused by the next
-// request. keyTTL bounds how long a revocation by another control plane
-// on the same store goes unseen here.
+// request. A change another control plane on the same store made, told
+// by the store (StoreChanged, changes.go), forgets the same way; keyTTL
+// bounds how long one goes unseen here when its telling is lost.
 
 // keyTTL is how long a kept key serves requests before it is read again.
 const keyTTL = time.Second
@@ -72,6 +73,14 @@ func (c *keyCache) lookup(ctx context.Context, st store.Keys, id string, now tim
 	}
 	c.keys[id] = keptKey{k: k, at: now}
 	return k, nil
+}
+
+// forgetAll drops every key.
+func (c *keyCache) forgetAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.keys)
 }
 
 // forget drops keys ids, and the keys of tenantID when it is not "".

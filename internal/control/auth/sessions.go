@@ -14,7 +14,8 @@ var ErrKeyRevoked = errdefs.New(errdefs.ErrUnauthorized, "key_revoked", "the API
 // sessions are the requests in flight, by the id of the key that
 // authenticated each, so that revoking a key ends them. The Authenticator
 // owns it: requests enter through Begin and leave through the end it
-// returns, and only Revoke ends them early. The zero value is ready.
+// returns, and only a revocation ends them early (Revoke, or one another
+// control plane made, StoreChanged). The zero value is ready.
 type sessions struct {
 	mu   sync.Mutex
 	open map[string]map[*session]struct{}
@@ -60,6 +61,17 @@ func (s *sessions) end(keyIDs []string, cause error) int {
 		ss.cancel(cause)
 	}
 	return len(ended)
+}
+
+// keys returns the ids of the keys whose requests are held.
+func (s *sessions) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.open))
+	for id := range s.open {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // count returns how many requests of keyID are held (tests).
