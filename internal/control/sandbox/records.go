@@ -17,9 +17,11 @@ import (
 // the next call at once. Of two records the one with the greater store
 // revision (store.Sandbox.Rev) wins, so writes that finish out of order
 // keep the later one; a read that began before a write and ends after it
-// is not kept (the generation). A record is trusted for recordTTL, which
-// bounds how long a write by another control plane on the same store
-// goes unseen here.
+// is not kept (the generation). On a store several control planes share,
+// a write by another is told here (StoreChanged) and forgets the record
+// it overtook. A record is trusted for recordTTL in any case, which
+// bounds how long a write goes unseen when the store tells nothing (one
+// process owns it) or the telling was lost until its resync.
 
 // recordTTL is how long a kept record serves calls before it is read
 // again.
@@ -91,14 +93,39 @@ func (s *Service) wroteRecord(rec *store.Sandbox) {
 // have committed, or one that returns no record); the next call reads
 // the store.
 func (s *Service) droppedRecord(id string) {
-	lv := s.lookup(id)
-	if lv == nil {
+	if lv := s.lookup(id); lv != nil {
+		lv.forgetBelow(0)
+	}
+}
+
+// StoreChanged forgets what c, a write the store told (store.Notifier),
+// makes stale: a sandbox's kept record older than the revision written,
+// or erased (revision 0), and on a resync every record kept. A write
+// through this service comes back at the revision it kept, and is left
+// alone.
+func (s *Service) StoreChanged(_ context.Context, c store.Change) {
+	switch c.Kind {
+	case store.ChangeSandbox:
+		if lv := s.lookup(c.SandboxID); lv != nil {
+			lv.forgetBelow(c.Rev)
+		}
+	case store.ChangeResync:
+		for _, lv := range s.liveList() {
+			lv.forgetBelow(0)
+		}
+	}
+}
+
+// forgetBelow forgets the kept record unless its revision is rev or later
+// (rev 0: whatever it is), and any read under way.
+func (lv *live) forgetBelow(rev int64) {
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if rev != 0 && lv.kept.rec != nil && lv.kept.rec.Rev >= rev {
 		return
 	}
-	lv.mu.Lock()
 	lv.kept.gen++
 	lv.kept.rec = nil
-	lv.mu.Unlock()
 }
 
 // updated tells the kept records what a write of sandbox id through the

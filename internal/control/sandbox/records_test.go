@@ -153,3 +153,38 @@ func TestRecordExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecordChangedElsewhere: a write the store tells (another control
+// plane's) is seen by the next call, long before recordTTL; the telling
+// of the service's own write leaves its record kept, and a resync
+// forgets every record.
+func TestRecordChangedElsewhere(t *testing.T) {
+	f := newLiveFixture(t, nil)
+	sb := f.create(t)
+	own := f.kept(t, sb.ID)
+	f.svc.StoreChanged(f.ctx, store.Change{Kind: store.ChangeSandbox, TenantID: own.TenantID, SandboxID: sb.ID, Rev: own.Rev})
+	if f.kept(t, sb.ID) == nil {
+		t.Fatal("the telling of the service's own write forgot its record")
+	}
+	set := func(state api.SandboxState) *store.Sandbox {
+		t.Helper()
+		rec, err := f.st.UpdateSandbox(f.ctx, sb.ID, func(rec *store.Sandbox) error {
+			rec.State = state
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	elsewhere := set(api.StateStopping)
+	f.svc.StoreChanged(f.ctx, store.Change{Kind: store.ChangeSandbox, TenantID: own.TenantID, SandboxID: sb.ID, Rev: elsewhere.Rev})
+	if rec, err := f.svc.record(f.ctx, sb.ID); err != nil || rec.State != api.StateStopping {
+		t.Fatalf("record after a write told = %+v, %v; want stopping", rec, err)
+	}
+	set(api.StateRunning) // what Stop in the fixture's cleanup expects
+	f.svc.StoreChanged(f.ctx, store.Change{Kind: store.ChangeResync})
+	if f.kept(t, sb.ID) != nil {
+		t.Error("a resync left a record kept")
+	}
+}
