@@ -128,6 +128,21 @@ func (l *Log) append(ctx context.Context, e *Event) error {
 	return nil
 }
 
+// StoreChanged wakes the event streams of the tenant whose log c, a write
+// the store told (store.Notifier), appended to: another control plane's
+// appends reach this one's streams at once, not at their timer. A resync
+// wakes every stream. This server's own appends come back too and wake
+// their streams a second time, which costs each a read that finds
+// nothing new.
+func (l *Log) StoreChanged(_ context.Context, c store.Change) {
+	switch c.Kind {
+	case store.ChangeEvents:
+		l.notifier.Notify(c.TenantID)
+	case store.ChangeResync:
+		l.notifier.NotifyAll()
+	}
+}
+
 // List returns a page of the caller's tenant's events matching q, oldest
 // first, as the API shows them, with the cursor of the next page: the id
 // of the page's last event, or "" when the page held every match

@@ -3,10 +3,11 @@ package events
 import "sync"
 
 // Notifier wakes a tenant's event streams when this server appends to the
-// tenant's log. A wake carries no event: a stream reads the store after
-// the last id it sent, so wakes may be coalesced and nothing is lost.
-// Events another control-plane replica appends wake nobody here; streams
-// find those by also reading the store on a timer.
+// tenant's log, and when the store tells of another control plane's
+// appends (Log.StoreChanged). A wake carries no event: a stream reads the
+// store after the last id it sent, so wakes may be coalesced and nothing
+// is lost. Streams also read the store on a timer, for a store that
+// tells nothing and a telling that was lost.
 //
 // Lifecycle: a stream calls Subscribe, waits on its Subscription's Wake
 // and Closes it when it ends; whoever appends an event calls Notify after
@@ -57,9 +58,20 @@ func (n *Notifier) Notify(tenantID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for s := range n.subs[tenantID] {
-		select {
-		case s.wake <- struct{}{}:
-		default:
+		s.poke()
+	}
+}
+
+// NotifyAll wakes every stream of every tenant.
+func (n *Notifier) NotifyAll() {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, subs := range n.subs {
+		for s := range subs {
+			s.poke()
 		}
 	}
 }
@@ -77,6 +89,14 @@ func (n *Notifier) Streams(tenantID string) int {
 // Wake receives once after one or more Notify calls for the stream's
 // tenant. It is nil, never ready, for a nil Notifier's subscriptions.
 func (s *Subscription) Wake() <-chan struct{} { return s.wake }
+
+// poke wakes the stream unless a wake is already waiting.
+func (s *Subscription) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Close unregisters the stream. It may be called more than once.
 func (s *Subscription) Close() {

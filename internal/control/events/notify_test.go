@@ -1,6 +1,11 @@
 package events
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/hutchdev/hutch/internal/store"
+)
 
 // woken reports whether sub has a wake waiting, taking it.
 func woken(sub *Subscription) bool {
@@ -49,4 +54,25 @@ func TestNilNotifier(t *testing.T) {
 		t.Fatal("a nil notifier's subscription can be woken")
 	}
 	s.Close()
+}
+
+// TestStoreChanged: appends the store tells wake their tenant's streams;
+// a resync wakes every stream.
+func TestStoreChanged(t *testing.T) {
+	l := New(nil, Config{})
+	a, b := l.Notifier().Subscribe("a"), l.Notifier().Subscribe("b")
+	defer a.Close()
+	defer b.Close()
+	l.StoreChanged(context.Background(), store.Change{Kind: store.ChangeEvents, TenantID: "a"})
+	if !woken(a) || woken(b) {
+		t.Fatal("an append told to a woke not a's stream alone")
+	}
+	l.StoreChanged(context.Background(), store.Change{Kind: store.ChangeSandbox, TenantID: "b", SandboxID: "s"})
+	if woken(b) {
+		t.Fatal("a sandbox's record told woke an event stream")
+	}
+	l.StoreChanged(context.Background(), store.Change{Kind: store.ChangeResync})
+	if !woken(a) || !woken(b) {
+		t.Fatal("a resync left a stream asleep")
+	}
 }

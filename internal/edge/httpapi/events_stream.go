@@ -13,8 +13,9 @@ import (
 
 // Event streams are the event routes asked for with Accept:
 // text/event-stream. A stream sends every stored event after its cursor,
-// oldest first, then waits; whenever this server appends an event of the
-// tenant (events.Notifier), and every eventStreamPoll in any case, it
+// oldest first, then waits; whenever an event of the tenant is appended,
+// by this server or, on a store that tells (store.Notifier), by another
+// replica (events.Notifier), and every eventStreamPoll in any case, it
 // reads the log again after the last id it sent. Ids increase in
 // commit order, so each read starts exactly where the last one ended:
 // nothing is skipped or sent twice, whether an event was committed during
@@ -29,7 +30,8 @@ import (
 // many streams a tenant may hold open is its quota's (streams.go).
 var (
 	// eventStreamPoll is how often a stream reads the store without being
-	// woken: the only way it learns of events another replica appends.
+	// woken: how it learns of events another replica appended while the
+	// store's telling was lost (until its resync wakes every stream).
 	eventStreamPoll = 5 * time.Second
 	// eventStreamHeartbeat is how long a stream stays silent before it
 	// sends a comment line.
