@@ -113,7 +113,8 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		s.openTemplates,
 		s.openVolumes,
 		s.openSandboxes,
-		s.openSettings, // before the sandboxes recover, so both use the settings in force
+		s.followChanges, // before anything keeps a record or serves a request
+		s.openSettings,  // before the sandboxes recover, so both use the settings in force
 		s.runSandboxes,
 		s.openPreviewKey,
 		s.openApps,
