@@ -17,11 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithPostgres(m) }
 
 // TestRevokeOnAnotherPlane: a key revoked by another control plane on
 // the same Postgres ends, within a second, the event stream this server

@@ -27,7 +27,7 @@ import (
 const RequirePostgresEnv = "HUTCH_REQUIRE_POSTGRES"
 
 // The one Postgres server of a test binary, started by the first
-// PostgresURL and stopped by StopPostgres.
+// PostgresURL and stopped by stopPostgres.
 var pg struct {
 	once   sync.Once
 	server *postgresServer
@@ -49,8 +49,8 @@ type postgresServer struct {
 // test binary's Postgres server, which it starts on first use from
 // Debian's postgresql (the newest /usr/lib/postgresql/*/bin); the
 // database is dropped when t ends. Without the binaries it skips t,
-// unless RequirePostgresEnv is 1. The package's TestMain calls
-// StopPostgres after its tests.
+// unless RequirePostgresEnv is 1. The package's TestMain is
+// RunWithPostgres, which stops the server after its tests.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	pg.once.Do(func() { pg.server, pg.err = startPostgres() })
@@ -73,9 +73,18 @@ func PostgresURL(t testing.TB) string {
 	return pg.server.url(name)
 }
 
-// StopPostgres stops the server PostgresURL started, if it did, and
+// RunWithPostgres is the TestMain of a package whose tests call
+// PostgresURL: it runs them, stops the server, and exits with their
+// code.
+func RunWithPostgres(m *testing.M) {
+	code := m.Run()
+	stopPostgres()
+	os.Exit(code)
+}
+
+// stopPostgres stops the server PostgresURL started, if it did, and
 // removes its directory.
-func StopPostgres() {
+func stopPostgres() {
 	if s := pg.server; s != nil {
 		s.stop()
 	}

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -14,11 +13,7 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithPostgres(m) }
 
 // plane is one control plane: an Authenticator on a Store of its own
 // over the shared database dsn, told the store's changes as hutch serve
@@ -50,11 +45,7 @@ func TestRevokeOnAnotherPlane(t *testing.T) {
 	a, st := plane(t, dsn)
 	b, _ := plane(t, dsn)
 	k, full := newTenantKey(t, st, api.RoleMember)
-	ctx, end, err := b.Begin(context.Background(), "Bearer "+full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer end()
+	ctx := begun(t, b, full)
 	owner := tenancy.With(context.Background(), tenancy.Principal{TenantID: k.TenantID, KeyID: k.ID, Role: k.Role})
 	start := time.Now()
 	if _, err := a.Revoke(owner, k.ID, false); err != nil {
@@ -69,7 +60,7 @@ func TestRevokeOnAnotherPlane(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("B's request of a key revoked on A goes on after a second")
 	}
-	_, err = authenticate(b, context.Background(), "Bearer "+full)
+	_, err := authenticate(b, context.Background(), "Bearer "+full)
 	wantErr(t, "B, the next request of a key revoked on A", err, errdefs.ErrUnauthorized, "invalid_api_key")
 }
 
@@ -111,16 +102,7 @@ func TestResync(t *testing.T) {
 	a.now = func() time.Time { return now }
 	k, full := newTenantKey(t, st, api.RoleMember)
 	kept, keptFull := newTenantKey(t, st, api.RoleMember)
-	ctx, end, err := a.Begin(context.Background(), "Bearer "+full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer end()
-	other, endOther, err := a.Begin(context.Background(), "Bearer "+keptFull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer endOther()
+	ctx, other := begun(t, a, full), begun(t, a, keptFull)
 	// Revoked behind the Authenticator's back, as on a plane whose
 	// change was lost.
 	if _, err := st.DeleteKey(tenancy.System(context.Background()), k.ID, false); err != nil {
@@ -133,6 +115,6 @@ func TestResync(t *testing.T) {
 	if other.Err() != nil {
 		t.Errorf("the request of key %s, still there, ended", kept.ID)
 	}
-	_, err = authenticate(a, context.Background(), "Bearer "+full)
+	_, err := authenticate(a, context.Background(), "Bearer "+full)
 	wantErr(t, "the key revoked before a resync", err, errdefs.ErrUnauthorized, "invalid_api_key")
 }

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 
@@ -14,11 +13,7 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithPostgres(m) }
 
 // TestAdmitAcrossPlanes: two control planes, each with its quotas and
 // its own Store on one Postgres database, racing creates for a tenant's

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/hutchdev/hutch/internal/store"
@@ -10,11 +9,7 @@ import (
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithPostgres(m) }
 
 // open opens a store on dsn, closed when t ends.
 func open(t *testing.T, dsn string) *Store {
