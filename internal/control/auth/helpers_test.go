@@ -46,3 +46,15 @@ func authenticate(a *Authenticator, ctx context.Context, header string) (tenancy
 	p, _ := tenancy.From(ctx)
 	return p, nil
 }
+
+// begun is the context of a request of key full that a begins, in flight
+// until t ends.
+func begun(t *testing.T, a *Authenticator, full string) context.Context {
+	t.Helper()
+	ctx, end, err := a.Begin(context.Background(), "Bearer "+full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(end)
+	return ctx
+}

@@ -62,18 +62,9 @@ func TestRevokeTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, otherFull := newTenantKey(t, st, api.RoleMember)
-	ctx, end, err := a.Begin(context.Background(), "Bearer "+full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer end()
-	other, endOther, err := a.Begin(context.Background(), "Bearer "+otherFull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer endOther()
+	ctx, other := begun(t, a, full), begun(t, a, otherFull)
 
-	_, err = a.RevokeTenant(ctx, k.TenantID)
+	_, err := a.RevokeTenant(ctx, k.TenantID)
 	wantErr(t, "a tenant's key revokes its tenant", err, errdefs.ErrForbidden, "system_only")
 	ids, err := a.RevokeTenant(sys, k.TenantID)
 	if err != nil || len(ids) != 2 {

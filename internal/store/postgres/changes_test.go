@@ -55,6 +55,20 @@ func await(t *testing.T, ch <-chan store.Change, want store.Change, d time.Durat
 	}
 }
 
+// next fails t unless the next change of ch is want, told within a
+// second: nothing came before it.
+func next(t *testing.T, ch <-chan store.Change, want store.Change) {
+	t.Helper()
+	select {
+	case c := <-ch:
+		if c != want {
+			t.Errorf("told %+v first; want %+v", c, want)
+		}
+	case <-time.After(within):
+		t.Fatalf("not told %+v within %v", want, within)
+	}
+}
+
 // TestChangesAcrossPlanes: each write on one plane is told to the other
 // within a second, with the ids its kind names.
 func TestChangesAcrossPlanes(t *testing.T) {
@@ -130,14 +144,7 @@ func TestNoChangeRolledBack(t *testing.T) {
 	if err := a.AppendEvent(system(), &store.Event{TenantID: tenant, Type: "t", Message: "after"}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case c := <-told:
-		if c != (store.Change{Kind: store.ChangeEvents, TenantID: tenant}) {
-			t.Errorf("told %+v first; want the event after the rolled-back revocation", c)
-		}
-	case <-time.After(within):
-		t.Fatal("the event after the rolled-back revocation was not told")
-	}
+	next(t, told, store.Change{Kind: store.ChangeEvents, TenantID: tenant})
 }
 
 // TestChangesAfterConnectionKilled: when the feed's connection is killed
@@ -193,12 +200,5 @@ func TestChangesWhileIdle(t *testing.T) {
 	if err := a.AppendEvent(ctx, &store.Event{Type: "t", Message: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case c := <-told:
-		if c != (store.Change{Kind: store.ChangeEvents, TenantID: tenant}) {
-			t.Errorf("told %+v first; want the event, and no resync while idle", c)
-		}
-	case <-time.After(within):
-		t.Fatal("an idle feed told nothing of a write")
-	}
+	next(t, told, store.Change{Kind: store.ChangeEvents, TenantID: tenant})
 }
