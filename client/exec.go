@@ -217,9 +217,7 @@ func (s *ExecStream) Copy(stdout, stderr io.Writer) (*api.ExecResult, error) {
 // nextFrame reads the next event of a stream of binary frames.
 func (s *ExecStream) nextFrame() (api.ExecEvent, error) {
 	kind, b, err := api.ReadExecFrameInto(s.frames, s.spare)
-	if len(b) > 0 && cap(b) == cap(s.spare) {
-		s.spare = nil // the caller's until it hands it back
-	}
+	s.spare = nil // read into, and the caller's until handed back; or too small
 	switch {
 	case err == io.EOF:
 		return api.ExecEvent{}, fmt.Errorf("client: exec stream ended before the exit event: %w", io.ErrUnexpectedEOF)

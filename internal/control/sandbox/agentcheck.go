@@ -10,6 +10,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/store"
 )
 
 // A dead or hung agent. A call whose agent could not be reached, or whose
@@ -92,16 +93,8 @@ func (s *Service) CheckAgent(ctx context.Context, id string) {
 // what is wrong, alive whether its process still lives, and rev is the
 // revision of the record it checked.
 func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason string, alive, ok bool) {
-	rec, err := s.store.GetSandbox(ctx, id)
-	if err != nil || rec.State != api.StateRunning {
-		return 0, "", false, false
-	}
-	d, err := s.drivers.of(rec)
-	if err != nil {
-		return 0, "", false, false
-	}
-	h, err := s.handleOf(rec)
-	if err != nil {
+	rec, d, h, ok := s.runningSandbox(ctx, id)
+	if !ok {
 		return 0, "", false, false
 	}
 	rev = rec.Rev
@@ -109,7 +102,7 @@ func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason 
 	// broken one.
 	a := newAgentClient(h)
 	hctx, cancel := context.WithTimeout(ctx, agentHealthTimeout)
-	_, err = a.Health(hctx)
+	_, err := a.Health(hctx)
 	cancel()
 	a.Close()
 	if err == nil {
@@ -134,16 +127,8 @@ func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason 
 func (s *Service) failLost(ctx context.Context, id string, rev int64, reason string) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
-	rec, err := s.store.GetSandbox(ctx, id)
-	if err != nil || rec.State != api.StateRunning || rec.Rev != rev {
-		return
-	}
-	d, err := s.drivers.of(rec)
-	if err != nil {
-		return
-	}
-	h, err := s.handleOf(rec)
-	if err != nil {
+	rec, d, h, ok := s.runningSandbox(ctx, id)
+	if !ok || rec.Rev != rev {
 		return
 	}
 	s.log.Warn("sandbox agent lost", logattr.Sandbox(id), "reason", reason)
@@ -154,4 +139,22 @@ func (s *Service) failLost(ctx context.Context, id string, rev int64, reason str
 		s.log.Warn("stop the processes of a sandbox whose agent is lost", logattr.Sandbox(id), "err", err)
 	}
 	s.fail(tctx, id, errdefs.New(errdefs.ErrUnavailable, "agent_lost", "%s", reason))
+}
+
+// runningSandbox reads sandbox id's record, its driver and its handle;
+// false when it is not running or either cannot be had.
+func (s *Service) runningSandbox(ctx context.Context, id string) (*store.Sandbox, driver.Driver, driver.Handle, bool) {
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.State != api.StateRunning {
+		return nil, nil, driver.Handle{}, false
+	}
+	d, err := s.drivers.of(rec)
+	if err != nil {
+		return nil, nil, driver.Handle{}, false
+	}
+	h, err := s.handleOf(rec)
+	if err != nil {
+		return nil, nil, driver.Handle{}, false
+	}
+	return rec, d, h, true
 }

@@ -50,34 +50,25 @@ func (s *Service) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	next := make(chan *store.Sandbox)
+	var mine []*store.Sandbox
+	for _, rec := range recs {
+		if s.owns(rec) {
+			mine = append(mine, rec)
+		} else if _, ok := s.drivers.Get(rec.Driver); !ok {
+			s.log.Warn("sandbox unavailable: its driver is not loaded", logattr.Sandbox(rec.ID), "driver", rec.Driver)
+		}
+	}
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		attached []reattached
 	)
-	for range min(recoverAtOnce, len(recs)) {
-		wg.Go(func() {
-			for rec := range next {
-				if r, ok := s.recoverOne(ctx, rec); ok {
-					mu.Lock()
-					attached = append(attached, r)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, rec := range recs {
-		if !s.owns(rec) {
-			if _, ok := s.drivers.Get(rec.Driver); !ok {
-				s.log.Warn("sandbox unavailable: its driver is not loaded", logattr.Sandbox(rec.ID), "driver", rec.Driver)
-			}
-			continue
+	atOnce(mine, nil, func(rec *store.Sandbox) {
+		if r, ok := s.recoverOne(ctx, rec); ok {
+			mu.Lock()
+			attached = append(attached, r)
+			mu.Unlock()
 		}
-		next <- rec
-	}
-	close(next)
-	wg.Wait()
+	})
 	s.checkRecovered(attached)
 	return s.Sweep(ctx)
 }
@@ -100,25 +91,32 @@ func (s *Service) checkRecovered(attached []reattached) {
 	w := &s.procs
 	w.start()
 	w.wg.Go(func() {
-		next := make(chan reattached)
-		var wg sync.WaitGroup
-		for range min(recoverAtOnce, len(attached)) {
-			wg.Go(func() {
-				for r := range next {
-					s.checkReattached(w.ctx, r)
-				}
-			})
-		}
-		defer wg.Wait()
-		defer close(next)
-		for _, r := range attached {
-			select {
-			case next <- r:
-			case <-w.ctx.Done():
-				return
-			}
-		}
+		atOnce(attached, w.ctx.Done(), func(r reattached) { s.checkReattached(w.ctx, r) })
 	})
+}
+
+// atOnce calls fn on each of items, recoverAtOnce at a time, and returns
+// when every call has; once stop is closed (a nil stop never is), items
+// not yet handed out are left.
+func atOnce[T any](items []T, stop <-chan struct{}, fn func(T)) {
+	next := make(chan T)
+	var wg sync.WaitGroup
+	for range min(recoverAtOnce, len(items)) {
+		wg.Go(func() {
+			for it := range next {
+				fn(it)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(next)
+	for _, it := range items {
+		select {
+		case next <- it:
+		case <-stop:
+			return
+		}
+	}
 }
 
 // checkReattached asks one re-attached agent for its health, then
