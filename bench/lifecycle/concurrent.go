@@ -142,11 +142,17 @@ func measureConcurrent(ctx context.Context, c *client.Client, clients, n int, pr
 }
 
 // printConcurrent prints the concurrency part: the rate of creates from
-// several clients at once, and their latencies.
-func printConcurrent(r concurrentResult, fl floors) {
+// several clients at once against bwrap's from as many (rf), and their
+// latencies.
+func printConcurrent(r concurrentResult, fl floors, rf rateFloor) {
+	rate := float64(r.created) / r.all.Seconds()
 	fmt.Printf("### %d creates from %d clients at once\n", r.n, r.clients)
 	fmt.Printf("Created %d of %d in %.2f s (each with its first exec): %.1f creates/s; destroyed from %d clients in %.2f s.\n",
-		r.created, r.n, r.all.Seconds(), float64(r.created)/r.all.Seconds(), r.clients, r.destroyAll.Seconds())
+		r.created, r.n, r.all.Seconds(), rate, r.clients, r.destroyAll.Seconds())
+	fmt.Println(rf)
+	if rf.measured() {
+		fmt.Printf("Creates a second / bwrap runs a second from as many clients: %.2f\n", rate/rf.perSecond())
+	}
 	if r.createErr != "" {
 		fmt.Println("First failure:", r.createErr)
 	}

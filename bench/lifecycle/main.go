@@ -170,12 +170,17 @@ func run(ctx context.Context, o options) error {
 		printLifecycle(lc, fl)
 	}
 	if o.creates > 0 {
+		rf := rateFloor{clients: o.clients, skipped: "not asked for (-floors=false)"}
+		if o.floors {
+			progress(fmt.Sprintf("running bwrap %d times from %d clients at once", o.creates, o.clients))
+			rf = measureRateFloor(o.clients, o.creates)
+		}
 		progress(fmt.Sprintf("creating %d sandboxes from %d clients at once", o.creates, o.clients))
 		res, err := measureConcurrent(ctx, c, o.clients, o.creates, phaseProfiler(o))
 		if err != nil {
 			return err
 		}
-		printConcurrent(res, fl)
+		printConcurrent(res, fl, rf)
 	}
 	if o.alive > 0 {
 		progress(fmt.Sprintf("keeping %d sandboxes alive at once", o.alive))
