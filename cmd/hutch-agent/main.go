@@ -49,7 +49,7 @@ import (
 // agent shares its commands' limit, and a command that uses it up leaves
 // the agent only the threads it made at start, which a runtime of more
 // slots has more of (a thread it cannot make is fatal to Go).
-const agentProcs = 1
+const agentProcs = nsinit.Procs
 
 // shutdownTimeout bounds killing the tree and draining the requests.
 const shutdownTimeout = 10 * time.Second
@@ -82,7 +82,9 @@ func run() int {
 	// Before anything starts, so a signal during start-up is not lost.
 	sigs := make(chan os.Signal, 1)
 	if os.Getpid() == 1 {
-		// One scheduler slot: see agentProcs.
+		// One scheduler slot: see agentProcs. The driver's environment
+		// already says so (nsinit.Env), which makes this a no-op; an
+		// agent started without it drops its other slots here.
 		runtime.GOMAXPROCS(agentProcs)
 		// As init of the sandbox's pid namespace the kernel already drops
 		// SIGKILL and SIGSTOP from inside it; catching every other signal

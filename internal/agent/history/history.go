@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,7 +234,19 @@ func (s *Store) load() error {
 	return nil
 }
 
-var idPattern = regexp.MustCompile(`^[0-9]{8}$`)
+// isID says whether s is a checkpoint's id: 8 decimal digits. (Not a
+// regexp: one compiled at init was 2 % of every agent's start.)
+func isID(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // manifestIDs lists the checkpoints on disk, oldest first.
 func (s *Store) manifestIDs() ([]string, error) {
@@ -246,7 +257,7 @@ func (s *Store) manifestIDs() ([]string, error) {
 	var ids []string
 	for _, de := range des {
 		name := de.Name()
-		if id, ok := strings.CutSuffix(name, ".json"); ok && idPattern.MatchString(id) {
+		if id, ok := strings.CutSuffix(name, ".json"); ok && isID(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -316,10 +327,26 @@ func (s *Store) manifestOf(id string) (*manifest, error) {
 	return s.readManifest(id)
 }
 
-var kindPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+// isKind says whether s is 1 to 32 of [a-z0-9._-], the first a letter or
+// digit.
+func isKind(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func validKind(kind string) error {
-	if !kindPattern.MatchString(kind) {
+	if !isKind(kind) {
 		return errdefs.Invalid("invalid_parameter", "kind %q is not 1 to 32 lowercase letters, digits, '.', '_' or '-'", kind)
 	}
 	return nil

@@ -118,7 +118,7 @@ func decodeManifest(r io.Reader, maxEntries int) (*manifest, error) {
 	if m.Version != manifestVersion {
 		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
 	}
-	if !idPattern.MatchString(m.ID) {
+	if !isID(m.ID) {
 		return nil, fmt.Errorf("invalid id %q", m.ID)
 	}
 	dirs := map[string]bool{}

@@ -116,6 +116,11 @@ func testExec(t *testing.T, s Suite) {
 	if id != sb.id {
 		t.Fatalf("HUTCH_SANDBOX_ID = %q, want %q", id, sb.id)
 	}
+	// The agent's own environment (the namespace driver sets its
+	// GOMAXPROCS) is not its commands'.
+	if got := strings.TrimSpace(sh(t, sb, "echo ${GOMAXPROCS-unset}")); got != "unset" {
+		t.Fatalf("a command sees GOMAXPROCS=%q, the agent's", got)
+	}
 	// A client that goes away kills the command.
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sb.agent.Exec(ctx, api.ExecRequest{Cmd: []string{"/bin/sh", "-c", "echo started; exec sleep 300"}})

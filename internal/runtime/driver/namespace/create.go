@@ -155,6 +155,7 @@ func (d *Driver) spawn(st state) (*spawned, error) {
 		return nil, err
 	}
 	defer done()
+	cmd.Env = nsinit.Env()
 	// The sandbox's directory, opened here in the host's mount namespace
 	// (nsinit.Config.DirFD), for an agent that closes it before any
 	// command starts.

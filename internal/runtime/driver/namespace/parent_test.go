@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/nsinit"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"golang.org/x/sys/unix"
@@ -72,4 +74,35 @@ func statField(t *testing.T, pid, n int) string {
 		return ""
 	}
 	return f[n-3]
+}
+
+// TestAgentEnvironment: the agent starts with the driver's environment
+// (nsinit.Env) and nothing of this process's; the conformance suite checks
+// that its commands see none of it.
+func TestAgentEnvironment(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
+		t.Skip("needs root")
+	}
+	t.Setenv("HUTCH_TEST_LEAK", "1")
+	d := openRootDriver(t)
+	h, err := d.Create(context.Background(), driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.5},
+		Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Destroy(context.Background(), h)
+	var st struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal(h.State, &st); err != nil || st.Pid <= 0 {
+		t.Fatalf("agent pid from the handle: %d, %v", st.Pid, err)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(st.Pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	if want := nsinit.Env(); !slices.Equal(got, want) {
+		t.Fatalf("the agent's environment is %q, want %q", got, want)
+	}
 }
