@@ -102,9 +102,9 @@ func (c *copier) copyTable(ctx context.Context, t table) error {
 		return err
 	}
 	var (
-		into  []string   // Postgres columns written, in order
-		from  []string   // the SQLite column of each, "" for a made one
-		types []string   // the Postgres type of each
+		into  []string // Postgres columns written, in order
+		from  []string // the SQLite column of each, "" for a made one
+		types []string // the Postgres type of each
 	)
 	made := func(col string, _ []any) (any, error) {
 		return nil, fmt.Errorf("the plan names it made, and nothing makes it (copy.go)")
