@@ -58,27 +58,27 @@ type Progress struct {
 
 // Report is what a copy wrote (or, for a dry run, would have).
 type Report struct {
-	Source string // the SQLite file
-	DryRun bool
+	Source string `json:"source"` // the SQLite file
+	DryRun bool   `json:"dry_run"`
 	// Tables are the tables copied, in order, and their rows.
-	Tables []TableCount
+	Tables []TableCount `json:"tables"`
 	// SandboxRev and EventID are where the Postgres clocks now stand:
 	// the next sandbox write and event come after them.
-	SandboxRev int64
-	EventID    string
+	SandboxRev int64  `json:"sandbox_rev"`
+	EventID    string `json:"event_id"`
 	// SealedBy counts the sealed values copied (secrets and sensitive
 	// app config) by the id of the master key that sealed them: every
 	// node needs that key (HUTCH_SECRETS_KEY) to open them.
-	SealedBy map[string]int64
+	SealedBy map[string]int64 `json:"sealed_by"`
 }
 
 // TableCount is one table's rows.
 type TableCount struct {
-	Table string
+	Table string `json:"table"`
 	// Into is where a SQLite table of its own went in Postgres
 	// (sandbox_labels: sandboxes.labels); "" for a table of both.
-	Into string
-	Rows int64
+	Into string `json:"into,omitempty"`
+	Rows int64  `json:"rows"`
 }
 
 // lockTimeout bounds the wait for the target's tables: a hutch serve
