@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/internal/server"
+	serveconfig "github.com/hutchdev/hutch/internal/server/config"
 )
 
 const storeMigrateLong = `Copy a single machine's state, the SQLite store in its data directory, into a
@@ -29,7 +29,8 @@ first: a file another process holds open is refused. --dry-run runs the
 whole copy and rolls it back, and says what it would have written.
 
 --from is sqlite:///path/to/hutch.db (or the data directory that holds it);
---to is a postgres:// URL, by default $HUTCH_STORE_URL.`
+--to is the database as hutch serve's --store-url takes it (a postgres:// URL
+or libpq's key=value string), by default $HUTCH_STORE_URL.`
 
 // newStoreCmd is `hutch store`: tools for the server's store, run on
 // the server's machine while it is stopped, not through its API.
@@ -91,10 +92,7 @@ func runStoreMigrate(ctx context.Context, e *env, o server.MigrateOptions) error
 	if err := w.Flush(); err != nil {
 		return local(err)
 	}
-	target := o.To
-	if u, err := url.Parse(o.To); err == nil {
-		target = u.Redacted()
-	}
+	target := serveconfig.Config{StoreURL: o.To}.StoreURLRedacted()
 	verb := "copied " + rep.Source + " into " + target
 	if rep.DryRun {
 		verb = "dry run: nothing was written; the copy of " + rep.Source + " into " + target + " would go through"

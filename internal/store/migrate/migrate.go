@@ -40,7 +40,8 @@ import (
 type Options struct {
 	// From names the SQLite file (SourcePath).
 	From string
-	// To is the Postgres database's URL (postgres://…).
+	// To is the Postgres database, as hutch serve's --store-url takes
+	// it: a postgres:// URL or libpq's key=value string.
 	To string
 	// DryRun runs the whole copy, checks and conversions included, and
 	// rolls it back: the Report says what a copy would have written.
@@ -93,8 +94,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if !strings.HasPrefix(o.To, "postgres://") && !strings.HasPrefix(o.To, "postgresql://") {
-		return Report{}, errdefs.Invalid("invalid_target", "the target must be a postgres:// URL")
+	if strings.Contains(o.To, "://") && !strings.HasPrefix(o.To, "postgres://") && !strings.HasPrefix(o.To, "postgresql://") {
+		return Report{}, errdefs.Invalid("invalid_target", "the target must be a postgres:// URL (or libpq's key=value string)")
 	}
 	cfg, err := pgx.ParseConfig(o.To)
 	if err != nil {

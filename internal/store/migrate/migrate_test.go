@@ -3,6 +3,7 @@ package migrate
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -277,7 +278,10 @@ func TestRefusesHeldSource(t *testing.T) {
 
 // TestBadArguments: what is not a source or a target is a clear 4xx.
 func TestBadArguments(t *testing.T) {
-	dir := t.TempDir()
+	dir, src := t.TempDir(), filled(t)
+	if err := os.WriteFile(filepath.Join(dir, "what?.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		from, to, code string
 	}{
@@ -285,11 +289,40 @@ func TestBadArguments(t *testing.T) {
 		{"sqlite://", "postgres://localhost/x", "invalid_source"},
 		{"sqlite://" + filepath.Join(dir, "nope.db"), "postgres://localhost/x", "source_not_found"},
 		{"sqlite://" + dir, "postgres://localhost/x", "source_not_found"},
-		{filled(t), "mysql://localhost/x", "invalid_target"},
+		{src, "mysql://localhost/x", "invalid_target"},
+		{src, "no such thing", "invalid_target"},
+		{"sqlite://" + dir + "/what?.db", "postgres://localhost/x", "invalid_source"},
 	} {
 		_, err := Run(context.Background(), Options{From: tc.from, To: tc.to})
 		if !errdefs.HasCode(err, tc.code) {
 			t.Errorf("Run(%s, %s) = %v, want %s", tc.from, tc.to, err, tc.code)
 		}
+	}
+}
+
+// TestFailedCopyLeavesNothing: a copy that fails part way, here on the
+// last table but two with a time no store wrote, leaves the target as
+// it found it: no rows, no schema.
+func TestFailedCopyLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	path := filled(t)
+	db, err := sql.Open("sqlite", path)
+	must(t, "open", err)
+	_, err = db.ExecContext(ctx, `UPDATE events SET created_at = 'yesterday' WHERE rowid = (SELECT max(rowid) FROM events)`)
+	must(t, "spoil an event", err)
+	must(t, "close", db.Close())
+
+	dsn := testutil.PostgresURL(t)
+	_, err = Run(ctx, Options{From: path, To: dsn})
+	if err == nil || !strings.Contains(err.Error(), "copy events") || !strings.Contains(err.Error(), "yesterday") {
+		t.Fatalf("Run with a spoilt event: %v, want the copy of events to fail on it", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	must(t, "connect", err)
+	defer conn.Close(ctx)
+	var n int
+	must(t, "count tables", conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n))
+	if n != 0 {
+		t.Errorf("the failed copy left %d tables", n)
 	}
 }

@@ -33,6 +33,9 @@ func SourcePath(from string) (string, error) {
 			path = p
 		}
 	}
+	if strings.ContainsRune(path, '?') {
+		return "", errdefs.Invalid("invalid_source", "the source's path must not contain '?'")
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", errdefs.NotFound("source_not_found", "the source %s does not exist", path)
