@@ -106,8 +106,11 @@ func runStoreMigrate(ctx context.Context, e *env, o server.MigrateOptions) error
 	return nil
 }
 
-// keyAdvice says which master key every node needs for the sealed values
-// copied, and whether the key the source's server would use is it.
+// keyAdvice says which master key every node needs, and whether the
+// key the source's server would use sealed the values copied. It seals
+// more than those counted (sandboxes' env values and agent tokens are
+// sealed inside their records), so every node needs it whatever the
+// count.
 func keyAdvice(e *env, rep server.MigrateReport) string {
 	var total int64
 	var ids []string
@@ -116,20 +119,17 @@ func keyAdvice(e *env, rep server.MigrateReport) string {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if total == 0 {
-		return "no sealed values were copied; still give every node one master key, as HUTCH_SECRETS_KEY"
-	}
+	const need = "every node needs it as HUTCH_SECRETS_KEY: it seals secrets, sensitive app config, and sandboxes' env values and agent tokens"
 	id, where, err := server.MasterKey(e.getenv("HUTCH_SECRETS_KEY"), filepath.Dir(rep.Source))
 	switch {
 	case err != nil:
-		return fmt.Sprintf("%d sealed values, by master key id %s: the key could not be read here (%v); every node needs that key as HUTCH_SECRETS_KEY",
-			total, strings.Join(ids, ", "), err)
+		return fmt.Sprintf("the source's master key could not be read here (%v); %s", err, need)
 	case id == "":
-		return fmt.Sprintf("%d sealed values, by master key id %s: no master key is here ($HUTCH_SECRETS_KEY or %s); every node needs that key as HUTCH_SECRETS_KEY",
-			total, strings.Join(ids, ", "), filepath.Join(filepath.Dir(rep.Source), "secrets.key"))
-	case rep.SealedBy[id] == total:
-		return fmt.Sprintf("%d sealed values, all by the master key in %s: give every node that key as HUTCH_SECRETS_KEY", total, where)
+		return fmt.Sprintf("no master key is here ($HUTCH_SECRETS_KEY or %s): find the key that served the source; %s",
+			filepath.Join(filepath.Dir(rep.Source), "secrets.key"), need)
+	case rep.SealedBy[id] != total:
+		return fmt.Sprintf("warning: of %d sealed values, %d are by another master key than the one in %s (key ids %s): they open only with the key that sealed them",
+			total, total-rep.SealedBy[id], where, strings.Join(ids, ", "))
 	}
-	return fmt.Sprintf("warning: of %d sealed values, %d are by another master key than the one in %s (key ids %s): they open only with the key that sealed them",
-		total, total-rep.SealedBy[id], where, strings.Join(ids, ", "))
+	return fmt.Sprintf("the master key is the one in %s (%d sealed values copied); %s", where, total, need)
 }

@@ -57,7 +57,8 @@ func singleBox(t *testing.T) string {
 
 // TestStoreMigrate: hutch store migrate prints each table's rows, where
 // the clocks now stand and which master key every node needs; a dry run
-// says it wrote nothing, under --json as the report; a second copy into
+// says it wrote nothing, under --json as the report, and warns of a
+// master key other than the one that sealed what it copies; a second copy into
 // the same database is refused with its code; a missing --to is a usage
 // error.
 func TestStoreMigrate(t *testing.T) {
@@ -71,14 +72,17 @@ func TestStoreMigrate(t *testing.T) {
 	}
 	u.User = url.UserPassword(u.User.Username(), "s3cret")
 	dsn := u.String()
-	migrate := func(json bool, extra ...string) (int, string, string) {
-		e, errb := testEnv(nil)
+	migrateEnv := func(vars map[string]string, json bool, extra ...string) (int, string, string) {
+		e, errb := testEnv(vars)
 		args := append([]string{"store", "migrate", "--from", "sqlite://" + dir, "--to", dsn}, extra...)
 		if json {
 			args = append(args, "--json")
 		}
 		code := run(ctx, e, args)
 		return code, e.stdout.(*bytes.Buffer).String(), errb.String()
+	}
+	migrate := func(json bool, extra ...string) (int, string, string) {
+		return migrateEnv(nil, json, extra...)
 	}
 
 	code, out, errs := migrate(true, "--dry-run")
@@ -93,6 +97,14 @@ func TestStoreMigrate(t *testing.T) {
 		t.Fatalf("dry run --json: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 
+	// A master key other than the one that sealed the secret: warned.
+	other := strings.Repeat("ab", 32)
+	code, out, errs = migrateEnv(map[string]string{"HUTCH_SECRETS_KEY": other}, false, "--dry-run")
+	if code != 0 || !strings.Contains(out, "dry run: nothing was written") ||
+		!strings.Contains(out, "warning: of 1 sealed values, 1 are by another master key than the one in $HUTCH_SECRETS_KEY") {
+		t.Errorf("dry run with another key: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+
 	code, out, errs = migrate(false)
 	if code != 0 {
 		t.Fatalf("migrate: exit %d, stderr %q", code, errs)
@@ -105,7 +117,7 @@ func TestStoreMigrate(t *testing.T) {
 		`(?m)^events\s+0\s*$`,
 		`copied .*hutch\.db into postgres://`,
 		`new sandbox revisions follow 1, new event ids follow none`,
-		`1 sealed values, all by the master key in ` + regexp.QuoteMeta(filepath.Join(dir, "secrets.key")) + `: give every node that key as HUTCH_SECRETS_KEY`,
+		`the master key is the one in ` + regexp.QuoteMeta(filepath.Join(dir, "secrets.key")) + ` \(1 sealed values copied\); every node needs it as HUTCH_SECRETS_KEY`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("stdout lacks %s:\n%s", want, out)
