@@ -32,8 +32,6 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store/postgres"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Options says what to copy where.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, as the SQLite store opens it
 )
 
 // SourcePath returns the SQLite file a --from names: sqlite:///abs/path
