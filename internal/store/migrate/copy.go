@@ -28,6 +28,8 @@ type copier struct {
 	// states are the tenants copied as active whose state is another,
 	// set once their rows are in (setTenantStates).
 	states map[string]string
+	// labelRows counts the rows of sandbox_labels folded into sandboxes.
+	labelRows int64
 }
 
 // pgColumn is a column of a Postgres table.
@@ -90,69 +92,36 @@ func (c *copier) lockEmpty(ctx context.Context) error {
 	return nil
 }
 
+// column is one Postgres column a table's copy writes.
+type column struct {
+	name string // Postgres's
+	from string // the SQLite column it is read from; "" for one the copy makes
+	typ  string // Postgres's data_type
+}
+
 // copyTable copies t's rows with Postgres's COPY, each value converted
 // by its column's type.
 func (c *copier) copyTable(ctx context.Context, t table) error {
-	srcCols, err := c.src.columns(ctx, t.name)
+	cols, err := c.columns(ctx, t)
 	if err != nil {
 		return err
 	}
-	pgCols, err := c.pgColumns(ctx, t.name)
+	made, err := c.maker(ctx, t)
 	if err != nil {
 		return err
 	}
-	var (
-		into  []string // Postgres columns written, in order
-		from  []string // the SQLite column of each, "" for a made one
-		types []string // the Postgres type of each
-	)
-	made := func(col string, _ []any) (any, error) {
-		return nil, fmt.Errorf("the plan names it made, and nothing makes it (copy.go)")
-	}
-	for _, pc := range pgCols {
-		switch {
-		case slices.Contains(srcCols, pc.name):
-			into, from, types = append(into, pc.name), append(from, pc.name), append(types, pc.typ)
-		case !slices.Contains(t.made, pc.name):
-			return fmt.Errorf("postgres column %s.%s has no column in SQLite and the plan does not make it (plan.go)", t.name, pc.name)
-		case pc.identity:
-			// Postgres gives it, in the order of the copy.
-		default:
-			into, from, types = append(into, pc.name), append(from, ""), append(types, pc.typ)
-		}
-	}
-	for _, sc := range srcCols {
-		if !slices.ContainsFunc(pgCols, func(pc pgColumn) bool { return pc.name == sc }) {
-			return fmt.Errorf("sqlite column %s.%s has no column in Postgres (plan.go)", t.name, sc)
-		}
-	}
-	switch t.name {
-	case "sandboxes":
-		labels, n, err := c.labels(ctx)
-		if err != nil {
-			return err
-		}
-		c.report.Tables = append(c.report.Tables, TableCount{Table: "sandbox_labels", Into: "sandboxes.labels", Rows: n})
-		id := slices.Index(into, "id")
-		made = func(col string, row []any) (any, error) {
-			m := labels[row[id].(string)]
-			if col != "labels" || len(m) == 0 {
-				return nil, nil // NULL when none, as the store writes them
-			}
-			return json.Marshal(m)
-		}
-	case "tenants":
+	if t.name == "tenants" {
 		c.states = map[string]string{}
 	}
-
 	total, err := c.src.count(ctx, t.name)
 	if err != nil {
 		return err
 	}
-	var sel []string
-	for _, f := range from {
-		if f != "" {
-			sel = append(sel, quote(f))
+	var into, sel []string
+	for _, col := range cols {
+		into = append(into, col.name)
+		if col.from != "" {
+			sel = append(sel, quote(col.from))
 		}
 	}
 	q := `SELECT ` + strings.Join(sel, ", ") + ` FROM ` + quote(t.name)
@@ -164,27 +133,26 @@ func (c *copier) copyTable(ctx context.Context, t table) error {
 		return err
 	}
 	defer rows.Close()
-	rs := &rowSource{rows: rows, vals: make([]any, len(sel)), out: make([]any, len(into))}
+	rs := &rowSource{rows: rows, vals: make([]any, len(sel)), out: make([]any, len(cols))}
 	rs.convert = func(vals []any) error {
 		j := 0
-		for i, f := range from {
-			if f == "" {
+		for i, col := range cols {
+			if col.from == "" {
 				continue
 			}
-			v, err := convert(types[i], vals[j])
+			v, err := convert(col.typ, vals[j])
 			if err != nil {
-				return fmt.Errorf("column %s: %w", f, err)
+				return fmt.Errorf("column %s: %w", col.name, err)
 			}
-			rs.out[i] = v
-			j++
+			rs.out[i], j = v, j+1
 		}
-		for i, f := range from {
-			if f != "" {
+		for i, col := range cols {
+			if col.from != "" {
 				continue
 			}
-			v, err := made(into[i], rs.out)
+			v, err := made(col.name, into, rs.out)
 			if err != nil {
-				return fmt.Errorf("column %s: %w", into[i], err)
+				return fmt.Errorf("column %s: %w", col.name, err)
 			}
 			rs.out[i] = v
 		}
@@ -209,7 +177,66 @@ func (c *copier) copyTable(ctx context.Context, t table) error {
 		c.progress(Progress{Table: t.name})
 	}
 	c.report.Tables = append(c.report.Tables, TableCount{Table: t.name, Rows: n})
+	if t.name == "sandboxes" {
+		c.report.Tables = append(c.report.Tables, TableCount{Table: "sandbox_labels", Into: "sandboxes.labels", Rows: c.labelRows})
+	}
 	return nil
+}
+
+// columns pairs each column of t's Postgres table with its SQLite twin,
+// and fails on a column of either without one that the plan does not
+// name made. A made column Postgres gives (an identity) is left out.
+func (c *copier) columns(ctx context.Context, t table) ([]column, error) {
+	srcCols, err := c.src.columns(ctx, t.name)
+	if err != nil {
+		return nil, err
+	}
+	pgCols, err := c.pgColumns(ctx, t.name)
+	if err != nil {
+		return nil, err
+	}
+	var cols []column
+	for _, pc := range pgCols {
+		switch {
+		case slices.Contains(srcCols, pc.name):
+			cols = append(cols, column{name: pc.name, from: pc.name, typ: pc.typ})
+		case !slices.Contains(t.made, pc.name):
+			return nil, fmt.Errorf("postgres column %s.%s has no column in SQLite and the plan does not make it (plan.go)", t.name, pc.name)
+		case !pc.identity:
+			cols = append(cols, column{name: pc.name, typ: pc.typ})
+		}
+	}
+	for _, sc := range srcCols {
+		if !slices.ContainsFunc(pgCols, func(pc pgColumn) bool { return pc.name == sc }) {
+			return nil, fmt.Errorf("sqlite column %s.%s has no column in Postgres (plan.go)", t.name, sc)
+		}
+	}
+	return cols, nil
+}
+
+// maker returns what makes t's made columns from a row's converted
+// values (into names them): sandboxes' labels, from sandbox_labels.
+func (c *copier) maker(ctx context.Context, t table) (func(col string, into []string, row []any) (any, error), error) {
+	none := func(col string, _ []string, _ []any) (any, error) {
+		return nil, fmt.Errorf("the plan names it made, and nothing makes it (copy.go)")
+	}
+	if t.name != "sandboxes" {
+		return none, nil
+	}
+	labels, err := c.labels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(col string, into []string, row []any) (any, error) {
+		if col != "labels" {
+			return none(col, into, row)
+		}
+		m := labels[row[slices.Index(into, "id")].(string)]
+		if len(m) == 0 {
+			return nil, nil // NULL when none, as the store writes them
+		}
+		return json.Marshal(m)
+	}, nil
 }
 
 // holdState copies a tenant as active, whatever its state: Postgres's
@@ -223,23 +250,22 @@ func (c *copier) holdState(into []string, row []any) {
 	}
 }
 
-// labels reads every sandbox's labels.
-func (c *copier) labels(ctx context.Context) (map[string]map[string]string, int64, error) {
+// labels reads every sandbox's labels, counting the rows in labelRows.
+func (c *copier) labels(ctx context.Context) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
-	var n int64
 	err := c.src.each(ctx, `SELECT sandbox_id, name, value FROM sandbox_labels`, func(vals []any) error {
 		id, name, value := vals[0].(string), vals[1].(string), vals[2].(string)
 		if out[id] == nil {
 			out[id] = map[string]string{}
 		}
 		out[id][name] = value
-		n++
+		c.labelRows++
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("read sandbox_labels: %w", err)
+		return nil, fmt.Errorf("read sandbox_labels: %w", err)
 	}
-	return out, n, nil
+	return out, nil
 }
 
 // pgColumns lists a target table's columns, in order.
