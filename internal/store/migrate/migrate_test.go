@@ -234,8 +234,8 @@ func TestPlanCoversSchemas(t *testing.T) {
 	if err := checkTables(sqliteTables, postgresTables); err != nil {
 		t.Fatal(err)
 	}
-	err = checkTables(append(sqliteTables, "widgets"), append(postgresTables, "leases"))
-	if err == nil || !strings.Contains(err.Error(), "sqlite widgets") || !strings.Contains(err.Error(), "postgres leases") {
+	err = checkTables(append(sqliteTables, "widgets"), append(postgresTables, "gadgets"))
+	if err == nil || !strings.Contains(err.Error(), "sqlite widgets") || !strings.Contains(err.Error(), "postgres gadgets") {
 		t.Errorf("tables the plan does not name: %v, want both named", err)
 	}
 }
