@@ -276,6 +276,28 @@ func TestRefusesHeldSource(t *testing.T) {
 	}
 }
 
+// TestSourceLockedWhileRead: while the copy reads the file, it holds
+// its write lock: a hutch serve starting then fails at its first write
+// (its migrations) rather than write what the copy would miss.
+func TestSourceLockedWhileRead(t *testing.T) {
+	ctx := context.Background()
+	path := filled(t)
+	src, err := openSource(ctx, path)
+	must(t, "openSource", err)
+	defer src.close()
+	if _, err := src.count(ctx, "tenants"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(path)
+	if err == nil {
+		s.Close()
+		t.Fatal("the SQLite store opened for writing while the copy read the file")
+	}
+	if !strings.Contains(err.Error(), "locked") {
+		t.Errorf("the store's open while the copy reads: %v, want database is locked", err)
+	}
+}
+
 // TestBadArguments: what is not a source or a target is a clear 4xx.
 func TestBadArguments(t *testing.T) {
 	dir, src := t.TempDir(), filled(t)

@@ -54,8 +54,9 @@ func SourcePath(from string) (string, error) {
 	return path, nil
 }
 
-// source is the SQLite file, open for reading in one transaction: every
-// table is read at one moment.
+// source is the SQLite file, open for reading in one transaction that
+// holds its write lock: every table is read at one moment, and nothing
+// is written to the file until the copy ends.
 type source struct {
 	db *sql.DB
 	tx *sql.Tx
@@ -67,9 +68,13 @@ func openSource(ctx context.Context, path string) (_ *source, retErr error) {
 	if err := checkNotHeld(path); err != nil {
 		return nil, err
 	}
-	// query_only: nothing this connection runs writes the file. One
-	// connection, so the transaction below is the only reader.
-	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)&_pragma=busy_timeout(5000)")
+	// One connection, whose transaction begins IMMEDIATE: it holds the
+	// database's write lock from its start to the copy's end, so a
+	// hutch serve started meanwhile writes nothing the copy would miss
+	// (its first write waits, then fails: database is locked). It runs
+	// only SELECTs and is rolled back (query_only would refuse the
+	// lock).
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
