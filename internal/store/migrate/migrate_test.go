@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,6 +296,70 @@ func TestSourceLockedWhileRead(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "locked") {
 		t.Errorf("the store's open while the copy reads: %v, want database is locked", err)
+	}
+}
+
+// TestOpenWaitsForCopy: a hutch serve starting on the target while the
+// copy runs (the Postgres store's Open) waits for it, on the migration
+// lock the copy holds, and then finds the copy's rows, not an empty
+// database it would bootstrap.
+func TestOpenWaitsForCopy(t *testing.T) {
+	ctx := context.Background()
+	path := filled(t)
+	dsn := testutil.PostgresURL(t)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	defer close(resume) // a Fatal below must not leave the copy paused
+	copied := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Options{From: path, To: dsn, Progress: func(p Progress) {
+			if p.Table == "events" {
+				once.Do(func() { close(paused); <-resume })
+			}
+		}})
+		copied <- err
+	}()
+	select {
+	case <-paused:
+	case err := <-copied:
+		t.Fatalf("the copy ended before its pause: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the copy did not reach events within 30s")
+	}
+	type opening struct {
+		s   *postgres.Store
+		err error
+	}
+	opened := make(chan opening, 1)
+	go func() {
+		s, err := postgres.Open(ctx, dsn)
+		opened <- opening{s, err}
+	}()
+	select {
+	case o := <-opened:
+		if o.s != nil {
+			o.s.Close()
+		}
+		t.Fatalf("Open returned (%v) while the copy held its transaction", o.err)
+	case <-time.After(time.Second):
+	}
+	resume <- struct{}{}
+	select {
+	case err := <-copied:
+		must(t, "Run", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the copy did not end within 30s of its resumption")
+	}
+	select {
+	case o := <-opened:
+		must(t, "Open", o.err)
+		defer o.s.Close()
+		tenants, err := o.s.ListTenants(system())
+		if err != nil || len(tenants) != 3 {
+			t.Errorf("after the wait, Open finds %d tenants, %v; want the 3 copied", len(tenants), err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open did not return within 30s of the copy's end")
 	}
 }
 
