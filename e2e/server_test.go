@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	testutil.StopPostgres()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // Error codes of the CLI's own errors under --json; an answer of the
@@ -103,6 +104,7 @@ func exitStatus(ctx context.Context, e *env, cmd *cobra.Command, err error) int 
 		exit  exitCode
 		usage *usageError
 		apiE  *client.Error
+		hutE  *errdefs.Error
 		loc   *localError
 		urlE  *url.Error
 	)
@@ -136,6 +138,11 @@ func exitStatus(ctx context.Context, e *env, cmd *cobra.Command, err error) int 
 		if !e.json && (apiE.Code == "missing_api_key" || apiE.Code == "invalid_api_key") {
 			fmt.Fprintf(e.stderr, "hutch: the key came from %s; set HUTCH_API_KEY to the right one\n", e.cfg.keySourceText())
 		}
+		return 1
+	case errors.As(err, &hutE):
+		// A failure of a command that runs here, not through the API
+		// (hutch store): its code as the API would give it.
+		report(e, hutE.Code, err.Error())
 		return 1
 	case errors.As(err, &urlE) && errors.Is(err, syscall.ECONNREFUSED):
 		report(e, codeUnreachable, fmt.Sprintf("cannot reach the server at %s: connection refused (is hutch serve running? set HUTCH_URL)", e.cfg.URL))

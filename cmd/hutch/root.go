@@ -117,6 +117,7 @@ func newRoot(e *env) *cobra.Command {
 		newEventsCmd(e),
 		newInfoCmd(e),
 		newServeCmd(),
+		newStoreCmd(e),
 		newVersionCmd(e),
 	)
 	return root

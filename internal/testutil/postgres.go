@@ -15,7 +15,7 @@ import (
 const RequirePostgresEnv = "HUTCH_REQUIRE_POSTGRES"
 
 // The one Postgres server of a test binary, started by the first
-// PostgresURL and stopped by stopPostgres.
+// PostgresURL and stopped by StopPostgres.
 var pg struct {
 	once   sync.Once
 	server *pgtemp.Server
@@ -55,13 +55,14 @@ func PostgresURL(t testing.TB) string {
 // code.
 func RunWithPostgres(m *testing.M) {
 	code := m.Run()
-	stopPostgres()
+	StopPostgres()
 	os.Exit(code)
 }
 
-// stopPostgres stops the server PostgresURL started, if it did, and
-// removes its directory.
-func stopPostgres() {
+// StopPostgres stops the server PostgresURL started, if it did, and
+// removes its directory: for a TestMain that does more than
+// RunWithPostgres after its tests.
+func StopPostgres() {
 	if s := pg.server; s != nil {
 		s.Stop()
 	}

@@ -26,41 +26,47 @@ const migrateLock int64 = 0x6875746368_0001 // "hutch", 1
 // migrateLock: a failure leaves the database as it was, and a second
 // migrate waits for the first and then finds nothing to do.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return Migrate(ctx, tx) })
+}
+
+// Migrate applies every pending migration in tx, the caller's
+// transaction, under migrateLock, which it holds until tx ends: what
+// Open does, for a caller that writes the schema and its first rows in
+// one transaction (hutch store migrate, internal/store/migrate).
+func Migrate(ctx context.Context, tx pgx.Tx) error {
 	ms, err := store.ReadMigrations(migrationFiles, "migrations")
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("read schema versions: %w", err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return fmt.Errorf("read schema versions: %w", err)
+	}
+	pending, err := store.Pending(ms, applied)
+	if err != nil {
+		return err
+	}
+	for _, m := range pending {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("apply migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    integer PRIMARY KEY,
-			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`); err != nil {
-			return fmt.Errorf("create schema_migrations: %w", err)
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("record migration %s: %w", m.Name, err)
 		}
-		rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
-		if err != nil {
-			return fmt.Errorf("read schema versions: %w", err)
-		}
-		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
-		if err != nil {
-			return fmt.Errorf("read schema versions: %w", err)
-		}
-		pending, err := store.Pending(ms, applied)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.Name, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }

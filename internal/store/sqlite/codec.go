@@ -17,6 +17,11 @@ func formatTime(t time.Time) string {
 	return store.Time(t).Format(timeLayout)
 }
 
+// ParseTime reads a time as this store keeps it (UTC text, fixed width
+// to the microsecond), for a reader of the file beside the store: hutch
+// store migrate (internal/store/migrate).
+func ParseTime(s string) (time.Time, error) { return parseTime(s) }
+
 func parseTime(s string) (time.Time, error) {
 	t, err := time.ParseInLocation(timeLayout, s, time.UTC)
 	if err != nil {

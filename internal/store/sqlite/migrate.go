@@ -17,6 +17,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// Migrations returns the schema's migrations, in order: a database is at
+// this build's schema when it records each of their versions.
+func Migrations() ([]store.Migration, error) {
+	return store.ReadMigrations(migrationFiles, "migrations")
+}
+
 // migrate applies every pending migration in one transaction: a failure
 // leaves the database as it was.
 func migrate(ctx context.Context, db *sql.DB) (retErr error) {
