@@ -23,6 +23,7 @@ type Sandboxes interface {
 	sandbox.Meter
 	sandbox.Limits
 	sandbox.Ports
+	sandbox.Locate
 }
 
 // Previews is what the API asks of the preview router

@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
 )
 
@@ -64,6 +65,10 @@ type Config struct {
 	// Metrics measures every route and serves GET /metrics; nil: nothing
 	// is measured and /metrics answers 503.
 	Metrics *telemetry.Metrics
+	// Forward carries a request for a sandbox another node runs to that
+	// node, and tells the requests other nodes forwarded here
+	// (forward.go); nil: every sandbox is this node's.
+	Forward *forward.Forwarder
 }
 
 // API is the /v1 HTTP handler.
@@ -84,6 +89,9 @@ func New(cfg Config) *API {
 	methods := map[string][]string{}
 	for _, r := range a.routes() {
 		h := onlyQuery(r, a.writeError)
+		if a.cfg.Forward != nil && strings.HasPrefix(r.pattern, "/v1/sandboxes/{id}") && !r.anyNode {
+			h = a.toOwner(h)
+		}
 		if !r.public {
 			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)
 		}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/edge/forward"
+)
+
+// The API's one forwarding decision: a route of one sandbox
+// (/v1/sandboxes/{id}/..., but those marked anyNode) is served by the
+// node that runs the sandbox. Any other node authenticates the client,
+// then forwards the request there as the client's key id
+// (internal/edge/forward); the owner serves it as that key id (begin).
+
+// begin authenticates r: by its Authorization header, or, when another
+// node forwarded it (forward.Forwarder.Accept verified the hop), by the
+// key id that node authenticated, which must still stand.
+func (a *API) begin(r *http.Request) (context.Context, func(), error) {
+	hop, ok := forward.HopFrom(r.Context())
+	if !ok {
+		return a.cfg.Auth.Begin(r.Context(), r.Header.Get("Authorization"))
+	}
+	if hop.KeyID == "" {
+		return nil, nil, errdefs.New(errdefs.ErrUnauthorized, "forward_unauthorized",
+			"node %s forwarded this API request without a key", hop.From)
+	}
+	return a.cfg.Auth.BeginKey(r.Context(), hop.KeyID)
+}
+
+// toOwner serves r here when this node runs its sandbox, and forwards it
+// to the node that does otherwise. A sandbox the caller may not see is
+// served here, whose handler answers 404 as always.
+func (a *API) toOwner(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		node, err := a.cfg.Sandboxes.NodeOf(r.Context(), r.PathValue("id"))
+		if err != nil || node == "" || node == a.cfg.Forward.Node() {
+			next(w, r)
+			return
+		}
+		p, _ := tenancy.From(r.Context())
+		a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	}
+}
