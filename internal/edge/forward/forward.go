@@ -28,6 +28,7 @@ package forward
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -36,6 +37,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -51,8 +53,7 @@ type Nodes interface {
 	URL(ctx context.Context, node string) (*url.URL, error)
 }
 
-// Config is what a Forwarder forwards with. Node, Nodes and Fail are
-// required.
+// Config is what a Forwarder forwards with. Node and Nodes are required.
 type Config struct {
 	// Node is this node's name: the From of what it forwards, the To of
 	// what it accepts.
@@ -61,7 +62,8 @@ type Config struct {
 	// accepted.
 	Key   []byte
 	Nodes Nodes
-	// Fail answers a request with an error, in the API's one error shape.
+	// Fail answers a request with an error; nil: in the API's one error
+	// shape (api.Error).
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 	Log  *slog.Logger
 	// DialTimeout bounds a connection to another node; zero means
@@ -90,6 +92,9 @@ func New(cfg Config) *Forwarder {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Fail == nil {
+		cfg.Fail = writeError
 	}
 	f := &Forwarder{cfg: cfg}
 	f.tr = &http.Transport{
@@ -187,6 +192,14 @@ func (f *Forwarder) proxyError(w http.ResponseWriter, r *http.Request, err error
 	}
 	f.cfg.Log.Warn("forward failed", "node", d.to, "path", r.URL.Path, "err", err)
 	f.cfg.Fail(w, r, unavailable(d.to, err))
+}
+
+// writeError answers err in the API's error shape.
+func writeError(w http.ResponseWriter, _ *http.Request, err error) {
+	status, code, msg := errdefs.HTTPStatus(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
 }
 
 type hopKey struct{}

@@ -1,6 +1,8 @@
 package forward
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,8 +11,12 @@ import (
 	"strings"
 )
 
-// KeyFile is the cluster key's file in the data directory.
-const KeyFile = "cluster.key"
+// KeyFile is the cluster key's file in the data directory; KeyEnv, the
+// environment variable that holds it instead.
+const (
+	KeyFile = "cluster.key"
+	KeyEnv  = "HUTCH_CLUSTER_KEY"
+)
 
 // MinKeyBytes is the shortest cluster key taken: 32 bytes, the HMAC's
 // own size.
@@ -51,4 +57,13 @@ func checkKey(s, from string) ([]byte, error) {
 		return nil, fmt.Errorf("cluster key in %s is %d bytes; it must be at least %d (openssl rand -hex 32)", from, len(s), MinKeyBytes)
 	}
 	return []byte(s), nil
+}
+
+// DeriveKey is the key for purpose that every node of a fleet derives
+// alike from the cluster key: what one node signs for a client (a
+// preview URL or cookie), any other checks.
+func DeriveKey(clusterKey []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, clusterKey)
+	m.Write([]byte("hutch-derive/1\n" + purpose))
+	return m.Sum(nil)
 }

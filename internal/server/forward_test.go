@@ -1,0 +1,194 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/control/auth"
+)
+
+// TestForwardAcrossNodes: a sandbox node a runs works through node b's
+// API as through a's own: exec (binary frames and NDJSON), a long output
+// stream (SSE and WebSocket), a terminal, and a file of a few MiB up and
+// down. What node a receives from b carries the key's id, never the
+// key; a forged hop is refused; and once a stops, b answers
+// node_unavailable within the dial bound.
+func TestForwardAcrossNodes(t *testing.T) {
+	f := startFleet(t)
+	ctx := context.Background()
+	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
+	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
+	sb, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Node != "a" {
+		t.Fatalf("created through a on node %q", sb.Node)
+	}
+
+	t.Run("exec", func(t *testing.T) {
+		res, err := viaB.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "echo hello from $0", "a"}})
+		if err != nil || res.Stdout != "hello from a\n" {
+			t.Fatalf("exec through b: %+v, %v", res, err)
+		}
+	})
+	t.Run("exec stream", func(t *testing.T) {
+		st, err := viaB.ExecStream(ctx, sb.ID, api.ExecRequest{Cmd: []string{"seq", "1", "200000"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		res, err := st.Copy(&out, io.Discard)
+		if err != nil || res.ExitCode != 0 || strings.Count(out.String(), "\n") != 200000 {
+			t.Fatalf("binary exec stream through b: %d lines, %+v, %v", strings.Count(out.String(), "\n"), res, err)
+		}
+	})
+	t.Run("exec ndjson", func(t *testing.T) {
+		body, _ := json.Marshal(api.ExecRequest{Cmd: []string{"seq", "1", "1000"}})
+		req, _ := http.NewRequest("POST", "http://"+f.b.Addr().String()+"/v1/sandboxes/"+sb.ID+"/exec/stream", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+f.admin)
+		req.Header.Set("Accept", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "application/x-ndjson") {
+			t.Fatalf("NDJSON exec through b: %d %s", resp.StatusCode, ct)
+		}
+		var stdout strings.Builder
+		sc := bufio.NewScanner(resp.Body)
+		exit := false
+		for sc.Scan() {
+			var ev api.ExecEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatal(err)
+			}
+			stdout.Write(ev.Data)
+			exit = exit || ev.Type == "exit"
+		}
+		if !exit || strings.Count(stdout.String(), "\n") != 1000 {
+			t.Fatalf("NDJSON exec through b: exit %v, %d lines", exit, strings.Count(stdout.String(), "\n"))
+		}
+	})
+	t.Run("output streams", func(t *testing.T) {
+		p, err := viaB.StartProcess(ctx, sb.ID, api.ProcessRequest{Cmd: []string{"sh", "-c", "for i in $(seq 1 2000); do echo line $i; done"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range []client.OutputTransport{client.OutputSSE, client.OutputWebSocket} {
+			st, err := viaB.ProcessOutputOver(ctx, sb.ID, p.PID, 0, true, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			for {
+				ev, err := st.Next()
+				if err != nil {
+					t.Fatalf("transport %d: %v after %d bytes", tr, err, out.Len())
+				}
+				if ev.Type == "exit" {
+					break
+				}
+				out.Write(ev.Data)
+			}
+			st.Close()
+			if !strings.HasSuffix(out.String(), "line 2000\n") || strings.Count(out.String(), "\n") != 2000 {
+				t.Fatalf("transport %d through b: %d lines", tr, strings.Count(out.String(), "\n"))
+			}
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		term, err := viaB.OpenTerminal(tctx, sb.ID, client.TerminalOptions{Cmd: []string{"sh"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer term.Close()
+		if err := term.Input(tctx, []byte("echo $((6*7))x\n")); err != nil {
+			t.Fatal(err)
+		}
+		var seen bytes.Buffer
+		for !strings.Contains(seen.String(), "42x") {
+			out, err := term.Next(tctx)
+			if err != nil {
+				t.Fatalf("terminal through b: %v; saw %q", err, seen.String())
+			}
+			seen.Write(out.Data)
+		}
+	})
+	t.Run("files", func(t *testing.T) {
+		data := make([]byte, 6<<20)
+		rand.Read(data)
+		if _, err := viaB.WriteFile(ctx, sb.ID, "big.bin", 0o644, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := viaB.ReadFile(ctx, sb.ID, "big.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("6 MiB through b: read %d bytes back, %v", len(got), err)
+		}
+	})
+	t.Run("the key stays on b", func(t *testing.T) {
+		id, secret, _ := auth.ParseKey(f.admin)
+		saw := f.tap.saw()
+		if !strings.Contains(saw, "Hutch-Forward-Key-Id: "+id) {
+			t.Fatal("node a received no hop naming the key id")
+		}
+		if strings.Contains(saw, secret) || strings.Contains(saw, "Authorization") {
+			t.Fatal("node a received the client's key")
+		}
+	})
+	t.Run("forged hop", func(t *testing.T) {
+		id, _, _ := auth.ParseKey(f.admin)
+		for name, sig := range map[string]string{"forged": "AAAA", "missing": ""} {
+			req, _ := http.NewRequest("GET", "http://"+f.a.Addr().String()+"/v1/sandboxes/"+sb.ID+"/files/list?path=/", nil)
+			req.Header.Set("Hutch-Forward-Key-Id", id)
+			req.Header.Set("Hutch-Forward-From", "b")
+			req.Header.Set("Hutch-Forward-To", "a")
+			req.Header.Set("Hutch-Forward-Time", "1")
+			req.Header.Set("Hutch-Forward-Nonce", "n")
+			if sig != "" {
+				req.Header.Set("Hutch-Forward-Signature", sig)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e api.Error
+			json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != 401 || e.Error.Code != "forward_unauthorized" {
+				t.Errorf("%s signature: %d %s, want 401 forward_unauthorized", name, resp.StatusCode, e.Error.Code)
+			}
+		}
+	})
+	t.Run("owner stopped", func(t *testing.T) {
+		f.a.Shutdown(ctx)
+		start := time.Now()
+		_, err := viaB.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}})
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Code != "node_unavailable" || ce.StatusCode != 503 {
+			t.Fatalf("exec through b with a stopped: %v", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("node_unavailable after %v", d)
+		}
+	})
+}
