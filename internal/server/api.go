@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/control/placement"
 	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 )
@@ -39,6 +40,7 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 		MaxTarBytes:  cfg.MaxTarBytes,
 		Metrics:      p.metrics,
 		Forward:      p.forwarder(),
+		Placement:    p.placement(),
 	})
 	s.onClose("api streams", func(ctx context.Context) error {
 		done := make(chan struct{})
@@ -64,6 +66,15 @@ func (p *parts) forwarder() *forward.Forwarder {
 		return nil
 	}
 	return p.forward
+}
+
+// placement places creates on the fleet's nodes when other nodes'
+// sandboxes are forwarded to them, nil when every sandbox is this node's.
+func (p *parts) placement() httpapi.Placement {
+	if !p.forwarding {
+		return nil
+	}
+	return &placement.Placer{Nodes: p.store, Self: p.node}
 }
 
 // serveAll serves the API, previews, apps and the E2B layer on the API's

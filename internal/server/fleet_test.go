@@ -58,17 +58,24 @@ func startFleet(t *testing.T) *fleet {
 	}
 	t.Cleanup(func() { f.st.Close() })
 	f.tap = newTap(t, f.a.Addr().String())
-	f.heartbeat(t, map[string]string{"a": "http://" + f.tap.addr, "b": "http://" + f.b.Addr().String()})
+	// a has more memory room than b: placement prefers it; only b is
+	// labelled zone=b.
+	f.heartbeat(t, map[string]store.Node{
+		"a": {Name: "a", Advertise: "http://" + f.tap.addr, Drivers: []string{"process"},
+			Load: store.NodeLoad{MemoryBytes: 8 << 30, CommittedMemoryBytes: 1 << 30}},
+		"b": {Name: "b", Advertise: "http://" + f.b.Addr().String(), Drivers: []string{"process"}, Labels: map[string]string{"zone": "b"},
+			Load: store.NodeLoad{MemoryBytes: 4 << 30}},
+	})
 	return f
 }
 
-// heartbeat registers each node at its URL and heartbeats it every
-// second until t ends.
-func (f *fleet) heartbeat(t *testing.T, nodes map[string]string) {
+// heartbeat registers each node as given and heartbeats it with its load
+// every second until t ends.
+func (f *fleet) heartbeat(t *testing.T, nodes map[string]store.Node) {
 	t.Helper()
 	sys := tenancy.System(context.Background())
-	for name, u := range nodes {
-		if _, err := f.st.RegisterNode(sys, store.Node{Name: name, Advertise: u, Drivers: []string{"process"}}); err != nil {
+	for _, n := range nodes {
+		if _, err := f.st.RegisterNode(sys, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,8 +91,8 @@ func (f *fleet) heartbeat(t *testing.T, nodes map[string]string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				for name := range nodes {
-					f.st.HeartbeatNode(sys, name, store.NodeLoad{})
+				for name, n := range nodes {
+					f.st.HeartbeatNode(sys, name, n.Load)
 				}
 			}
 		}

@@ -29,12 +29,21 @@ func TestForwardAcrossNodes(t *testing.T) {
 	ctx := context.Background()
 	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
 	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
-	sb, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	// Placement: a has the most memory room; only b has zone=b.
+	sb, err := viaB.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sb.Node != "a" {
-		t.Fatalf("created through a on node %q", sb.Node)
+		t.Fatalf("created through b on node %q, want a (the most room)", sb.Node)
+	}
+	onB, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{NodeLabels: map[string]string{"zone": "b"}})
+	if err != nil || onB.Node != "b" {
+		t.Fatalf("created through a with zone=b: %+v, %v; want node b", onB, err)
+	}
+	_, err = viaA.CreateSandbox(ctx, api.CreateSandboxRequest{NodeLabels: map[string]string{"zone": "nowhere"}})
+	if ce := (*client.Error)(nil); !errors.As(err, &ce) || ce.Code != "no_node_available" {
+		t.Fatalf("a label no node has: %v, want no_node_available", err)
 	}
 
 	t.Run("exec", func(t *testing.T) {
@@ -178,6 +187,44 @@ func TestForwardAcrossNodes(t *testing.T) {
 				t.Errorf("%s signature: %d %s, want 401 forward_unauthorized", name, resp.StatusCode, e.Error.Code)
 			}
 		}
+	})
+	t.Run("both ways", func(t *testing.T) {
+		res, err := viaA.Exec(ctx, onB.ID, api.ExecRequest{Cmd: []string{"echo", "on b"}})
+		if err != nil || res.Stdout != "on b\n" {
+			t.Fatalf("exec through a on b's sandbox: %+v, %v", res, err)
+		}
+	})
+	t.Run("revoked on a", func(t *testing.T) {
+		k, err := viaA.CreateKey(ctx, api.CreateKeyRequest{Name: "doomed", Role: api.RoleMember})
+		if err != nil {
+			t.Fatal(err)
+		}
+		member := client.New("http://"+f.b.Addr().String(), k.Secret)
+		p, err := member.StartProcess(ctx, sb.ID, api.ProcessRequest{Cmd: []string{"sh", "-c", "while :; do echo tick; sleep 0.05; done"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := member.ProcessOutput(ctx, sb.ID, p.PID, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if err := viaA.DeleteKey(ctx, k.ID); err != nil {
+			t.Fatal(err)
+		}
+		revoked := time.Now()
+		for {
+			if _, err := st.Next(); err != nil {
+				break
+			}
+		}
+		if d := time.Since(revoked); d > time.Second {
+			t.Fatalf("the stream forwarded through b ended %v after the key was revoked on a", d)
+		}
+		viaA.SignalProcess(ctx, sb.ID, p.PID, "KILL", true)
 	})
 	t.Run("owner stopped", func(t *testing.T) {
 		f.a.Shutdown(ctx)

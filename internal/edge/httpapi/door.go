@@ -47,6 +47,12 @@ type Tenants interface {
 	Delete(ctx context.Context, id string) (api.Tenant, error)
 }
 
+// Placement chooses the node of a fleet a sandbox is made on
+// (internal/control/placement.Placer).
+type Placement interface {
+	Place(ctx context.Context, req api.CreateSandboxRequest) (string, error)
+}
+
 var (
 	_ Sandboxes = (*sandbox.Service)(nil)
 	_ Previews  = (*router.Router)(nil)

@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"strconv"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/edge/forward"
@@ -43,4 +48,40 @@ func (a *API) toOwner(next http.HandlerFunc) http.HandlerFunc {
 		p, _ := tenancy.From(r.Context())
 		a.cfg.Forward.Forward(w, r, node, p.KeyID)
 	}
+}
+
+// placeElsewhere places the sandbox req asks for (Config.Placement) and,
+// when the node chosen is another, forwards the create there and reports
+// true: that node admits and makes it. A create another node forwarded
+// here is made here (its node placed it), and so is every create without
+// placement, where node_labels are refused: there is one node.
+func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest) bool {
+	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
+		return false
+	}
+	if a.cfg.Placement == nil || a.cfg.Forward == nil {
+		if len(req.NodeLabels) > 0 {
+			a.writeError(w, r, errdefs.Invalid("node_labels_unsupported", "this server is a single node: node_labels place sandboxes in a fleet of nodes on a shared store"))
+			return true
+		}
+		return false
+	}
+	node, err := a.cfg.Placement.Place(r.Context(), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return true
+	}
+	if node == a.cfg.Forward.Node() {
+		return false
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return true
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	p, _ := tenancy.From(r.Context())
+	a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	return true
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// node, and tells the requests other nodes forwarded here
 	// (forward.go); nil: every sandbox is this node's.
 	Forward *forward.Forwarder
+	// Placement chooses the node a new sandbox is made on (with
+	// Forward); nil: this one.
+	Placement Placement
 }
 
 // API is the /v1 HTTP handler.
