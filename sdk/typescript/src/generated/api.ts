@@ -1559,6 +1559,10 @@ export interface components {
             network?: components["schemas"]["NetworkPolicy"];
             /** @description A driver of this server's (GET /v1/info lists them); empty means the default. */
             driver?: string;
+            /** @description In a fleet of nodes, place the sandbox on a node whose labels include all of these; empty means any node (docs/ARCHITECTURE.md, placement). */
+            node_labels?: {
+                [key: string]: string;
+            };
             /**
              * @description Accept limits the driver cannot enforce (listed then in the sandbox's unenforced_limits); without it such a limit is refused with 400 limit_unsupported.
              * @default false
