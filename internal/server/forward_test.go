@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,49 @@ func TestForwardAcrossNodes(t *testing.T) {
 		rc.Close()
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("6 MiB through b: read %d bytes back, %v", len(got), err)
+		}
+	})
+	t.Run("preview", func(t *testing.T) {
+		// The process driver gives no sandbox a network of its own:
+		// node a's answer, 501 previews_unsupported, is what a preview
+		// forwarded there gets, whether b let it in by key or by a URL
+		// that a signed (every node of a fleet checks the others').
+		host := "3000-" + sb.ID + ".localhost"
+		u, err := viaB.PreviewURL(ctx, sb.ID, 3000, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pu, err := url.Parse(u.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range map[string]struct {
+			query, key string
+			status     int
+			code       string
+		}{
+			"by key":        {key: f.admin, status: 501, code: "previews_unsupported"},
+			"by signed URL": {query: pu.RawQuery, status: 501, code: "previews_unsupported"},
+			"without":       {status: 401, code: "preview_private"},
+		} {
+			req, _ := http.NewRequest("GET", "http://"+f.b.Addr().String()+"/?"+tc.query, nil)
+			req.Host = host
+			if tc.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e api.Error
+			json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || e.Error.Code != tc.code {
+				t.Errorf("preview %s through b: %d %s, want %d %s", name, resp.StatusCode, e.Error.Code, tc.status, tc.code)
+			}
+		}
+		if !strings.Contains(f.tap.saw(), "Host: "+host) {
+			t.Error("no preview request reached node a")
 		}
 	})
 	t.Run("the key stays on b", func(t *testing.T) {
