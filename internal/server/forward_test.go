@@ -42,6 +42,9 @@ func TestForwardAcrossNodes(t *testing.T) {
 	if err != nil || onB.Node != "b" {
 		t.Fatalf("created through a with zone=b: %+v, %v; want node b", onB, err)
 	}
+	// A sandbox outlives its server; these go with the test (a's is
+	// stopped before a is, below).
+	t.Cleanup(func() { viaB.DeleteSandbox(ctx, onB.ID); viaA.DeleteSandbox(ctx, sb.ID) })
 	_, err = viaA.CreateSandbox(ctx, api.CreateSandboxRequest{NodeLabels: map[string]string{"zone": "nowhere"}})
 	if ce := (*client.Error)(nil); !errors.As(err, &ce) || ce.Code != "no_node_available" {
 		t.Fatalf("a label no node has: %v, want no_node_available", err)
@@ -271,6 +274,9 @@ func TestForwardAcrossNodes(t *testing.T) {
 		viaA.SignalProcess(ctx, sb.ID, p.PID, "KILL", true)
 	})
 	t.Run("owner stopped", func(t *testing.T) {
+		if _, err := viaB.StopSandbox(ctx, sb.ID); err != nil {
+			t.Fatal(err)
+		}
 		f.a.Shutdown(ctx)
 		start := time.Now()
 		_, err := viaB.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"true"}})
