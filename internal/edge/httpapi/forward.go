@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,7 +17,8 @@ import (
 
 // The API's one forwarding decision: a route of one sandbox
 // (/v1/sandboxes/{id}/..., but those marked anyNode) is served by the
-// node that runs the sandbox. Any other node authenticates the client,
+// node that runs the sandbox, and one of an app (/v1/apps/{id}/...) by
+// the node that runs its sandboxes. Any other node authenticates the client,
 // then forwards the request there as the client's key id
 // (internal/edge/forward); the owner serves it as that key id (begin).
 
@@ -36,18 +38,40 @@ func (a *API) begin(r *http.Request) (context.Context, func(), error) {
 }
 
 // toOwner serves r here when this node runs its sandbox, and forwards it
-// to the node that does otherwise. A sandbox the caller may not see is
-// served here, whose handler answers 404 as always.
+// to the node that does otherwise.
 func (a *API) toOwner(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		node, err := a.cfg.Sandboxes.NodeOf(r.Context(), r.PathValue("id"))
-		if err != nil || node == "" || node == a.cfg.Forward.Node() {
+		if !a.elsewhere(w, r, r.PathValue("id")) {
 			next(w, r)
-			return
 		}
-		p, _ := tenancy.From(r.Context())
-		a.cfg.Forward.Forward(w, r, node, p.KeyID)
 	}
+}
+
+// toAppOwner is toOwner for a route of app {id}: its node is its dev
+// sandbox's (else its live one's), where the apps layer made both.
+func (a *API) toAppOwner(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		app, err := a.cfg.Apps.Get(r.Context(), r.PathValue("id"))
+		if err != nil || !a.elsewhere(w, r, cmp.Or(app.Dev, app.Live)) {
+			next(w, r)
+		}
+	}
+}
+
+// elsewhere forwards r to the node that runs sandbox id and reports
+// true, or reports false when r is served here: this node runs it, or
+// the caller may not see it (the handler answers 404 as always).
+func (a *API) elsewhere(w http.ResponseWriter, r *http.Request, id string) bool {
+	if id == "" {
+		return false
+	}
+	node, err := a.cfg.Sandboxes.NodeOf(r.Context(), id)
+	if err != nil || node == "" || node == a.cfg.Forward.Node() {
+		return false
+	}
+	p, _ := tenancy.From(r.Context())
+	a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	return true
 }
 
 // placeElsewhere places the sandbox req asks for (Config.Placement) and,

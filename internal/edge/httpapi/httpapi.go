@@ -92,8 +92,12 @@ func New(cfg Config) *API {
 	methods := map[string][]string{}
 	for _, r := range a.routes() {
 		h := onlyQuery(r, a.writeError)
-		if a.cfg.Forward != nil && strings.HasPrefix(r.pattern, "/v1/sandboxes/{id}") && !r.anyNode {
+		switch {
+		case a.cfg.Forward == nil || r.anyNode:
+		case strings.HasPrefix(r.pattern, "/v1/sandboxes/{id}"):
 			h = a.toOwner(h)
+		case strings.HasPrefix(r.pattern, "/v1/apps/{id}") && a.cfg.Apps != nil:
+			h = a.toAppOwner(h)
 		}
 		if !r.public {
 			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)

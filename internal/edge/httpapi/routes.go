@@ -24,10 +24,10 @@ type route struct {
 	// (idle connections and headers are still bounded), and its latency
 	// is measured to its status line (telemetry.Route).
 	long bool
-	// anyNode marks a route of one sandbox (/v1/sandboxes/{id}...) that
-	// any node answers from the store alone; every other such route is
-	// served by the node that runs the sandbox, forwarded there from any
-	// other (forward.go).
+	// anyNode marks a route of one sandbox (/v1/sandboxes/{id}...) or
+	// app (/v1/apps/{id}...) that any node answers from the store alone;
+	// every other such route is served by the node that runs the sandbox
+	// (the app's), forwarded there from any other (forward.go).
 	anyNode bool
 }
 
@@ -79,7 +79,7 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/presets", handler: withService(a, a.apps, a.listPresets), role: api.RoleReader},
 		{method: "POST", pattern: "/v1/apps", handler: withService(a, a.apps, a.createApp)},
 		{method: "GET", pattern: "/v1/apps", handler: withService(a, a.apps, a.listApps), role: api.RoleReader},
-		{method: "GET", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.getApp), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.getApp), role: api.RoleReader, anyNode: true},
 		{method: "PATCH", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.patchApp)},
 		{method: "DELETE", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.deleteApp), long: true},
 		{method: "POST", pattern: "/v1/apps/{id}/promote", handler: withService(a, a.apps, a.promoteApp), long: true},
