@@ -13,6 +13,7 @@ import (
 
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/edge/forward"
+	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/postgres"
 	"github.com/hutchdev/hutch/internal/testutil"
@@ -29,8 +30,9 @@ type fleet struct {
 }
 
 // startFleet starts the two nodes and keeps their registry rows fresh
-// (the test stands in for the nodes' own heartbeats) until t ends.
-func startFleet(t *testing.T) *fleet {
+// (the test stands in for the nodes' own heartbeats) until t ends;
+// change, if set, adjusts each node's configuration.
+func startFleet(t *testing.T, change func(node string, cfg *config.Config)) *fleet {
 	t.Helper()
 	t.Setenv(forward.KeyEnv, strings.Repeat("c", 64))
 	pg := testutil.PostgresURL(t)
@@ -38,6 +40,9 @@ func startFleet(t *testing.T) *fleet {
 		var log bytes.Buffer
 		cfg, logger := testConfig(t, &log)
 		cfg.Store, cfg.StoreURL, cfg.Node = "postgres", pg, node
+		if change != nil {
+			change(node, &cfg)
+		}
 		s, err := Start(context.Background(), cfg, logger, "test")
 		if err != nil {
 			t.Fatal(err)
@@ -61,9 +66,9 @@ func startFleet(t *testing.T) *fleet {
 	// a has more memory room than b: placement prefers it; only b is
 	// labelled zone=b.
 	f.heartbeat(t, map[string]store.Node{
-		"a": {Name: "a", Advertise: "http://" + f.tap.addr, Drivers: []string{"process"},
+		"a": {Name: "a", Advertise: "http://" + f.tap.addr, Drivers: []string{"process", "namespace"},
 			Load: store.NodeLoad{MemoryBytes: 8 << 30, CommittedMemoryBytes: 1 << 30}},
-		"b": {Name: "b", Advertise: "http://" + f.b.Addr().String(), Drivers: []string{"process"}, Labels: map[string]string{"zone": "b"},
+		"b": {Name: "b", Advertise: "http://" + f.b.Addr().String(), Drivers: []string{"process", "namespace"}, Labels: map[string]string{"zone": "b"},
 			Load: store.NodeLoad{MemoryBytes: 4 << 30}},
 	})
 	return f

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
 	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/server/config"
 )
 
 // TestForwardAcrossNodes: a sandbox node a runs works through node b's
@@ -26,7 +29,7 @@ import (
 // key; a forged hop is refused; and once a stops, b answers
 // node_unavailable within the dial bound.
 func TestForwardAcrossNodes(t *testing.T) {
-	f := startFleet(t)
+	f := startFleet(t, nil)
 	ctx := context.Background()
 	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
 	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
@@ -288,4 +291,76 @@ func TestForwardAcrossNodes(t *testing.T) {
 			t.Fatalf("node_unavailable after %v", d)
 		}
 	})
+}
+
+// TestForwardPreview: a program in a sandbox node a runs answers its
+// preview through node b, by key and by a signed URL, a streamed
+// response included (namespace driver: root).
+func TestForwardPreview(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the namespace driver needs root")
+	}
+	f := startFleet(t, func(node string, cfg *config.Config) {
+		cfg.Driver, cfg.CgroupParent = "namespace", "hutch-fwdtest-"+node
+		t.Cleanup(func() { // after the node's shutdown, registered after this
+			dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + cfg.CgroupParent)
+			for _, d := range dirs {
+				os.Remove(d)
+			}
+		})
+	})
+	ctx := context.Background()
+	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
+	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
+	sb, err := viaB.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { viaA.DeleteSandbox(ctx, sb.ID) })
+	if sb.Node != "a" {
+		t.Fatalf("placed on %q, want a", sb.Node)
+	}
+	page := strings.Repeat("preview through b\n", 1<<14)
+	if _, err := viaB.WriteFile(ctx, sb.ID, "www/index.html", 0o644, strings.NewReader(page)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := viaB.StartProcess(ctx, sb.ID, api.ProcessRequest{Cmd: []string{"busybox", "httpd", "-f", "-p", "127.0.0.1:3000", "-h", "www"}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := viaB.PreviewURL(ctx, sb.ID, 3000, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(u.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(query, key string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+f.b.Addr().String()+"/index.html?"+query, nil)
+		req.Host = "3000-" + sb.ID + ".localhost"
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		status, body := get("", f.admin)
+		if status == 200 && body == page {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("preview by key through b: %d %.200s", status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status, body := get(pu.RawQuery, ""); status != 200 || body != page {
+		t.Fatalf("preview by a signed URL through b: %d %.200s", status, body)
+	}
 }
