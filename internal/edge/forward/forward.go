@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/connlimit"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
@@ -228,6 +229,9 @@ func (f *Forwarder) Accept(next http.Handler) http.Handler {
 			return
 		}
 		stripHeaders(r.Header)
+		// A node's pooled connections carry many clients' requests: they
+		// are not one client's under --max-conns-per-client.
+		connlimit.Exempt(r.Context())
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hopKey{}, hop)))
 	})
 }
