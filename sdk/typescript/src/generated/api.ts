@@ -2629,7 +2629,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description This host cannot promise the sandbox's limits (insufficient_capacity): the memory, CPU or pids limits of its sandboxes together would pass what the server allows (its --max-*-overcommit of the host's memory, CPUs, pid_max and threads-max, less the control plane's reserve); or the driver or the sandbox's agent is unavailable. */
+        /** @description This host cannot promise the sandbox's limits (insufficient_capacity): the memory, CPU or pids limits of its sandboxes together would pass what the server allows (its --max-*-overcommit of the host's memory, CPUs, pid_max and threads-max, less the control plane's reserve); or the driver or the sandbox's agent is unavailable. In a fleet of nodes: no active node has the driver and node_labels asked for (no_node_available), the node placed on cannot be reached (node_unavailable), or this node has no cluster key to reach it (cluster_key_missing). */
         E503Capacity: {
             headers: {
                 [name: string]: unknown;
