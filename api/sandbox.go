@@ -85,6 +85,10 @@ type CreateSandboxRequest struct {
 	// it such a limit is refused (400 limit_unsupported). The sandbox
 	// lists the limits it does not enforce in unenforced_limits.
 	LimitsBestEffort bool `json:"limits_best_effort,omitempty"`
+	// NodeLabels, in a fleet of nodes, places the sandbox on a node whose
+	// labels (hutch serve --node-label) include all of these; empty: any
+	// node. The node that creates it is the sandbox's Node.
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // Sandbox is a sandbox as the API shows it. Env values are never echoed.

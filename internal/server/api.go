@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hutchdev/hutch/internal/control/placement"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 )
 
@@ -37,6 +39,8 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		MaxTarBytes:  cfg.MaxTarBytes,
 		Metrics:      p.metrics,
+		Forward:      p.forwarder(),
+		Placement:    p.placement(),
 	})
 	s.onClose("api streams", func(ctx context.Context) error {
 		done := make(chan struct{})
@@ -55,10 +59,28 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 	return nil
 }
 
+// forwarder is the forwarder when other nodes' sandboxes are forwarded
+// to them, nil when every sandbox is this node's.
+func (p *parts) forwarder() *forward.Forwarder {
+	if !p.forwarding {
+		return nil
+	}
+	return p.forward
+}
+
+// placement places creates on the fleet's nodes when other nodes'
+// sandboxes are forwarded to them, nil when every sandbox is this node's.
+func (p *parts) placement() httpapi.Placement {
+	if !p.forwarding {
+		return nil
+	}
+	return &placement.Placer{Nodes: p.store, Self: p.node}
+}
+
 // serveAll serves the API, previews, apps and the E2B layer on the API's
 // listener, and the metrics on theirs.
 func (s *Server) serveAll(_ context.Context, p *parts) error {
-	s.serve(p.ln, withE2B(p.e2b, s.cfg.PreviewDomain, p.previews.Wrap, p.api))
+	s.serve(p.ln, p.forward.Accept(withE2B(p.e2b, s.cfg.PreviewDomain, p.previews.Wrap, p.api)))
 	s.serveMetrics(p.metricsLn, p.metrics)
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/tenants"
 	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/gateway"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
 	"github.com/hutchdev/hutch/internal/edge/router"
@@ -71,6 +72,9 @@ type parts struct {
 	secrets       *secrets.Service
 	auth          *auth.Authenticator
 	node          string
+	forward       *forward.Forwarder
+	forwarding    bool             // the store is shared: other nodes' sandboxes are forwarded to them
+	clusterKey    []byte           // nil: none
 	storage       storage.Backend  // nil: the probe failed
 	storageInfo   *api.StorageInfo // nil: the probe failed
 	drivers       *driver.Set
@@ -108,6 +112,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		s.openSecrets, // early: a bad master key stops the start at once
 		s.openAuth,
 		s.openNode,
+		s.openForward,
 		s.openDrivers,
 		s.openGateway,
 		s.openTemplates,

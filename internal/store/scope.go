@@ -47,3 +47,15 @@ func RequireSystem(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CheckAdminScope refuses anyone but an admin principal or the system.
+func CheckAdminScope(ctx context.Context) error {
+	sc, err := ScopeOf(ctx)
+	if err != nil {
+		return err
+	}
+	if !sc.All && !sc.Admin {
+		return AdminRequired()
+	}
+	return nil
+}

@@ -49,12 +49,5 @@ func CheckSettingChanges(changes map[string]json.RawMessage) error {
 // principal or the system: they are the operator's, and touch every
 // tenant.
 func CheckSettingsScope(ctx context.Context) error {
-	sc, err := ScopeOf(ctx)
-	if err != nil {
-		return err
-	}
-	if !sc.All && !sc.Admin {
-		return AdminRequired()
-	}
-	return nil
+	return CheckAdminScope(ctx)
 }

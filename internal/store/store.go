@@ -4,8 +4,8 @@
 // behaviour both must show.
 //
 // Store is one interface per resource (Tenants, Keys, Sandboxes, Events,
-// Secrets, Templates, Snapshots, Volumes, Settings, Ports, Apps, and the
-// Usage that quotas read), each
+// Secrets, Templates, Snapshots, Volumes, Settings, Ports, Apps, the
+// Usage that quotas read, and the Nodes and Leases of a fleet), each
 // declared beside its record in a file of its own, and a backend
 // implements every one of them: one that lacks a part does not compile,
 // so no caller looks for a part at run time. A consumer takes the
@@ -43,6 +43,8 @@ type Store interface {
 	Ports
 	Apps
 	Usage
+	Nodes
+	Leases
 
 	// Close releases the database.
 	Close() error

@@ -228,6 +228,21 @@ func Authenticated(ctx context.Context) {
 	}
 }
 
+// Exempt records that a request on the connection of ctx proved it
+// comes from a peer the server trusts, another node of its fleet, whose
+// connections carry many clients' requests: the connection no longer
+// counts toward its address's cap, nor is closed for a new one or for
+// sitting idle anonymous. Without a connection in ctx it does nothing.
+func Exempt(ctx context.Context) {
+	c, ok := ctx.Value(connKey{}).(*conn)
+	if !ok {
+		return
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.l.dropLocked(c)
+}
+
 // Open is how many connections of the client at addr are open.
 func (l *Listener) Open(addr net.Addr) int {
 	l.mu.Lock()

@@ -303,3 +303,45 @@ func TestAnonymousIdle(t *testing.T) {
 	}
 	waitOpen(t, l, 1)
 }
+
+// TestExempt: a connection a request proved a peer's leaves its
+// address's count, so the address may open its cap again beside it.
+func TestExempt(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(raw, Config{PerClient: 1, Log: slog.New(slog.DiscardHandler)})
+	srv := &http.Server{ConnState: l.ConnState, ConnContext: l.ConnContext,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/peer" {
+				Exempt(r.Context())
+			}
+		})}
+	go srv.Serve(l)
+	defer srv.Close()
+	peer, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	io.WriteString(peer, "GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(peer), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the peer's request: %v, %v", resp, err)
+	}
+	if n := l.Open(peer.LocalAddr()); n != 0 {
+		t.Fatalf("%d counted for the address after its connection proved a peer's; want 0", n)
+	}
+	// The cap of 1 is the address's again: a second connection is served
+	// and the peer's stays open.
+	resp, err := http.Get("http://" + raw.Addr().String() + "/other")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("another connection beside the exempt one: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	io.WriteString(peer, "GET /peer HTTP/1.1\r\nHost: x\r\n\r\n")
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(peer), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the exempt connection after another was opened: %v, %v", resp, err)
+	}
+}

@@ -21,6 +21,9 @@ type Preview struct {
 	// Public is set when the port's setting lets everyone in; a port
 	// with no setting is private.
 	Public bool
+	// Node is the node that runs the sandbox: another node's preview is
+	// forwarded there.
+	Node string
 }
 
 // Reachable reports whether a request may go on to the sandbox's tunnel,
@@ -44,7 +47,7 @@ func (s *Service) Preview(ctx context.Context, id string, port int) (Preview, er
 	if err != nil {
 		return Preview{}, err
 	}
-	p := Preview{TenantID: rec.TenantID, State: rec.State}
+	p := Preview{TenantID: rec.TenantID, State: rec.State, Node: rec.Node}
 	setting, err := s.store.GetPort(sys, id, port)
 	switch {
 	case err == nil:

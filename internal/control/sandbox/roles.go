@@ -102,6 +102,12 @@ type Ports interface {
 	ListeningPorts(ctx context.Context, id string) ([]Listener, error)
 }
 
+// Locate says which node runs a sandbox, for the API's one forwarding
+// decision (locate.go).
+type Locate interface {
+	NodeOf(ctx context.Context, id string) (string, error)
+}
+
 // Previews resolves a request to a sandbox's port for the preview router
 // (previews.go).
 type Previews interface {
@@ -119,4 +125,5 @@ var (
 	_ Limits    = (*Service)(nil)
 	_ Ports     = (*Service)(nil)
 	_ Previews  = (*Service)(nil)
+	_ Locate    = (*Service)(nil)
 )

@@ -23,6 +23,7 @@ type Sandboxes interface {
 	sandbox.Meter
 	sandbox.Limits
 	sandbox.Ports
+	sandbox.Locate
 }
 
 // Previews is what the API asks of the preview router
@@ -44,6 +45,12 @@ type Tenants interface {
 	Suspend(ctx context.Context, id string) (api.Tenant, error)
 	Resume(ctx context.Context, id string) (api.Tenant, error)
 	Delete(ctx context.Context, id string) (api.Tenant, error)
+}
+
+// Placement chooses the node of a fleet a sandbox is made on
+// (internal/control/placement.Placer).
+type Placement interface {
+	Place(ctx context.Context, req api.CreateSandboxRequest) (string, error)
 }
 
 var (

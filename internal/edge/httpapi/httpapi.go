@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/control/volumes"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/telemetry"
 )
 
@@ -64,6 +65,13 @@ type Config struct {
 	// Metrics measures every route and serves GET /metrics; nil: nothing
 	// is measured and /metrics answers 503.
 	Metrics *telemetry.Metrics
+	// Forward carries a request for a sandbox another node runs to that
+	// node, and tells the requests other nodes forwarded here
+	// (forward.go); nil: every sandbox is this node's.
+	Forward *forward.Forwarder
+	// Placement chooses the node a new sandbox is made on (with
+	// Forward); nil: this one.
+	Placement Placement
 }
 
 // API is the /v1 HTTP handler.
@@ -84,6 +92,13 @@ func New(cfg Config) *API {
 	methods := map[string][]string{}
 	for _, r := range a.routes() {
 		h := onlyQuery(r, a.writeError)
+		switch {
+		case a.cfg.Forward == nil || r.anyNode:
+		case strings.HasPrefix(r.pattern, "/v1/sandboxes/{id}"):
+			h = a.toOwner(h)
+		case strings.HasPrefix(r.pattern, "/v1/apps/{id}") && a.cfg.Apps != nil:
+			h = a.toAppOwner(h)
+		}
 		if !r.public {
 			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)
 		}

@@ -11,13 +11,15 @@ import (
 
 // authenticate serves the request as its key: the context carries the
 // principal and ends when the key is revoked (auth.Authenticator.Begin),
-// so a stream or WebSocket ends with its key. A request without a valid
+// so a stream or WebSocket ends with its key. A request another node
+// forwarded is served as the key id that node authenticated
+// (auth.Authenticator.BeginKey: forward.go). A request without a valid
 // key is answered 401; one whose key's role is below least, 403
 // <least>_required; one beyond reading by a suspended tenant's key, 403
 // tenant_suspended (tenancy.Principal.May).
 func (a *API) authenticate(least string, next http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, end, err := a.cfg.Auth.Begin(r.Context(), r.Header.Get("Authorization"))
+		ctx, end, err := a.begin(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hutch"`)
 			a.writeError(w, r, err)

@@ -24,6 +24,11 @@ type route struct {
 	// (idle connections and headers are still bounded), and its latency
 	// is measured to its status line (telemetry.Route).
 	long bool
+	// anyNode marks a route of one sandbox (/v1/sandboxes/{id}...) or
+	// app (/v1/apps/{id}...) that any node answers from the store alone;
+	// every other such route is served by the node that runs the sandbox
+	// (the app's), forwarded there from any other (forward.go).
+	anyNode bool
 }
 
 // withService runs h with the service get returns, or answers with
@@ -74,7 +79,7 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/presets", handler: withService(a, a.apps, a.listPresets), role: api.RoleReader},
 		{method: "POST", pattern: "/v1/apps", handler: withService(a, a.apps, a.createApp)},
 		{method: "GET", pattern: "/v1/apps", handler: withService(a, a.apps, a.listApps), role: api.RoleReader},
-		{method: "GET", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.getApp), role: api.RoleReader},
+		{method: "GET", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.getApp), role: api.RoleReader, anyNode: true},
 		{method: "PATCH", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.patchApp)},
 		{method: "DELETE", pattern: "/v1/apps/{id}", handler: withService(a, a.apps, a.deleteApp), long: true},
 		{method: "POST", pattern: "/v1/apps/{id}/promote", handler: withService(a, a.apps, a.promoteApp), long: true},
@@ -98,14 +103,14 @@ func (a *API) routes() []route {
 		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/timeout", handler: a.setTimeout},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.createSnapshot, long: true},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.listSandboxSnapshots, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.listSandboxSnapshots, role: api.RoleReader, anyNode: true},
 		{method: "GET", pattern: "/v1/snapshots", handler: a.listSnapshots, query: []string{"sandbox"}, role: api.RoleReader},
 		{method: "GET", pattern: "/v1/snapshots/{id}", handler: a.getSnapshot, role: api.RoleReader},
 		{method: "DELETE", pattern: "/v1/snapshots/{id}", handler: a.deleteSnapshot},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/restore", handler: a.restoreSandbox, long: true},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/fork", handler: a.forkSandbox, long: true},
 		{method: "GET", pattern: "/v1/sandboxes", handler: a.listSandboxes, query: []string{"state", "label", "limit", "cursor"}, role: api.RoleReader},
-		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}", handler: a.getSandbox, role: api.RoleReader, anyNode: true},
 		{method: "DELETE", pattern: "/v1/sandboxes/{id}", handler: a.deleteSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/stop", handler: a.stopSandbox},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/start", handler: a.startSandbox},
@@ -115,7 +120,7 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/v1/sandboxes/{id}/network", handler: a.getNetwork, role: api.RoleReader},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/metrics", handler: a.sandboxMetrics, role: api.RoleReader},
 		{method: "PUT", pattern: "/v1/sandboxes/{id}/network", handler: a.setNetwork},
-		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true, role: api.RoleReader},
+		{method: "GET", pattern: "/v1/sandboxes/{id}/events", handler: a.listSandboxEvents, query: []string{"after", "type", "limit"}, long: true, role: api.RoleReader, anyNode: true},
 
 		{method: "GET", pattern: "/v1/events", handler: a.listEvents, query: []string{"after", "type", "sandbox", "limit"}, long: true, role: api.RoleReader},
 

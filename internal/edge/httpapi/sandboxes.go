@@ -19,6 +19,9 @@ func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if a.placeElsewhere(w, r, req) {
+		return
+	}
 	sb, err := a.cfg.Sandboxes.Create(r.Context(), req)
 	if err != nil {
 		a.writeError(w, r, err)

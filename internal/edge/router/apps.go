@@ -13,6 +13,7 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/control/apps"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 )
 
 // Apps is what the router needs of the apps layer (internal/control/apps.Service):
@@ -132,7 +133,21 @@ func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange
 		rt.noteUpgrade(upgradeTarget{key: "app:" + a.ID + "/" + ex.role, tenantID: a.TenantID, sandboxID: route.Sandbox, port: route.Port,
 			what: fmt.Sprintf("app %s (%s)", a.Name, ex.role)})
 	}
-	rt.proxy.ServeHTTP(w, r)
+	node := ""
+	if rt.cfg.Forward != nil {
+		pv, err := rt.find(r.Context(), ex.target)
+		switch {
+		case err != nil:
+			rt.log.Error("app: read sandbox", "app", ex.app, "err", err)
+			rt.fail(w, r, ex, pageInternal, "internal")
+			return
+		case pv == nil:
+			rt.fail(w, r, ex, pageAppNotReady, "app_not_ready")
+			return
+		}
+		node = pv.Node
+	}
+	rt.pass(w, r, ex, node)
 }
 
 // authorizeApp lets a request in to app a (nil when there is none: then
@@ -144,6 +159,13 @@ func (rt *Router) authorizeApp(w http.ResponseWriter, r *http.Request, ex *excha
 	if a != nil && a.Public {
 		ex.access = accessPublic
 		return r, true
+	}
+	if hop, ok := forward.HopFrom(r.Context()); ok {
+		tenantID := ""
+		if a != nil {
+			tenantID = a.TenantID
+		}
+		return rt.hopIn(w, r, ex, hop, tenantID, pageAppNotFound)
 	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
 		g, err := rt.admitKey(r, key)

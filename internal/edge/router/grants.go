@@ -132,6 +132,7 @@ func (rt *Router) admit(r *http.Request, key string, begin func(context.Context)
 // and of g once the request is done.
 func (rt *Router) serveAs(r *http.Request, ex *exchange, g *grant) *http.Request {
 	ctx, stop := grantContext(r, g)
+	ex.keyID = g.p.KeyID
 	ex.release = func() {
 		stop()
 		rt.releaseGrant(g)

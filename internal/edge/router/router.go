@@ -47,6 +47,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/deadline"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/router/previewhost"
 )
 
@@ -119,6 +120,10 @@ type Config struct {
 	Apps Apps
 	// AppsDomain is the apps domain; empty means Domain.
 	AppsDomain string
+	// Forward carries a request for a sandbox another node runs to that
+	// node once this one let it in (forward.go); nil: every sandbox is
+	// this node's.
+	Forward *forward.Forwarder
 }
 
 // Router is the preview handler. It is safe for concurrent use.
@@ -225,6 +230,9 @@ type exchange struct {
 	release func()
 	// app and role are set for a request to an app's host (apps.go).
 	app, role string
+	// keyID is the key that let the request in (serveAs), which a
+	// forwarded request is served as on the sandbox's node.
+	keyID string
 }
 
 type exchangeKey struct{}
@@ -308,7 +316,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 		if upgradeType(r.Header) != "" {
 			rt.noteUpgrade(upgradeTarget{key: t.SandboxID, tenantID: pv.TenantID, sandboxID: t.SandboxID, port: t.Port, what: fmt.Sprintf("port %d", t.Port)})
 		}
-		rt.proxy.ServeHTTP(w, r)
+		rt.pass(w, r, ex, pv.Node)
 	}
 }
 
@@ -336,6 +344,9 @@ func (rt *Router) authorize(w http.ResponseWriter, r *http.Request, ex *exchange
 	tenantID := ""
 	if pv != nil {
 		tenantID = pv.TenantID
+	}
+	if hop, ok := forward.HopFrom(r.Context()); ok {
+		return rt.hopIn(w, r, ex, hop, tenantID, pageNotFound)
 	}
 	if key, ok := hutchKey(r.Header.Get("Authorization")); ok {
 		// The key's check is cached for grantTTL (grants.go); revoking

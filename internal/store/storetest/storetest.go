@@ -62,6 +62,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Volumes", testVolumes},
 		{"Settings", testSettings},
 		{"Apps", testApps},
+		{"Nodes", testNodes},
+		{"NodeAge", testNodeAge},
+		{"Leases", testLeases},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1559,6 +1559,10 @@ export interface components {
             network?: components["schemas"]["NetworkPolicy"];
             /** @description A driver of this server's (GET /v1/info lists them); empty means the default. */
             driver?: string;
+            /** @description In a fleet of nodes, place the sandbox on a node whose labels include all of these; empty means any node (docs/ARCHITECTURE.md, placement). */
+            node_labels?: {
+                [key: string]: string;
+            };
             /**
              * @description Accept limits the driver cannot enforce (listed then in the sandbox's unenforced_limits); without it such a limit is refused with 400 limit_unsupported.
              * @default false
@@ -2625,7 +2629,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description This host cannot promise the sandbox's limits (insufficient_capacity): the memory, CPU or pids limits of its sandboxes together would pass what the server allows (its --max-*-overcommit of the host's memory, CPUs, pid_max and threads-max, less the control plane's reserve); or the driver or the sandbox's agent is unavailable. */
+        /** @description This host cannot promise the sandbox's limits (insufficient_capacity): the memory, CPU or pids limits of its sandboxes together would pass what the server allows (its --max-*-overcommit of the host's memory, CPUs, pid_max and threads-max, less the control plane's reserve); or the driver or the sandbox's agent is unavailable. In a fleet of nodes: no active node has the driver and node_labels asked for (no_node_available), the node placed on cannot be reached (node_unavailable), or this node has no cluster key to reach it (cluster_key_missing). */
         E503Capacity: {
             headers: {
                 [name: string]: unknown;

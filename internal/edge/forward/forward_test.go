@@ -1,0 +1,312 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+)
+
+var testKey = []byte(strings.Repeat("k", MinKeyBytes))
+
+// nodes is a fixed map of node names to URLs.
+type nodes map[string]string
+
+func (n nodes) URL(_ context.Context, node string) (*url.URL, error) {
+	s, ok := n[node]
+	if !ok {
+		return nil, errdefs.NotFound("node_not_found", "no node %s", node)
+	}
+	return url.Parse(s)
+}
+
+// fail writes err as the API does: its status and code.
+func fail(w http.ResponseWriter, _ *http.Request, err error) {
+	status, code, _ := errdefs.HTTPStatus(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"code": code})
+}
+
+// pair is two nodes: a, which forwards, and b, which accepts and serves
+// with h.
+func pair(t *testing.T, h http.Handler) (a *Forwarder, front *httptest.Server) {
+	t.Helper()
+	n := nodes{}
+	b := New(Config{Node: "b", Key: testKey, Nodes: n, Fail: fail})
+	owner := httptest.NewServer(b.Accept(h))
+	t.Cleanup(owner.Close)
+	n["b"] = owner.URL
+	n["gone"] = "http://" + closedAddr(t)
+	a = New(Config{Node: "a", Key: testKey, Nodes: n, Fail: fail})
+	t.Cleanup(a.Close)
+	front = httptest.NewServer(a.Accept(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.Forward(w, r, r.Header.Get("To"), "key1")
+	})))
+	t.Cleanup(front.Close)
+	return a, front
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func codeOf(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var body struct{ Code string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Code
+}
+
+// TestForwardCarriesKeyIDNotSecret: the owner sees the key id and the
+// receiving node's name, never the client's Authorization; the client's
+// own forwarding headers are replaced by the signed ones.
+func TestForwardCarriesKeyIDNotSecret(t *testing.T) {
+	var got http.Header
+	var hop Hop
+	_, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		hop, _ = HopFrom(r.Context())
+		io.WriteString(w, "ok "+r.Host+" "+r.URL.RequestURI())
+	}))
+	req, _ := http.NewRequest("GET", front.URL+"/v1/sandboxes/x/files?path=/a%20b", nil)
+	req.Header.Set("Authorization", "Bearer hk_secret")
+	req.Header.Set("To", "b")
+	req.Host = "3000-x.localhost"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok 3000-x.localhost /v1/sandboxes/x/files?path=/a%20b" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	if got.Get("Authorization") != "" {
+		t.Errorf("the owner received Authorization %q", got.Get("Authorization"))
+	}
+	for k, v := range got {
+		if strings.HasPrefix(k, headerPrefix) || strings.Contains(strings.Join(v, ","), "hk_secret") {
+			t.Errorf("the owner's handler saw header %s: %q", k, v)
+		}
+	}
+	if hop != (Hop{KeyID: "key1", From: "a"}) {
+		t.Errorf("hop = %+v", hop)
+	}
+}
+
+// TestAcceptRefusesForgedHops: a request with forwarding headers but a
+// missing, wrong, stale, replayed or misaddressed signature is 401
+// forward_unauthorized and never reaches the handler.
+func TestAcceptRefusesForgedHops(t *testing.T) {
+	reached := false
+	b := New(Config{Node: "b", Key: testKey, Nodes: nodes{}, Fail: fail})
+	srv := httptest.NewServer(b.Accept(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true })))
+	defer srv.Close()
+	signed := func(key []byte, to string, at time.Time) *http.Request {
+		r, _ := http.NewRequest("GET", srv.URL+"/v1/sandboxes/x", nil)
+		sign(key, r, "key1", "a", to, at)
+		return r
+	}
+	replayed := signed(testKey, "b", time.Now())
+	tamper := signed(testKey, "b", time.Now())
+	tamper.Header.Set(HeaderKeyID, "admin")
+	path := signed(testKey, "b", time.Now())
+	path.URL.Path = "/v1/sandboxes/y"
+	bare, _ := http.NewRequest("GET", srv.URL+"/v1/sandboxes/x", nil)
+	bare.Header.Set(HeaderKeyID, "key1")
+	for name, r := range map[string]*http.Request{
+		"missing signature": bare,
+		"another key":       signed([]byte(strings.Repeat("z", MinKeyBytes)), "b", time.Now()),
+		"another node":      signed(testKey, "c", time.Now()),
+		"stale":             signed(testKey, "b", time.Now().Add(-2*Window)),
+		"key id changed":    tamper,
+		"path changed":      path,
+	} {
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := codeOf(t, resp); resp.StatusCode != 401 || code != "forward_unauthorized" {
+			t.Errorf("%s: %d %s, want 401 forward_unauthorized", name, resp.StatusCode, code)
+		}
+		resp.Body.Close()
+	}
+	if reached {
+		t.Fatal("a forged hop reached the handler")
+	}
+	for i, want := range []int{200, 401} {
+		r := replayed.Clone(context.Background())
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("send %d of one signed request: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestForwardStreamsBothWays: a request body and a response stream pass
+// chunk by chunk (each echoed before the next is sent), so neither side
+// is buffered whole; the client's going ends the owner's handler.
+func TestForwardStreamsBothWays(t *testing.T) {
+	ended := make(chan struct{})
+	_, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(ended)
+		rc := http.NewResponseController(w)
+		rc.EnableFullDuplex()
+		w.WriteHeader(200)
+		rc.Flush()
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			io.WriteString(w, "echo "+sc.Text()+"\n")
+			rc.Flush()
+		}
+		<-r.Context().Done()
+	}))
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", front.URL+"/exec", pr)
+	req.Header.Set("To", "b")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(resp.Body)
+	for _, line := range []string{"one", "two", "three"} {
+		io.WriteString(pw, line+"\n")
+		got, err := rd.ReadString('\n')
+		if err != nil || got != "echo "+line+"\n" {
+			t.Fatalf("read %q, %v; want the echo of %q", got, err, line)
+		}
+	}
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the owner's handler still runs 5 s after the client went")
+	}
+}
+
+// TestForwardUpgrade: a WebSocket-style upgrade passes, and bytes flow
+// both ways over the hijacked connections.
+func TestForwardUpgrade(t *testing.T) {
+	_, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "test" {
+			http.Error(w, "no upgrade", 400)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		io.WriteString(conn, strings.ToUpper(line))
+	}))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "GET /term HTTP/1.1\r\nHost: x\r\nTo: b\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	io.WriteString(conn, "hello\n")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := rd.ReadString('\n'); got != "HELLO\n" {
+		t.Fatalf("over the upgraded hop: %q, %v", got, err)
+	}
+}
+
+// TestForwardFailures: an unreachable node is 503 node_unavailable within
+// the dial bound; an unknown one too; a forwarded request is not
+// forwarded again; no cluster key is 503 cluster_key_missing.
+func TestForwardFailures(t *testing.T) {
+	a, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// b forwards on what it was forwarded: a loop.
+		New(Config{Node: "b", Key: testKey, Nodes: nodes{"a": "http://x"}, Fail: fail}).Forward(w, r, "a", "key1")
+	}))
+	_ = a
+	for _, tc := range []struct{ to, code string }{
+		{"gone", "node_unavailable"},
+		{"nowhere", "node_unavailable"},
+		{"b", "forward_loop"},
+	} {
+		req, _ := http.NewRequest("GET", front.URL+"/v1/sandboxes/x", nil)
+		req.Header.Set("To", tc.to)
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := codeOf(t, resp)
+		resp.Body.Close()
+		if code != tc.code || time.Since(start) > DefaultDialTimeout+time.Second {
+			t.Errorf("to %s: %d %s after %v, want %s within the dial bound", tc.to, resp.StatusCode, code, time.Since(start), tc.code)
+		}
+	}
+	keyless := New(Config{Node: "a", Nodes: nodes{}, Fail: fail})
+	rec := httptest.NewRecorder()
+	keyless.Forward(rec, httptest.NewRequest("GET", "/v1/sandboxes/x", nil), "b", "key1")
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "cluster_key_missing") {
+		t.Errorf("without a cluster key: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestLoadKey: the environment wins; a file must be private; a short key
+// is refused; none at all is no key and no error.
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	if k, err := LoadKey("", dir); k != nil || err != nil {
+		t.Fatalf("no key: %q, %v", k, err)
+	}
+	if _, err := LoadKey("short", dir); err == nil {
+		t.Fatal("a short key was taken")
+	}
+	long := strings.Repeat("a", 64)
+	if k, err := LoadKey(" "+long+"\n", dir); err != nil || string(k) != long {
+		t.Fatalf("env key: %q, %v", k, err)
+	}
+	p := dir + "/" + KeyFile
+	if err := writeFile(p, long+"\n", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadKey("", dir); err == nil {
+		t.Fatal("a key readable by others was taken")
+	}
+	if err := writeFile(p, long+"\n", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := LoadKey("", dir); err != nil || string(k) != long {
+		t.Fatalf("file key: %q, %v", k, err)
+	}
+	if _, err := LoadKey("", dir+"/missing/dir"); err != nil && !errors.Is(err, nil) {
+		t.Fatal(err)
+	}
+}

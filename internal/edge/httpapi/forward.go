@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/edge/forward"
+)
+
+// The API's one forwarding decision: a route of one sandbox
+// (/v1/sandboxes/{id}/..., but those marked anyNode) is served by the
+// node that runs the sandbox, and one of an app (/v1/apps/{id}/...) by
+// the node that runs its sandboxes. Any other node authenticates the client,
+// then forwards the request there as the client's key id
+// (internal/edge/forward); the owner serves it as that key id (begin).
+
+// begin authenticates r: by its Authorization header, or, when another
+// node forwarded it (forward.Forwarder.Accept verified the hop), by the
+// key id that node authenticated, which must still stand.
+func (a *API) begin(r *http.Request) (context.Context, func(), error) {
+	hop, ok := forward.HopFrom(r.Context())
+	if !ok {
+		return a.cfg.Auth.Begin(r.Context(), r.Header.Get("Authorization"))
+	}
+	if hop.KeyID == "" {
+		return nil, nil, errdefs.New(errdefs.ErrUnauthorized, "forward_unauthorized",
+			"node %s forwarded this API request without a key", hop.From)
+	}
+	return a.cfg.Auth.BeginKey(r.Context(), hop.KeyID)
+}
+
+// toOwner serves r here when this node runs its sandbox, and forwards it
+// to the node that does otherwise.
+func (a *API) toOwner(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.elsewhere(w, r, r.PathValue("id")) {
+			next(w, r)
+		}
+	}
+}
+
+// toAppOwner is toOwner for a route of app {id}: its node is its dev
+// sandbox's (else its live one's), where the apps layer made both.
+func (a *API) toAppOwner(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		app, err := a.cfg.Apps.Get(r.Context(), r.PathValue("id"))
+		if err != nil || !a.elsewhere(w, r, cmp.Or(app.Dev, app.Live)) {
+			next(w, r)
+		}
+	}
+}
+
+// elsewhere forwards r to the node that runs sandbox id and reports
+// true, or reports false when r is served here: this node runs it, or
+// the caller may not see it (the handler answers 404 as always).
+func (a *API) elsewhere(w http.ResponseWriter, r *http.Request, id string) bool {
+	if id == "" {
+		return false
+	}
+	node, err := a.cfg.Sandboxes.NodeOf(r.Context(), id)
+	if err != nil || node == "" || node == a.cfg.Forward.Node() {
+		return false
+	}
+	p, _ := tenancy.From(r.Context())
+	a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	return true
+}
+
+// placeElsewhere places the sandbox req asks for (Config.Placement) and,
+// when the node chosen is another, forwards the create there and reports
+// true: that node admits and makes it. A create another node forwarded
+// here is made here (its node placed it), and so is every create without
+// placement, where node_labels are refused: there is one node.
+func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest) bool {
+	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
+		return false
+	}
+	if a.cfg.Placement == nil || a.cfg.Forward == nil {
+		if len(req.NodeLabels) > 0 {
+			a.writeError(w, r, errdefs.Invalid("node_labels_unsupported", "this server is a single node: node_labels place sandboxes in a fleet of nodes on a shared store"))
+			return true
+		}
+		return false
+	}
+	node, err := a.cfg.Placement.Place(r.Context(), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return true
+	}
+	if node == a.cfg.Forward.Node() {
+		return false
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return true
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	p, _ := tenancy.From(r.Context())
+	a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	return true
+}
