@@ -28,6 +28,7 @@ type table struct {
 // copied are the tables whose rows are copied, in the order copied.
 var copied = []table{
 	{name: "tenants"},
+	{name: "nodes"},
 	{name: "api_keys"},
 	{name: "sandboxes", made: []string{"labels"}},
 	{name: "sandbox_ports"},
@@ -59,8 +60,9 @@ var (
 		"event_clock":   "the greatest event id copied",
 	}
 	// neither are tables of both schemas that are not copied: each
-	// store's record of its own migrations.
-	neither = []string{"schema_migrations"}
+	// store's record of its own migrations, and the leases of fleet-wide
+	// work, which whoever holds them renews within seconds.
+	neither = []string{"schema_migrations", "leases"}
 )
 
 // checkTables fails unless every table of the SQLite schema and every
