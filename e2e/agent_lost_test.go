@@ -9,6 +9,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // hungAfter is the server's --agent-hung-after in TestLostAgent.
@@ -92,4 +93,49 @@ func TestLostAgent(t *testing.T) {
 			t.Fatalf("exec after the agent answered again: %+v, %v", res, err)
 		}
 	})
+
+}
+
+// TestOverloadedRestart: a server that restarts while a sandbox's agent
+// gets almost no CPU (starve: as on a host overloaded by thousands of
+// agents woken at once) finds the agent silent for longer than
+// --agent-hung-after, and keeps the sandbox running: its agent waits for a
+// CPU, it is not hung, and failing it would stop its user's processes.
+func TestOverloadedRestart(t *testing.T) {
+	dataDir := testutil.DataDir(t)
+	args := []string{"--driver", "namespace", "--agent-hung-after", hungAfter.String()}
+	s := startServer(t, dataDir, args...)
+	ctx := context.Background()
+	sb, err := s.client().CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.client().Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec = %+v, %v", res, err)
+	}
+	bgPid := strings.TrimSpace(res.Stdout)
+	pid := agentPid(t, sb.ID)
+	s.stop(false)
+
+	release := starve(t, pid)
+	t0 := time.Now()
+	s2 := startServer(t, dataDir, args...)
+	t.Logf("server serves %s after its start", time.Since(t0))
+	c := s2.client()
+	defer c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
+	// The health check after recovery fails, then every recheck, for
+	// longer than --agent-hung-after.
+	time.Sleep(hungAfter + 15*time.Second)
+	release()
+	t.Logf("released %s after the start", time.Since(t0))
+	got, err := c.GetSandbox(ctx, sb.ID)
+	if err != nil || got.State != api.StateRunning {
+		t.Fatalf("after its agent was starved for %s across a restart: %+v, %v; want it running", hungAfter+15*time.Second, got, err)
+	}
+	waitUntil(t, "the sandbox's process still there after the starvation", func() bool {
+		res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "kill -0 " + bgPid + " && echo alive"}})
+		return err == nil && res.Stdout == "alive\n"
+	})
+	t.Logf("answered %s after the start", time.Since(t0))
 }

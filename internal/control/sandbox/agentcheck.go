@@ -21,10 +21,11 @@ import (
 // agent (its process gone) marks the sandbox failed at once. One whose
 // process lives is asked again every agentRecheck, each health check
 // bounded by agentHealthTimeout, and only one that answers none of them
-// for Config.AgentHungAfter is failed: on a host that is briefly
-// overloaded (a restart with thousands alive) live agents go unanswered
-// for seconds, and failing them would stop their users' processes for
-// nothing. A failed sandbox's processes are stopped; its files are kept
+// for Config.AgentHungAfter, not counting the intervals in which it waited
+// for a CPU, is failed: on a host that is overloaded (a restart with
+// thousands alive) live agents go unanswered for seconds or minutes, and
+// failing them would stop their users' processes for nothing and load the
+// host more with their teardowns. A failed sandbox's processes are stopped; its files are kept
 // until it is destroyed.
 
 // agentHealthTimeout bounds one health check of an agent a call could not
@@ -62,17 +63,31 @@ func (s *Service) reportLost(id string) {
 func (s *Service) LostAgents() <-chan string { return s.lostAgents }
 
 // CheckAgent fails sandbox id if it still runs and its agent is dead, or
-// does not answer for Config.AgentHungAfter. It holds the sandbox's lock
-// only to decide, not while it waits.
+// does not answer for Config.AgentHungAfter of the time it could have: a
+// recheck interval in which the agent's threads waited for a CPU for at
+// least a quarter of it (starvedShare) does not count, since on a host
+// whose CPUs are all taken (thousands of agents woken at once, say) a live
+// agent cannot answer, and failing it would stop its user's processes and
+// load the host more. It holds the sandbox's lock only to decide, not
+// while it waits.
 func (s *Service) CheckAgent(ctx context.Context, id string) {
 	giveUp := time.Now().Add(s.cfg.AgentHungAfter)
+	var last agentProbe
 	for {
-		rev, reason, alive, ok := s.probeAgent(ctx, id)
+		p, ok := s.probeAgent(ctx, id)
 		if !ok {
 			return // answered, or no longer a running sandbox of ours
 		}
-		if alive && time.Now().Before(giveUp) {
-			s.log.Info("sandbox agent does not answer; asking again", logattr.Sandbox(id), "reason", reason)
+		if p.alive && last.at != (time.Time{}) {
+			if since := p.at.Sub(last.at); p.waited-last.waited >= since/starvedShare {
+				giveUp = giveUp.Add(since)
+				s.log.Info("sandbox agent does not answer and waits for a CPU: the host is overloaded; not counted", logattr.Sandbox(id),
+					"waited", (p.waited - last.waited).Round(time.Millisecond), "of", since.Round(time.Millisecond))
+			}
+		}
+		last = p
+		if p.alive && time.Now().Before(giveUp) {
+			s.log.Info("sandbox agent does not answer; asking again", logattr.Sandbox(id), "reason", p.reason)
 			select {
 			case <-time.After(agentRecheck):
 				continue
@@ -80,24 +95,36 @@ func (s *Service) CheckAgent(ctx context.Context, id string) {
 				return
 			}
 		}
-		if alive {
+		reason := p.reason
+		if p.alive {
 			reason = fmt.Sprintf("its agent did not answer for %s", s.cfg.AgentHungAfter)
 		}
-		s.failLost(ctx, id, rev, reason)
+		s.failLost(ctx, id, p.rev, reason)
 		return
 	}
 }
 
+// starvedShare: an agent whose threads waited for a CPU for at least
+// 1/starvedShare of a recheck interval was starved in it, not hung.
+const starvedShare = 4
+
+// agentProbe is one health check of an agent that did not answer.
+type agentProbe struct {
+	at     time.Time     // when its driver was asked
+	rev    int64         // the revision of the record checked
+	reason string        // what is wrong
+	alive  bool          // whether its process lives
+	waited time.Duration // driver.Status.Waited at
+}
+
 // probeAgent checks the agent of running sandbox id once: ok is false
-// when it answered or the sandbox is not running; otherwise reason says
-// what is wrong, alive whether its process still lives, and rev is the
-// revision of the record it checked.
-func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason string, alive, ok bool) {
+// when it answered or the sandbox is not running.
+func (s *Service) probeAgent(ctx context.Context, id string) (p agentProbe, ok bool) {
 	rec, d, h, ok := s.runningSandbox(ctx, id)
 	if !ok {
-		return 0, "", false, false
+		return p, false
 	}
-	rev = rec.Rev
+	p.rev = rec.Rev
 	// A client of its own: the attached one's connection may be the
 	// broken one.
 	a := newAgentClient(h)
@@ -106,19 +133,22 @@ func (s *Service) probeAgent(ctx context.Context, id string) (rev int64, reason 
 	cancel()
 	a.Close()
 	if err == nil {
-		return 0, "", false, false // a broken connection, not a broken agent
+		return p, false // a broken connection, not a broken agent
 	}
-	switch st, serr := d.Status(ctx, h); {
+	st, serr := d.Status(ctx, h)
+	p.at = time.Now()
+	switch {
 	case serr != nil || st.State != driver.Running:
+		p.reason = "its agent is gone"
 		if serr == nil && st.Detail != "" {
-			return rev, fmt.Sprintf("its agent is gone (%s)", st.Detail), false, true
+			p.reason = fmt.Sprintf("its agent is gone (%s)", st.Detail)
 		}
-		return rev, "its agent is gone", false, true
 	case errors.Is(err, context.DeadlineExceeded):
-		return rev, fmt.Sprintf("its agent did not answer within %s", agentHealthTimeout), true, true
+		p.reason, p.alive, p.waited = fmt.Sprintf("its agent did not answer within %s", agentHealthTimeout), true, st.Waited
 	default:
-		return rev, fmt.Sprintf("its agent does not answer (%v)", err), true, true
+		p.reason, p.alive, p.waited = fmt.Sprintf("its agent does not answer (%v)", err), true, st.Waited
 	}
+	return p, true
 }
 
 // failLost fails sandbox id, under its lock, if its record is still the

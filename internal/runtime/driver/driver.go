@@ -301,6 +301,11 @@ type Endpoint struct {
 type Status struct {
 	State  State
 	Detail string
+	// Waited, of a running sandbox, is how long its agent's threads have
+	// waited for a CPU in all (hostproc.Waited); 0 where the driver
+	// cannot tell. The agent check tells a starved agent from a hung
+	// one by its growth.
+	Waited time.Duration
 }
 
 // State is a driver-level state.

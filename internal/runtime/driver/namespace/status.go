@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hutchdev/hutch/internal/runtime/driver"
+	"github.com/hutchdev/hutch/internal/runtime/driver/hostproc"
 )
 
 // Recover re-attaches after a control-plane restart. The agent runs in its
@@ -26,7 +27,8 @@ func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, er
 		return driver.Status{}, err
 	}
 	if d.alive(st) {
-		return driver.Status{State: driver.Running}, nil
+		waited, _ := hostproc.Waited(st.Pid) // 0 if it exited since
+		return driver.Status{State: driver.Running, Waited: waited}, nil
 	}
 	if _, err := readState(st.Dir); err != nil {
 		return driver.Status{State: driver.Gone, Detail: "sandbox directory is gone"}, nil

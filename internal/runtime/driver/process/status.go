@@ -28,7 +28,8 @@ func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, er
 		return driver.Status{}, err
 	}
 	if hostproc.Alive(st.Pid, st.StartTime) {
-		return driver.Status{State: driver.Running}, nil
+		waited, _ := hostproc.Waited(st.Pid) // 0 if it exited since
+		return driver.Status{State: driver.Running, Waited: waited}, nil
 	}
 	if _, err := readState(st.Dir); err != nil {
 		return driver.Status{State: driver.Gone, Detail: "sandbox directory is gone"}, nil
