@@ -13,11 +13,14 @@ import (
 // follows what the row says back (a drain). A heartbeat that fails is
 // logged and tried at the next period; a row removed stays removed
 // (store.Nodes): the node says so loudly and is lost to the others
-// until it starts again.
+// until it starts again. After a gap, the sandboxes other nodes marked
+// unavailable meanwhile are taken back (reclaim.go).
 func (n *Node) heartbeat(ctx context.Context, d *drain) {
 	t := time.NewTicker(n.cfg.Every)
 	defer t.Stop()
-	var last time.Time // of the last heartbeat that landed
+	r := &reclaim{n: n}
+	defer r.wait()
+	last := time.Now() // of the last heartbeat that landed (Register's, first)
 	for {
 		select {
 		case <-ctx.Done():
@@ -35,9 +38,11 @@ func (n *Node) heartbeat(ctx context.Context, d *drain) {
 			}
 			continue
 		}
+		gap := time.Since(last)
 		last = time.Now()
 		n.follow(row)
 		d.check(ctx, row)
+		r.beat(ctx, gap)
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package nodes is this hutch serve as one node of a fleet on a shared
 // store: it registers the node and heartbeats its load (heartbeat.go),
-// follows the operator's drain of it (drain.go), takes the fleet lease
+// follows the operator's drain of it (drain.go), takes back what others
+// marked unavailable while it was cut off from the store (reclaim.go),
+// takes the fleet lease
 // and, while it holds it, runs the work done once per fleet (lease.go):
 // the sandboxes of lost nodes marked unavailable (lost.go) and the event
 // log's trim. It also serves GET /v1/nodes and the drain (service.go).

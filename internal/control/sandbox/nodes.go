@@ -75,6 +75,60 @@ func (s *Service) MarkUnavailable(ctx context.Context, id, node string) bool {
 	return true
 }
 
+// Reclaim takes back this node's sandboxes another node marked
+// unavailable while this one was cut off from the store (its heartbeats
+// failed for longer than store.LostAfter) and ran on meanwhile: one still
+// live here goes back to the state it was in (running, or paused if it
+// was frozen), one not is recovered as a restart recovers it
+// (re-attached if its agent lives, else stopped). Each under its lock.
+func (s *Service) Reclaim(ctx context.Context) error {
+	recs, err := s.Owned(ctx, api.StateUnavailable)
+	if err != nil {
+		return fmt.Errorf("reclaim: %w", err)
+	}
+	var attached []reattached
+	for _, rec := range recs {
+		if ctx.Err() != nil {
+			break
+		}
+		if s.reclaimLive(ctx, rec.ID) {
+			continue
+		}
+		if r, ok := s.recoverOne(ctx, rec); ok {
+			attached = append(attached, r)
+		}
+	}
+	s.checkRecovered(attached)
+	return nil
+}
+
+// reclaimLive puts sandbox id back in the state it was in before it was
+// marked unavailable, if it is live here and still unavailable once its
+// lock is held, and reports whether it was live here.
+func (s *Service) reclaimLive(ctx context.Context, id string) bool {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	if s.lookup(id) == nil {
+		return false
+	}
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.State != api.StateUnavailable {
+		return true
+	}
+	to := api.StateRunning
+	if rec.PausedAt != nil {
+		to = api.StatePaused
+	}
+	if rec, err = s.transition(ctx, id, OpRecover, to, func(sb *store.Sandbox) { sb.Error = "" }); err != nil {
+		s.log.Warn("reclaim a sandbox marked unavailable", logattr.Sandbox(id), "err", err)
+		return true
+	}
+	s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" reached the store again",
+		map[string]any{"node": s.cfg.Node})
+	s.log.Info("sandbox reclaimed after this node was cut off from the store", logattr.Sandbox(id))
+	return true
+}
+
 // StopForDrain stops sandbox id, under its lock, if it still runs (or is
 // paused) here once the lock is held: its node's drain reached its
 // deadline. Its files are kept.

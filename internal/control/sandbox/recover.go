@@ -205,7 +205,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) (reattached,
 			if moved, err = s.transition(ctx, rec.ID, OpRecover, api.StateRunning, func(sb *store.Sandbox) {
 				sb.Node = s.cfg.Node
 				if was == api.StateUnavailable {
-					sb.Error = ""
+					sb.Error, sb.PausedAt = "", nil // thawed above, if it was frozen
 				}
 			}); err == nil {
 				rec = moved

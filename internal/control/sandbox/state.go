@@ -89,6 +89,7 @@ var table = []edge{
 	{OpLose, states(running, pausedS), lostS, "its node stopped heartbeating; it is left as it is"},
 	{OpRecover, states(starting, running, stopping, lostS), running, "after a restart (or its node's return) its agent answers again"},
 	{OpRecover, states(starting, running, stopping, pausedS, lostS), stopped, "after a restart its agent is gone, or it could not be frozen again"},
+	{OpRecover, states(lostS), pausedS, "its node, cut off from the store, returned with it frozen"},
 	{OpRecover, states(destroying), failed, "a restart cut its destroy short; the destroy is done again"},
 }
 
