@@ -112,6 +112,15 @@ func TestNodes(t *testing.T) {
 	if _, err := client.New("http://"+a.Addr().String(), "hk_nope_nope").Nodes(ctx); err == nil {
 		t.Error("GET /v1/nodes without a valid key answered")
 	}
+	member, err := ca.CreateKey(ctx, api.CreateKeyRequest{Name: "m", Role: api.RoleMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := client.New("http://"+b.Addr().String(), member.Secret)
+	_, err = cm.Nodes(ctx)
+	wantCode(t, "GET /v1/nodes with a member's key", err, 403, "admin_required")
+	_, err = cm.DrainNode(ctx, "node-a", 0)
+	wantCode(t, "a drain with a member's key", err, 403, "admin_required")
 
 	sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {

@@ -78,7 +78,7 @@ func (n *Node) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	if !nd.Lost() {
-		return errdefs.Conflict("node_not_lost", "node %s heartbeat %s ago: stop it before removing it", name, nd.HeartbeatAge.Round(time.Second))
+		return errdefs.Conflict("node_not_lost", "node %s heartbeat %s ago and is not lost: stop it before removing it", name, nd.HeartbeatAge.Round(time.Second))
 	}
 	return n.cfg.Store.DeleteNode(ctx, name)
 }
