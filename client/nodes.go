@@ -48,6 +48,19 @@ func (c *Client) DrainNode(ctx context.Context, name string, deadline time.Durat
 	return &out, nil
 }
 
+// ActivateNode ends a node's drain: it takes new sandboxes again. It
+// needs an admin key.
+func (c *Client) ActivateNode(ctx context.Context, name string) (*api.Node, error) {
+	if name == "" {
+		return nil, errNoNode
+	}
+	var out api.Node
+	if err := c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(name)+"/activate", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // RemoveNode removes a lost node from the fleet; one still heartbeating
 // is an *Error with code node_not_lost (409). It needs an admin key.
 func (c *Client) RemoveNode(ctx context.Context, name string) error {

@@ -13,8 +13,8 @@ import (
 
 // newNodeCmd is `hutch node`.
 func newNodeCmd(e *env) *cobra.Command {
-	return newGroup("node", "List and drain the nodes of the fleet (admin)", "",
-		newNodeLsCmd(e), newNodeDrainCmd(e))
+	return newGroup("node", "List, drain and activate the nodes of the fleet (admin)", "",
+		newNodeLsCmd(e), newNodeDrainCmd(e), newNodeActivateCmd(e))
 }
 
 // newNodeLsCmd is `hutch node ls`: every node, its state, load and
@@ -94,4 +94,24 @@ func newNodeDrainCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&deadline, "deadline", 0, "stop the sandboxes the node still runs after this long (default: never)")
 	return cmd
+}
+
+// newNodeActivateCmd is `hutch node activate NAME`: the end of a drain.
+func newNodeActivateCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "activate NAME",
+		Short: "End a node's drain: it takes new sandboxes again",
+		Args:  nArgs(1, 1, "use: hutch node activate NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			n, err := c.ActivateNode(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printResult(e, n, n.Name)
+		},
+	}
 }

@@ -13,7 +13,7 @@ import (
 // TestNodeCommands: hutch node ls prints one row per node with its
 // state (and the leases it holds), load, drivers, labels and heartbeat;
 // --json prints the list; hutch node drain sends the deadline in seconds
-// and says what the drain does.
+// and says what the drain does; hutch node activate ends it.
 func TestNodeCommands(t *testing.T) {
 	beat := time.Now().Add(-time.Second)
 	deadline := time.Now().Add(10 * time.Minute)
@@ -27,6 +27,9 @@ func TestNodeCommands(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusOK, api.NodeList{Nodes: nodes})
+	})
+	mux.HandleFunc("POST /v1/nodes/{name}/activate", func(w http.ResponseWriter, r *http.Request) {
+		writeTestJSON(w, http.StatusOK, nodes[0])
 	})
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
 		n := nodes[0]
@@ -62,6 +65,10 @@ func TestNodeCommands(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != "n1" || !slices.Equal(reqs, []string{`POST /v1/nodes/n1/drain {"deadline_s":600}`}) ||
 		!strings.Contains(errOut, "node n1 is draining") || !strings.Contains(errOut, "stopped at") {
 		t.Errorf("hutch node drain n1 --deadline 10m = %d, %q, %q after %q", code, out, errOut, reqs)
+	}
+	out, _, code, reqs = s.run("", "node", "activate", "n1")
+	if code != 0 || strings.TrimSpace(out) != "n1" || !slices.Equal(reqs, []string{"POST /v1/nodes/n1/activate"}) {
+		t.Errorf("hutch node activate n1 = %d, %q after %q", code, out, reqs)
 	}
 	if _, _, code, _ := s.run("", "node", "drain"); code != 2 {
 		t.Errorf("hutch node drain without a name exited %d, want 2", code)

@@ -70,7 +70,8 @@ func wantCode(t *testing.T, what string, err error, status int, code string) {
 // sandbox_unavailable to an exec) and the lease the survivor's; started
 // again, it re-attaches its sandbox, running; drained with a deadline
 // through the other, it refuses creates (503 node_draining) and stops
-// its sandbox at the deadline, while the other still creates.
+// its sandbox at the deadline, while the other still creates; activated,
+// it creates again.
 func TestNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a lost node's bound")
@@ -198,6 +199,22 @@ func TestNodes(t *testing.T) {
 	})
 	if other, err := cb.CreateSandbox(ctx, api.CreateSandboxRequest{}); err != nil || other.Node != "node-b" {
 		t.Errorf("a create through node-b while node-a drains: %+v, %v", other, err)
+	}
+	if n, err := cb.ActivateNode(ctx, "node-a"); err != nil || n.State != api.NodeActive || n.DrainDeadline != nil {
+		t.Fatalf("ActivateNode = %+v, %v", n, err)
+	}
+	eventually(t, 2*store.HeartbeatEvery+time.Second, "creates on the activated node admitted", func() error {
+		sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		if err != nil {
+			return err
+		}
+		if sb.Node != "node-a" {
+			return errors.New("created on " + sb.Node)
+		}
+		return nil
+	})
+	if got, err := ca.GetSandbox(ctx, sb.ID); err != nil || got.State != api.StateStopped {
+		t.Errorf("the sandbox the drain stopped, after the node's activation: %v, %v; want still stopped", got.State, err)
 	}
 	_, err = cb.Node(ctx, "nobody")
 	wantCode(t, "GET /v1/nodes/nobody", err, 404, "node_not_found")

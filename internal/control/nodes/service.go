@@ -69,6 +69,21 @@ func (n *Node) Drain(ctx context.Context, name string, req api.DrainNodeRequest)
 	return n.Get(ctx, name)
 }
 
+// Activate ends node name's drain: it takes new sandboxes again from
+// its next heartbeat on (at once when it is this node). Sandboxes a
+// drain stopped stay stopped.
+func (n *Node) Activate(ctx context.Context, name string) (api.Node, error) {
+	nd, err := n.cfg.Store.ActivateNode(ctx, name)
+	if err != nil {
+		return api.Node{}, err
+	}
+	if name == n.cfg.Self.Name {
+		n.follow(nd)
+	}
+	n.log.Info("node active", "activated", name)
+	return n.Get(ctx, name)
+}
+
 // Remove removes a lost node's row, for a node gone for good; its
 // sandboxes' records stay, unavailable. A node not lost is 409
 // node_not_lost: drain it and stop it first.

@@ -44,6 +44,15 @@ func (a *API) drainNode(w http.ResponseWriter, r *http.Request, n *nodes.Node) {
 	writeJSON(w, http.StatusOK, nd)
 }
 
+func (a *API) activateNode(w http.ResponseWriter, r *http.Request, n *nodes.Node) {
+	nd, err := n.Activate(r.Context(), r.PathValue("name"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nd)
+}
+
 func (a *API) removeNode(w http.ResponseWriter, r *http.Request, n *nodes.Node) {
 	if err := n.Remove(r.Context(), r.PathValue("name")); err != nil {
 		a.writeError(w, r, err)

@@ -135,9 +135,31 @@ export interface paths {
         put?: never;
         /**
          * Drain a node (admin keys only)
-         * @description The node takes no new sandboxes (a create on it is 503 node_draining) from its next heartbeat on; with deadline_s, once that many seconds have passed it stops (never destroys) the sandboxes it still runs; without, they are left to finish. A drain lasts across the node's restarts. Draining again sets the new deadline.
+         * @description The node takes no new sandboxes (a create on it is 503 node_draining) from its next heartbeat on; with deadline_s, once that many seconds have passed it stops (never destroys) the sandboxes it still runs; without, they are left to finish. A drain lasts across the node's restarts until POST /v1/nodes/{name}/activate ends it. Draining again sets the new deadline.
          */
         post: operations["drainNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{name}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a node's drain (admin keys only)
+         * @description The node takes new sandboxes again from its next heartbeat on; the sandboxes its drain stopped stay stopped.
+         */
+        post: operations["activateNode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3019,6 +3041,31 @@ export interface operations {
                 };
             };
             400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+        };
+    };
+    activateNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node, active. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
