@@ -53,6 +53,7 @@ type options struct {
 	idle           time.Duration // with -alive: how long the full fleet is left idle, its CPU read
 	restart        bool          // with -alive: restart the server with the fleet full, timed
 	serverLog      string        // file for the server's warnings and errors; "" discards them
+	store          string        // the server's store: sqlite, or postgres on a throwaway cluster
 }
 
 func main() {
@@ -77,6 +78,7 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 8, "clients creating sandboxes at once for -creates")
 	flag.IntVar(&o.creates, "creates", 0, "sandboxes to create from -clients clients at once, each followed by its first exec and kept alive until all are made (0: skip)")
 	flag.StringVar(&o.serverLog, "server-log", "", "append the server's warnings and errors to this file")
+	flag.StringVar(&o.store, "store", "sqlite", "the server's store: sqlite (in its data directory), or postgres (a throwaway cluster from Debian's postgresql, started here with its durable defaults)")
 	flag.Parse()
 	if o.probeEvery < 0 || o.probeEvery > 0 && o.probeSamples < 1 || o.chart != "" && o.probeEvery == 0 {
 		fmt.Fprintln(os.Stderr, "lifecycle: -probe-every must be 0 or more, -probe-samples at least 1 with it, and -chart needs it")
@@ -85,6 +87,10 @@ func main() {
 	if o.restart && (o.alive == 0 || o.probeEvery > 0) {
 		// The prober keeps a client of the first server.
 		fmt.Fprintln(os.Stderr, "lifecycle: -restart needs -alive and does not go with -probe-every")
+		os.Exit(2)
+	}
+	if o.store != "sqlite" && o.store != "postgres" {
+		fmt.Fprintln(os.Stderr, "lifecycle: -store is sqlite or postgres")
 		os.Exit(2)
 	}
 	if o.memprofile != "" {
@@ -137,7 +143,13 @@ func run(ctx context.Context, o options) error {
 		defer f.Close()
 		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	storeURL, stopStore, err := startStore(o.store)
+	if err != nil {
+		return err
+	}
+	defer stopStore()
 	bs, err := benchserver.StartIn(ctx, "", log, func(cfg *config.Config) {
+		cfg.Store, cfg.StoreURL = o.store, storeURL
 		cfg.AgentPath = o.agent
 		cfg.Driver = o.driver
 		cfg.WarmPool = o.warm
@@ -158,8 +170,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
-		info.Driver, info.Isolation, o.warm, o.gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+	fmt.Printf("hutch lifecycle benchmark — driver %s (%s), store %s, warm pool %d, gap %s between creates, %d CPUs, %s, %s\n\n",
+		info.Driver, info.Isolation, o.store, o.warm, o.gap, runtime.NumCPU(), runtime.GOOS+"/"+runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
 	printFloors(fl)
 	if o.n > 0 {
 		progress(fmt.Sprintf("creating %d sandboxes one by one", o.n))
