@@ -55,7 +55,13 @@ func (n *Node) Drain(ctx context.Context, name string, req api.DrainNodeRequest)
 	}
 	var deadline *time.Time
 	if req.DeadlineS > 0 {
-		d := time.Now().Add(time.Duration(req.DeadlineS) * time.Second)
+		// On the store's clock, as the drained node judges it: the
+		// store's now is a read's heartbeat plus its age.
+		nd, err := n.cfg.Store.GetNode(ctx, name)
+		if err != nil {
+			return api.Node{}, err
+		}
+		d := nd.HeartbeatAt.Add(nd.HeartbeatAge + time.Duration(req.DeadlineS)*time.Second)
 		deadline = &d
 	}
 	nd, err := n.cfg.Store.DrainNode(ctx, name, deadline)
