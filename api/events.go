@@ -41,6 +41,12 @@ const (
 	// done: pause, stop or destroy) and "reason" ("idle" or
 	// "memory_pressure", when low host memory shrank the window).
 	EventSandboxIdle = "sandbox.idle"
+	// EventSandboxUnavailable says the node that runs the sandbox
+	// stopped heartbeating (it carries "node"): the sandbox is left as
+	// it is, unreachable, until its node returns and re-attaches it,
+	// which EventSandboxAvailable says.
+	EventSandboxUnavailable = "sandbox.unavailable"
+	EventSandboxAvailable   = "sandbox.available"
 )
 
 // Process event types, about a background process of a sandbox (POST

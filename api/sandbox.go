@@ -10,8 +10,10 @@ type SandboxState string
 // waits for it or is refused with 409 sandbox_state_conflict.
 // Paused is running with every process frozen: memory, files and open
 // connections are kept, and a call that reaches it resumes it first.
-// Unavailable is never stored: it is how the API shows a sandbox whose
-// driver this server has not loaded; the sandbox is left untouched.
+// Unavailable is a sandbox that cannot be reached now, and is left
+// untouched: its node stopped heartbeating (recorded, until the node
+// returns and re-attaches it), or its driver is not loaded on this server
+// (shown so, never recorded).
 const (
 	StateCreating    SandboxState = "creating"
 	StateStarting    SandboxState = "starting"

@@ -114,6 +114,7 @@ func newRoot(e *env) *cobra.Command {
 		newSecretCmd(e),
 		newTenantCmd(e),
 		newSettingsCmd(e),
+		newNodeCmd(e),
 		newEventsCmd(e),
 		newInfoCmd(e),
 		newServeCmd(),

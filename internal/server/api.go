@@ -28,6 +28,7 @@ func (s *Server) openAPI(_ context.Context, p *parts) error {
 		Templates:    p.templates,
 		Volumes:      p.volumes,
 		Settings:     p.settings,
+		Nodes:        p.nodes,
 		Apps:         p.apps,
 		Auth:         p.auth,
 		Tenants:      p.tenants,

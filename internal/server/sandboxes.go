@@ -71,7 +71,8 @@ func (s *Server) openSandboxes(_ context.Context, p *parts) error {
 
 // runSandboxes re-attaches to the sandboxes a previous start left running
 // and starts the lifecycle loops: the policies (expiry, idle and memory,
-// OOM, disk, lost agents, metrics, sweep) and the event log's trim.
+// OOM, disk, lost agents, metrics, sweep), each node's over its own
+// sandboxes. The event log's trim is the fleet's (openNodes).
 func (s *Server) runSandboxes(ctx context.Context, p *parts) error {
 	svc := p.sandboxes
 	if err := svc.Recover(ctx); err != nil {
@@ -82,7 +83,6 @@ func (s *Server) runSandboxes(ctx context.Context, p *parts) error {
 	var wg sync.WaitGroup
 	policies := policy.New(svc, policy.Config{Tick: reapEvery, SweepEvery: sweepEvery, Log: s.log})
 	wg.Go(func() { policies.Run(loops) })
-	wg.Go(func() { p.events.Run(loops) })
 	s.onClose("lifecycle loops", func(context.Context) error { stopLoops(); wg.Wait(); return nil })
 	return nil
 }

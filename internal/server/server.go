@@ -21,6 +21,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/nodes"
 	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/control/secrets"
@@ -83,6 +84,7 @@ type parts struct {
 	templates     *templates.Service // nil: the default driver starts no image
 	volumes       *volumes.Service   // nil: no volumes here
 	sandboxes     *sandbox.Service
+	nodes         *nodes.Node
 	settings      *settings.Service
 	previewKey    []byte
 	apps          *apps.Service
@@ -120,6 +122,7 @@ func Start(ctx context.Context, cfg config.Config, log *slog.Logger, version str
 		s.openSandboxes,
 		s.followChanges, // before anything keeps a record or serves a request
 		s.openSettings,  // before the sandboxes recover, so both use the settings in force
+		s.openNodes,     // before the sandboxes recover: a node recovering is not lost to the others
 		s.runSandboxes,
 		s.openPreviewKey,
 		s.openApps,

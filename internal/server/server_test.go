@@ -70,7 +70,7 @@ func TestShutdownSteps(t *testing.T) {
 	s.Shutdown(context.Background())
 	done, failed := shutdownSteps(t, &log)
 	want := []string{"metrics", "api", "api streams", "e2b watchers", "preview tunnels", "tenants", "apps", "lifecycle loops",
-		"process watchers", "provider gateway", "drivers", "node connections", "store", "metrics listener", "listener"}
+		"process watchers", "node", "provider gateway", "drivers", "node connections", "store", "metrics listener", "listener"}
 	if !slices.Equal(done, want) || len(failed) > 0 {
 		t.Errorf("shutdown steps done %q, failed %q; want %q", done, failed, want)
 	}

@@ -13,15 +13,16 @@ import (
 // last heartbeat on the store's clock (Postgres's now(), not any node's),
 // so clocks that disagree between machines never make a node look lost.
 //
-// A node's State is the operator's (DrainNode), never the node's: neither
+// A node's State is the operator's (DrainNode, ActivateNode), never the
+// node's: neither
 // RegisterNode nor HeartbeatNode changes it, so a draining node stays
 // draining across its heartbeats and its restarts. A removed node's row
 // is not made again by its heartbeat (ErrNotFound), only by its next
 // start.
 //
 // Reads are for an admin or the system; the writes a node makes of its
-// own row (register, heartbeat) are the system's; DrainNode and
-// DeleteNode are an admin's or the system's.
+// own row (register, heartbeat) are the system's; DrainNode,
+// ActivateNode and DeleteNode are an admin's or the system's.
 type Nodes interface {
 	// RegisterNode writes n's row, made or replaced bar its State and
 	// DrainDeadline (a new row is NodeActive), with StartedAt and
@@ -41,6 +42,9 @@ type Nodes interface {
 	// none, its sandboxes are left to finish) and returns the row. A
 	// node already draining takes the new deadline.
 	DrainNode(ctx context.Context, name string, deadline *time.Time) (*Node, error)
+	// ActivateNode ends name's drain: its State is NodeActive again, with
+	// no DrainDeadline. It returns the row.
+	ActivateNode(ctx context.Context, name string) (*Node, error)
 	// DeleteNode removes name's row: for a node gone for good. Its
 	// sandboxes' records stay, naming it.
 	DeleteNode(ctx context.Context, name string) error

@@ -110,7 +110,10 @@ func Milli(cpu float64) int { return int(math.Round(cpu * 1000)) }
 
 // holding are the states in which a sandbox holds its memory, CPU and
 // pids (or may, while its driver is at work); a paused one holds no CPU.
-var holding = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying}
+// An unavailable one keeps holding them: its node may return with it
+// running.
+var holding = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying,
+	api.StateUnavailable}
 
 // Holding reports whether a sandbox in state s holds its limits.
 func Holding(s api.SandboxState) bool {

@@ -32,6 +32,9 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if !ok {
 		return api.Sandbox{}, errdefs.Forbidden("no_tenant", "no tenant in request")
 	}
+	if err := s.refuseDraining(); err != nil {
+		return api.Sandbox{}, err
+	}
 	var (
 		snapDir   string
 		snapBytes int64 // its files at the start, a copy of the snapshot's

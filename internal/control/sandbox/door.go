@@ -192,6 +192,9 @@ func (c *call) explain(err error) error {
 
 // notRunning is the error of a call to a sandbox that is not running.
 func notRunning(rec *store.Sandbox) error {
+	if rec.State == api.StateUnavailable {
+		return Unavailable(rec)
+	}
 	return errdefs.Conflict("sandbox_not_running", "sandbox %s is %s, not running", rec.ID, rec.State)
 }
 

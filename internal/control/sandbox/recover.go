@@ -46,7 +46,8 @@ const recoverAtOnce = 32
 // as many round trips.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
-	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying)
+	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying,
+		api.StateUnavailable)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -199,9 +200,19 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) (reattached,
 			}
 		}
 		if rec.State != api.StateRunning || rec.Node != s.cfg.Node {
+			was := rec.State
 			var moved *store.Sandbox
-			if moved, err = s.transition(ctx, rec.ID, OpRecover, api.StateRunning, func(sb *store.Sandbox) { sb.Node = s.cfg.Node }); err == nil {
+			if moved, err = s.transition(ctx, rec.ID, OpRecover, api.StateRunning, func(sb *store.Sandbox) {
+				sb.Node = s.cfg.Node
+				if was == api.StateUnavailable {
+					sb.Error, sb.PausedAt = "", nil // thawed above, if it was frozen
+				}
+			}); err == nil {
 				rec = moved
+				if was == api.StateUnavailable {
+					s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" re-attached it",
+						map[string]any{"node": s.cfg.Node})
+				}
 			}
 		}
 		if err == nil {
@@ -255,7 +266,7 @@ func (s *Service) failOrphan(ctx context.Context, rec *store.Sandbox, reason str
 // Sweep removes what each driver made that no live sandbox claims.
 func (s *Service) Sweep(ctx context.Context) error {
 	live, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping,
-		api.StateStopped, api.StateDestroying)
+		api.StateStopped, api.StateDestroying, api.StateUnavailable)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}

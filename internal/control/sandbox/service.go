@@ -162,6 +162,10 @@ type Service struct {
 	capturing map[string]bool
 
 	procs procWatch // the exit watchers of background processes
+
+	// draining is set while this node drains: it takes no new sandbox
+	// (nodes.go).
+	draining atomic.Bool
 }
 
 // New returns the service. It starts nothing; see Recover and Run.

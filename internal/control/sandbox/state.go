@@ -34,6 +34,7 @@ const (
 	OpDestroy Op = "destroy"
 	OpFail    Op = "fail"
 	OpRecover Op = "recover"
+	OpLose    Op = "lose"
 
 	// Operations that leave the state as they find it (needs).
 	OpSnapshot  Op = "snapshot"
@@ -65,6 +66,7 @@ const (
 	destroying = api.StateDestroying
 	destroyed  = api.StateDestroyed
 	failed     = api.StateFailed
+	lostS      = api.StateUnavailable
 )
 
 // table is every change of state a sandbox may make. A record is written
@@ -84,8 +86,10 @@ var table = []edge{
 	{OpDestroy, states(creating, running, pausedS, stopped, failed), destroying, "its driver removes its processes and files"},
 	{OpDestroy, states(destroying), destroyed, "nothing of it is left but its record and events"},
 	{OpFail, states(creating, starting, running, pausedS, stopping, destroying), failed, "a driver call failed or its agent was lost"},
-	{OpRecover, states(starting, running, stopping), running, "after a restart its agent answers again"},
-	{OpRecover, states(starting, running, stopping, pausedS), stopped, "after a restart its agent is gone, or it could not be frozen again"},
+	{OpLose, states(running, pausedS), lostS, "its node stopped heartbeating; it is left as it is"},
+	{OpRecover, states(starting, running, stopping, lostS), running, "after a restart (or its node's return) its agent answers again"},
+	{OpRecover, states(starting, running, stopping, pausedS, lostS), stopped, "after a restart its agent is gone, or it could not be frozen again"},
+	{OpRecover, states(lostS), pausedS, "its node, cut off from the store, returned with it frozen"},
 	{OpRecover, states(destroying), failed, "a restart cut its destroy short; the destroy is done again"},
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/apps"
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
+	"github.com/hutchdev/hutch/internal/control/nodes"
 	"github.com/hutchdev/hutch/internal/control/quota"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/settings"
@@ -44,6 +45,8 @@ type Config struct {
 	Apps *apps.Service
 	// Settings serves GET and PATCH /v1/settings; nil: they answer 503.
 	Settings *settings.Service
+	// Nodes serves /v1/nodes; nil: those routes answer 503.
+	Nodes *nodes.Node
 	// Auth authenticates every request and makes, lists and revokes the
 	// caller's tenant's keys.
 	Auth *auth.Authenticator

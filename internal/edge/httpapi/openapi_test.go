@@ -128,6 +128,7 @@ func TestSchemasMatchWireTypes(t *testing.T) {
 		"PreviewURLRequest": api.PreviewURLRequest{}, "PreviewURL": api.PreviewURL{},
 		"CreateSecretRequest": api.CreateSecretRequest{}, "ReplaceSecretRequest": api.ReplaceSecretRequest{},
 		"Secret": api.Secret{}, "SecretList": api.SecretList{},
+		"Node": api.Node{}, "NodeList": api.NodeList{}, "DrainNodeRequest": api.DrainNodeRequest{},
 		"Quotas": api.Quotas{}, "QuotaLimits": api.QuotaLimits{}, "QuotaUsage": api.QuotaUsage{}, "TenantQuotas": api.TenantQuotas{},
 	} {
 		s, ok := spec.Components.Schemas[name]

@@ -51,6 +51,11 @@ func (a *API) routes() []route {
 		{method: "GET", pattern: "/metrics", handler: a.metrics, role: api.RoleAdmin},
 		{method: "GET", pattern: "/v1/settings", handler: withService(a, a.settings, a.getSettings), role: api.RoleAdmin},
 		{method: "PATCH", pattern: "/v1/settings", handler: withService(a, a.settings, a.patchSettings), role: api.RoleAdmin},
+		{method: "GET", pattern: "/v1/nodes", handler: withService(a, a.nodes, a.listNodes), role: api.RoleAdmin},
+		{method: "GET", pattern: "/v1/nodes/{name}", handler: withService(a, a.nodes, a.getNode), role: api.RoleAdmin},
+		{method: "DELETE", pattern: "/v1/nodes/{name}", handler: withService(a, a.nodes, a.removeNode), role: api.RoleAdmin},
+		{method: "POST", pattern: "/v1/nodes/{name}/drain", handler: withService(a, a.nodes, a.drainNode), role: api.RoleAdmin},
+		{method: "POST", pattern: "/v1/nodes/{name}/activate", handler: withService(a, a.nodes, a.activateNode), role: api.RoleAdmin},
 
 		{method: "POST", pattern: "/v1/tenants", handler: a.createTenant, role: api.RoleAdmin},
 		{method: "GET", pattern: "/v1/tenants/{id}", handler: a.getTenant, role: api.RoleReader},

@@ -36,9 +36,16 @@ type Config struct {
 	MetricsListen string
 	// Node names this control plane in the sandboxes it owns; "" means
 	// the name kept in <data>/node, made on first start.
-	Node      string
-	AgentPath string // hutch-agent; "" finds it beside the hutch binary, then on PATH
-	WarmPool  int    // sandboxes the driver starts ahead of need
+	Node string
+	// Advertise is the base URL other nodes reach this node's API at
+	// (http://host:port); "" means the listen address as a URL
+	// (AdvertiseURL).
+	Advertise string
+	// NodeLabels are this node's labels in the fleet's registry, for
+	// placement to match.
+	NodeLabels map[string]string
+	AgentPath  string // hutch-agent; "" finds it beside the hutch binary, then on PATH
+	WarmPool   int    // sandboxes the driver starts ahead of need
 	// EgressAllowPrivate are private ranges sandboxes may reach through
 	// the egress proxy, when their allowlist names the destination too.
 	EgressAllowPrivate []netip.Prefix
@@ -224,6 +231,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	fs := flag.NewFlagSet("hutch serve", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() { usage(fs) }
+	var envErr error
 	str := func(p *string, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			*p = v
@@ -240,6 +248,17 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
+	str(&c.Advertise, "advertise", "HUTCH_ADVERTISE", "base URL other nodes reach this node's API at, http://host:port (default: the listen address)")
+	if v := getenv("HUTCH_NODE_LABELS"); v != "" {
+		labels, err := parseLabels(nil, splitList(v))
+		envErr = errors.Join(envErr, err)
+		c.NodeLabels = labels
+	}
+	var flagLabels []string
+	fs.Func("node-label", "label of this node, k=v, for placement; repeat for more ($HUTCH_NODE_LABELS=k=v,k2=v2)", func(v string) error {
+		flagLabels = append(flagLabels, v)
+		return nil
+	})
 	str(&c.AgentPath, "agent", "HUTCH_AGENT", "path of hutch-agent (default: beside hutch, then $PATH)")
 	str(&c.LogLevel, "log-level", "HUTCH_LOG_LEVEL", "debug, info, warn or error")
 	str(&c.LogFormat, "log-format", "HUTCH_LOG_FORMAT", "json, text, or auto: text on a terminal, JSON otherwise")
@@ -257,7 +276,6 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	str(&c.PreviewURL, "preview-url", "HUTCH_PREVIEW_URL", "scheme and port clients reach previews at behind a proxy, e.g. https://<preview domain> (default: as each request came)")
 	str(&c.AppsDomain, "apps-domain", "HUTCH_APPS_DOMAIN", "domain of apps, <app>.<domain> (default: the preview domain)")
 	str(&c.PreviewDomain, "preview-domain", "HUTCH_PREVIEW_DOMAIN", "domain of previews, <port>-<sandbox id>.<domain> (localhost needs no DNS)")
-	var envErr error
 	num := func(p *int, name, env, usage string) {
 		if v := getenv(env); v != "" {
 			n, err := strconv.Atoi(v)
@@ -365,6 +383,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if c.StoreURL == "" {
 		c.StoreURL = getenv("HUTCH_STORE_URL")
 	}
+	if len(flagLabels) > 0 {
+		labels, err := parseLabels(nil, flagLabels)
+		if err != nil {
+			return c, err
+		}
+		c.NodeLabels = labels
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
@@ -382,6 +407,11 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Node, "/\x00") || len(c.Node) > 128 {
 		errs = append(errs, fmt.Errorf("node %q must be at most 128 bytes without '/' or NUL", c.Node))
+	}
+	if c.Advertise != "" {
+		if err := checkAdvertise(c.Advertise); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory must be set"))

@@ -116,13 +116,23 @@ func (s *Store) ListNodes(ctx context.Context) ([]*store.Node, error) {
 
 // DrainNode implements store.Store.
 func (s *Store) DrainNode(ctx context.Context, name string, deadline *time.Time) (*store.Node, error) {
+	return s.setNodeState(ctx, name, store.NodeDraining, deadline)
+}
+
+// ActivateNode implements store.Store.
+func (s *Store) ActivateNode(ctx context.Context, name string) (*store.Node, error) {
+	return s.setNodeState(ctx, name, store.NodeActive, nil)
+}
+
+// setNodeState sets name's state and drain deadline.
+func (s *Store) setNodeState(ctx context.Context, name string, state store.NodeState, deadline *time.Time) (*store.Node, error) {
 	if err := store.CheckAdminScope(ctx); err != nil {
 		return nil, err
 	}
 	var out *store.Node
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		row := tx.QueryRow(ctx, `UPDATE nodes SET state = $1, drain_deadline = $2 WHERE name = $3 RETURNING `+nodeCols,
-			string(store.NodeDraining), store.TimePtr(deadline), name)
+			string(state), store.TimePtr(deadline), name)
 		var err error
 		out, err = scanNode(row)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -112,13 +112,23 @@ func (s *Store) ListNodes(ctx context.Context) ([]*store.Node, error) {
 
 // DrainNode implements store.Store.
 func (s *Store) DrainNode(ctx context.Context, name string, deadline *time.Time) (*store.Node, error) {
+	return s.setNodeState(ctx, name, store.NodeDraining, deadline)
+}
+
+// ActivateNode implements store.Store.
+func (s *Store) ActivateNode(ctx context.Context, name string) (*store.Node, error) {
+	return s.setNodeState(ctx, name, store.NodeActive, nil)
+}
+
+// setNodeState sets name's state and drain deadline.
+func (s *Store) setNodeState(ctx context.Context, name string, state store.NodeState, deadline *time.Time) (*store.Node, error) {
 	if err := store.CheckAdminScope(ctx); err != nil {
 		return nil, err
 	}
 	var out *store.Node
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `UPDATE nodes SET state = ?, drain_deadline = ? WHERE name = ? RETURNING `+nodeCols,
-			string(store.NodeDraining), formatTimePtr(deadline), name)
+			string(state), formatTimePtr(deadline), name)
 		var err error
 		out, err = scanNode(row)
 		if errors.Is(err, sql.ErrNoRows) {

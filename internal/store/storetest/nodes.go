@@ -58,6 +58,7 @@ func testNodes(t *testing.T, s store.Store) {
 		t.Errorf("HeartbeatNode = %+v, %v; want load %+v, a heartbeat no older than the last", hb, err, load)
 	}
 
+	member := as("t", api.RoleMember)
 	deadline := time.Now().Add(10 * time.Minute)
 	d, err := s.DrainNode(as("t", api.RoleAdmin), in.Name, &deadline)
 	if err != nil || d.State != store.NodeDraining || d.DrainDeadline == nil || !d.DrainDeadline.Equal(store.Time(deadline)) {
@@ -72,6 +73,19 @@ func testNodes(t *testing.T, s store.Store) {
 	if d, err := s.DrainNode(ctx, in.Name, nil); err != nil || d.State != store.NodeDraining || d.DrainDeadline != nil {
 		t.Errorf("DrainNode again without a deadline = %+v, %v; want draining with none", d, err)
 	}
+	if _, err := s.DrainNode(ctx, in.Name, &deadline); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.ActivateNode(as("t", api.RoleAdmin), in.Name); err != nil || a.State != store.NodeActive || a.DrainDeadline != nil {
+		t.Errorf("ActivateNode = %+v, %v; want active, its deadline gone", a, err)
+	}
+	if hb, err := s.HeartbeatNode(ctx, in.Name, load); err != nil || hb.State != store.NodeActive {
+		t.Errorf("an activated node's heartbeat = %+v, %v; want it active", hb, err)
+	}
+	_, err = s.ActivateNode(member, in.Name)
+	wantErr(t, "a member activates a node", err, errdefs.ErrForbidden, "admin_required")
+	_, err = s.ActivateNode(ctx, "nobody")
+	wantErr(t, "ActivateNode of a node never registered", err, errdefs.ErrNotFound, "node_not_found")
 
 	_, err = s.HeartbeatNode(ctx, "nobody", load)
 	wantErr(t, "HeartbeatNode of a node never registered", err, errdefs.ErrNotFound, "node_not_found")
@@ -88,7 +102,7 @@ func testNodes(t *testing.T, s store.Store) {
 
 	wantErr(t, "RegisterNode without a name", func() error { _, err := s.RegisterNode(ctx, store.Node{}); return err }(),
 		errdefs.ErrInvalid, "invalid_node")
-	admin, member := as("t", api.RoleAdmin), as("t", api.RoleMember)
+	admin := as("t", api.RoleAdmin)
 	if _, err := s.ListNodes(admin); err != nil {
 		t.Errorf("an admin lists nodes: %v", err)
 	}

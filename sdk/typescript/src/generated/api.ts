@@ -79,6 +79,93 @@ export interface paths {
         patch: operations["patchSettings"];
         trace?: never;
     };
+    "/v1/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The nodes of the fleet, with state and load (admin keys only)
+         * @description Every hutch serve on the store is a node. Its state is active or draining, as set, or lost when its last heartbeat is older than 10 s on the store's clock; the sandboxes of a lost node are unavailable until it returns. Capacity and load are as it last reported them, every 2 s.
+         */
+        get: operations["listNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** Show one node (admin keys only) */
+        get: operations["getNode"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a lost node from the fleet (admin keys only)
+         * @description For a node gone for good: its row goes; its sandboxes' records stay, unavailable. A node that still heartbeats is 409 node_not_lost.
+         */
+        delete: operations["removeNode"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{name}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a node (admin keys only)
+         * @description The node takes no new sandboxes (a create on it is 503 node_draining) from its next heartbeat on; with deadline_s, once that many seconds have passed it stops (never destroys) the sandboxes it still runs; without, they are left to finish. A drain lasts across the node's restarts until POST /v1/nodes/{name}/activate ends it. Draining again sets the new deadline.
+         */
+        post: operations["drainNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{name}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a node's drain (admin keys only)
+         * @description The node takes new sandboxes again from its next heartbeat on; the sandboxes its drain stopped stay stopped.
+         */
+        post: operations["activateNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants": {
         parameters: {
             query?: never;
@@ -361,7 +448,10 @@ export interface paths {
         /** List the caller's sandboxes, newest first */
         get: operations["listSandboxes"];
         put?: never;
-        /** Create a sandbox; every field is optional */
+        /**
+         * Create a sandbox; every field is optional
+         * @description On a node that is draining (POST /v1/nodes/{name}/drain) a create is 503 node_draining: create it through another node.
+         */
         post: operations["createSandbox"];
         delete?: never;
         options?: never;
@@ -2187,6 +2277,8 @@ export interface components {
          * @example sandbox.paused
          * @example sandbox.resumed
          * @example sandbox.idle
+         * @example sandbox.unavailable
+         * @example sandbox.available
          * @example sandbox.restored
          * @example snapshot.created
          * @example snapshot.deleted
@@ -2288,6 +2380,51 @@ export interface components {
             memory_critical_pct: number;
             min_idle_s: number;
         };
+        NodeList: {
+            nodes: components["schemas"]["Node"][];
+        };
+        Node: {
+            name: string;
+            /** @description The base URL other nodes reach its API at. */
+            advertise: string;
+            /** @enum {string} */
+            state: "active" | "draining" | "lost";
+            drivers: string[];
+            labels?: {
+                [key: string]: string;
+            };
+            /** @description CPUs its sandboxes may be promised together (0 no bound). */
+            cpus: number;
+            /**
+             * Format: int64
+             * @description Memory its sandboxes may be promised together (0 no bound).
+             */
+            memory_bytes: number;
+            /**
+             * Format: int64
+             * @description Memory its sandboxes' limits promise now.
+             */
+            committed_memory_bytes: number;
+            /** @description Sandboxes it runs, paused ones included. */
+            running: number;
+            /** Format: date-time */
+            drain_deadline?: string;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            heartbeat_at: string;
+            /**
+             * Format: int64
+             * @description How long ago its last heartbeat was, on the store's clock.
+             */
+            heartbeat_age_ms: number;
+            /** @description The fleet-wide leases it holds (fleet - the work run once per fleet). */
+            leases?: string[];
+        };
+        DrainNodeRequest: {
+            /** @description Seconds from now after which the node stops the sandboxes it still runs; none when absent. */
+            deadline_s?: number;
+        };
         SettingsView: {
             settings: components["schemas"]["Settings"];
             /** @description The server's other settings (listen, data, store, driver, default_template, default_limits, max_limits, max_file_bytes, egress_allow_private, preview_domain…), as its flags set them; only a restart with other flags changes them. */
@@ -2330,7 +2467,7 @@ export interface components {
         };
         Error: {
             error: {
-                /** @description Stable machine code; one of: invalid_json, unknown_field, invalid_request, invalid_limits, invalid_timeout, invalid_template, invalid_env, invalid_labels, invalid_cmd, invalid_path, path_outside_sandbox, invalid_cursor, invalid_role, body_too_large, file_too_large, missing_api_key, invalid_api_key, forbidden, no_tenant, admin_required, member_required, last_admin_key, wrong_creator, sandbox_not_found, key_not_found, tenant_not_found, file_not_found, not_a_directory, is_a_directory, file_exists, directory_not_empty, permission_denied, sandbox_not_running, sandbox_state_conflict, sandbox_running, tenant_exists, unsupported, limit_unsupported, invalid_driver, driver_unavailable, too_many_calls, unsupported_tar_entry, agent_unreachable, agent_lost, driver_failed, no_capacity, unknown_route, method_not_allowed, unknown_parameter, insufficient_storage, tar_too_large, tar_too_many_entries, path_in_proc, internal. (Not every code of every route is listed; a client should act on the HTTP status and show the message.) */
+                /** @description Stable machine code; one of: invalid_json, unknown_field, invalid_request, invalid_limits, invalid_timeout, invalid_template, invalid_env, invalid_labels, invalid_cmd, invalid_path, path_outside_sandbox, invalid_cursor, invalid_role, body_too_large, file_too_large, missing_api_key, invalid_api_key, forbidden, no_tenant, admin_required, member_required, last_admin_key, wrong_creator, sandbox_not_found, key_not_found, tenant_not_found, file_not_found, not_a_directory, is_a_directory, file_exists, directory_not_empty, permission_denied, sandbox_not_running, sandbox_state_conflict, sandbox_running, tenant_exists, unsupported, limit_unsupported, invalid_driver, driver_unavailable, too_many_calls, unsupported_tar_entry, agent_unreachable, agent_lost, driver_failed, no_capacity, unknown_route, method_not_allowed, unknown_parameter, insufficient_storage, tar_too_large, tar_too_many_entries, path_in_proc, sandbox_unavailable, node_draining, node_not_found, node_not_lost, invalid_deadline, internal. (Not every code of every route is listed; a client should act on the HTTP status and show the message.) */
                 code: string;
                 /** @description What went wrong, in words a person can act on. */
                 message: string;
@@ -2810,6 +2947,132 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             503: components["responses"]["E503"];
+        };
+    };
+    listNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every node, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeList"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+        };
+    };
+    getNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+        };
+    };
+    removeNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+        };
+    };
+    drainNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DrainNodeRequest"];
+            };
+        };
+        responses: {
+            /** @description The node, draining. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+        };
+    };
+    activateNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node, active. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
         };
     };
     createTenant: {
