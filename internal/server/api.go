@@ -70,9 +70,12 @@ func (p *parts) forwarder() *forward.Forwarder {
 }
 
 // placement places creates on the fleet's nodes when other nodes'
-// sandboxes are forwarded to them, nil when every sandbox is this node's.
+// sandboxes are forwarded to them, nil when every sandbox is this node's
+// or no create could be forwarded (no cluster key): this node then makes
+// every create it receives, or refuses it as it would alone (draining,
+// full).
 func (p *parts) placement() httpapi.Placement {
-	if !p.forwarding {
+	if !p.forwarding || p.clusterKey == nil {
 		return nil
 	}
 	return &placement.Placer{Nodes: p.store, Self: p.node}

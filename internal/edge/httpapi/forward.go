@@ -85,7 +85,7 @@ func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.Cre
 	}
 	if a.cfg.Placement == nil || a.cfg.Forward == nil {
 		if len(req.NodeLabels) > 0 {
-			a.writeError(w, r, errdefs.Invalid("node_labels_unsupported", "this server is a single node: node_labels place sandboxes in a fleet of nodes on a shared store"))
+			a.writeError(w, r, errdefs.Invalid("node_labels_unsupported", "this server places no sandboxes on other nodes (a single node, or a fleet without a cluster key): node_labels place sandboxes in a fleet of nodes on a shared store"))
 			return true
 		}
 		return false
