@@ -10,7 +10,7 @@
 // It keeps the nodes' registry rows fresh itself, standing in for the
 // nodes' heartbeats.
 //
-//	CGO_ENABLED=0 go build -o bin/ ./cmd/... ./bench/... && bin/fleet -agent bin/hutch-agent -store-url postgres://...
+//	CGO_ENABLED=0 go build -o bin/ ./cmd/... ./bench/... && bin/fleet -agent bin/hutch-agent [-store-url postgres://...]
 package main
 
 import (
@@ -32,21 +32,37 @@ import (
 	"github.com/hutchdev/hutch/internal/server/config"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/postgres"
+	"github.com/hutchdev/hutch/internal/testutil/pgtemp"
 )
 
-func main() {
+func main() { os.Exit(fleet()) }
+
+// fleet parses the flags, starts a Postgres when none is given, runs the
+// benchmark and returns the exit code.
+func fleet() int {
 	agent := flag.String("agent", "", "path of hutch-agent (default: beside this binary)")
-	storeURL := flag.String("store-url", os.Getenv("HUTCH_STORE_URL"), "the Postgres both nodes share (an empty database; $HUTCH_STORE_URL)")
+	storeURL := flag.String("store-url", os.Getenv("HUTCH_STORE_URL"), "the Postgres both nodes share (an empty database; $HUTCH_STORE_URL; default: a throwaway cluster started here with Postgres's durable defaults)")
 	n := flag.Int("n", 200, "execs through each node; a quarter as many creates")
 	flag.Parse()
 	if *storeURL == "" {
-		fmt.Fprintln(os.Stderr, "fleet: -store-url (or $HUTCH_STORE_URL) names the Postgres the two nodes share")
-		os.Exit(2)
+		pg, err := pgtemp.Start(pgtemp.Options{Durable: true})
+		if err == nil {
+			err = pg.Exec("CREATE DATABASE hutch")
+		}
+		if pg != nil {
+			defer pg.Stop()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet: a Postgres for the two nodes (or -store-url):", err)
+			return 1
+		}
+		*storeURL = pg.URL("hutch")
 	}
 	if err := run(context.Background(), *agent, *storeURL, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func run(ctx context.Context, agent, storeURL string, n int) error {
