@@ -160,12 +160,13 @@ func (s *Service) create(ctx context.Context, req api.CreateSandboxRequest, take
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = s.transition(ctx, rec.ID, OpCreate, api.StateRunning, func(sb *store.Sandbox) {
+	running, err := s.transition(ctx, rec.ID, OpCreate, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle = raw
 	})
 	if err != nil {
-		return api.Sandbox{}, err
+		return api.Sandbox{}, err // rec stays the rollback's: a failed transition returns none
 	}
+	rec = running
 	s.attach(ctx, rec, d, h)
 	s.log.Info("sandbox created", logattr.Sandbox(rec.ID), logattr.Tenant(rec.TenantID), "driver", d.Name())
 	s.emitCreated(ctx, rec)

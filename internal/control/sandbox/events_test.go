@@ -313,3 +313,43 @@ func woken(sub *events.Subscription) bool {
 		return false
 	}
 }
+
+// failRunning is a store that refuses every write that would record a
+// sandbox running: a create's last write, as a database that goes away
+// mid-create fails it.
+type failRunning struct {
+	store.Store
+}
+
+func (s failRunning) UpdateSandbox(ctx context.Context, id string, fn func(*store.Sandbox) error) (*store.Sandbox, error) {
+	return s.Store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
+		if err := fn(sb); err != nil {
+			return err
+		}
+		if sb.State == api.StateRunning {
+			return errors.New("the database went away")
+		}
+		return nil
+	})
+}
+
+// TestCreateRollsBackLastWrite: a create whose last write (the record
+// running, with its handle) fails answers that error, destroys what the
+// driver made and records the sandbox failed, where it used to panic on
+// the record the failed write did not return.
+func TestCreateRollsBackLastWrite(t *testing.T) {
+	f := newFixture(t, func(st store.Store) store.Store { return failRunning{st} })
+	if _, err := f.svc.Create(f.ctx, api.CreateSandboxRequest{}); err == nil || !strings.Contains(err.Error(), "the database went away") {
+		t.Fatalf("Create = %v; want the failed write's error", err)
+	}
+	if live := f.drv.Live(); len(live) != 0 {
+		t.Errorf("the driver still runs %v after the rollback", live)
+	}
+	list, _, err := f.st.ListSandboxes(f.ctx, store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].State != api.StateFailed {
+		t.Fatalf("records after the rollback = %+v; want one, failed", list)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,7 +33,8 @@ type Server struct {
 	cred     *syscall.Credential
 	proc     *exec.Cmd
 	admin    *pgx.Conn
-	mu       sync.Mutex // admin
+	mu       sync.Mutex    // admin
+	release  chan struct{} // closed by Stop: ends the thread that started the postmaster
 }
 
 // Options are how the cluster runs.
@@ -116,7 +118,7 @@ func Start(opts Options) (_ *Server, retErr error) {
 	}
 	defer log.Close()
 	s.proc.Stdout, s.proc.Stderr = log, log
-	if err := s.proc.Start(); err != nil {
+	if err := s.startPinned(); err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
 	exited := make(chan error, 1)
@@ -137,6 +139,22 @@ func Start(opts Options) (_ *Server, retErr error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// startPinned starts the postmaster from an OS thread kept until Stop.
+// Pdeathsig kills the child when the thread that started it ends, not the
+// process, and Go ends threads: one locked to a goroutine that returns, as
+// the namespace driver's are after they enter a sandbox's namespaces. A
+// server started from such a thread died in the middle of a benchmark.
+func (s *Server) startPinned() error {
+	s.release = make(chan struct{})
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after Stop
+		started <- s.proc.Start()
+		<-s.release
+	}()
+	return <-started
 }
 
 // binDir is the bin directory of the newest Postgres installed.
@@ -185,6 +203,9 @@ func (s *Server) Stop() {
 			fmt.Fprintf(os.Stderr, "pg_ctl stop: %v\n%s", err, out)
 			_ = s.proc.Process.Kill()
 		}
+	}
+	if s.release != nil {
+		close(s.release)
 	}
 	_ = os.RemoveAll(s.dir)
 }
