@@ -26,34 +26,21 @@ func TestAgentIsOurChild(t *testing.T) {
 	if os.Geteuid() != 0 || os.Getenv(envRootless) != "" {
 		t.Skip("needs root")
 	}
-	d := openRootDriver(t)
-	ctx := context.Background()
-	h, err := d.Create(ctx, driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.5},
-		Token: ids.Token(32), MaxFileBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Destroy(context.Background(), h)
-	var st struct {
-		Pid int `json:"pid"`
-	}
-	if err := json.Unmarshal(h.State, &st); err != nil || st.Pid <= 0 {
-		t.Fatalf("agent pid from the handle: %d, %v", st.Pid, err)
-	}
-	if ppid := statField(t, st.Pid, 4); ppid != strconv.Itoa(os.Getpid()) {
+	pid := startAgent(t)
+	if ppid := statField(t, pid, 4); ppid != strconv.Itoa(os.Getpid()) {
 		t.Fatalf("the agent's parent is %s, not this process (%d)", ppid, os.Getpid())
 	}
-	if err := unix.Kill(st.Pid, unix.SIGKILL); err != nil {
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := os.Stat("/proc/" + strconv.Itoa(st.Pid))
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 		if errors.Is(err, os.ErrNotExist) {
 			return // reaped
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed agent is still in /proc after 10s, state %s: not reaped", statField(t, st.Pid, 3))
+			t.Fatalf("the killed agent is still in /proc after 10s, state %s: not reaped", statField(t, pid, 3))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -84,20 +71,7 @@ func TestAgentEnvironment(t *testing.T) {
 		t.Skip("needs root")
 	}
 	t.Setenv("HUTCH_TEST_LEAK", "1")
-	d := openRootDriver(t)
-	h, err := d.Create(context.Background(), driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.5},
-		Token: ids.Token(32), MaxFileBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Destroy(context.Background(), h)
-	var st struct {
-		Pid int `json:"pid"`
-	}
-	if err := json.Unmarshal(h.State, &st); err != nil || st.Pid <= 0 {
-		t.Fatalf("agent pid from the handle: %d, %v", st.Pid, err)
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(st.Pid) + "/environ")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(startAgent(t)) + "/environ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +79,24 @@ func TestAgentEnvironment(t *testing.T) {
 	if want := nsinit.Env(); !slices.Equal(got, want) {
 		t.Fatalf("the agent's environment is %q, want %q", got, want)
 	}
+}
+
+// startAgent creates a sandbox on a root driver of t's, destroyed when t
+// ends, and returns its agent's pid.
+func startAgent(t *testing.T) int {
+	t.Helper()
+	d := openRootDriver(t)
+	h, err := d.Create(context.Background(), driver.Spec{SandboxID: ids.New(), Template: "host", Limits: api.Limits{MemoryMB: 64, Pids: 64, CPU: 0.5},
+		Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Destroy(context.Background(), h) })
+	var st struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal(h.State, &st); err != nil || st.Pid <= 0 {
+		t.Fatalf("agent pid from the handle: %d, %v", st.Pid, err)
+	}
+	return st.Pid
 }
