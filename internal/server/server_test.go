@@ -28,6 +28,7 @@ func testConfig(t *testing.T, log *bytes.Buffer) (config.Config, *slog.Logger) {
 	cfg := config.Default()
 	cfg.Listen, cfg.MetricsListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = testutil.DataDir(t)
+	killLeftovers(t, cfg.DataDir)
 	cfg.AgentPath = filepath.Join(bin, "hutch-agent")
 	cfg.Driver = process.Name
 	cfg.WarmPool = 0
