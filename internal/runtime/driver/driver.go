@@ -302,8 +302,9 @@ type Status struct {
 	State  State
 	Detail string
 	// Waited, of a running sandbox, is how long its agent's threads have
-	// waited for a CPU in all (hostproc.Waited); 0 where the driver
-	// cannot tell. The agent check tells a starved agent from a hung
+	// waited for a CPU in all (hostproc.Waited), as Status reports it; 0
+	// where the driver cannot tell, and from Recover, which asks it of
+	// every sandbox at a start and has no use for it. The agent check tells a starved agent from a hung
 	// one by its growth.
 	Waited time.Duration
 }

@@ -17,23 +17,33 @@ func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, e
 		return driver.Status{}, err
 	}
 	d.claimIDs(st.IDBase, st.Dir)
-	return d.Status(ctx, h)
+	return d.status(st), nil
 }
 
-// Status reports whether the sandbox's agent is alive.
+// Status reports whether the sandbox's agent is alive and, if it is, how
+// long its threads have waited for a CPU.
 func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, error) {
 	st, err := decodeState(h)
 	if err != nil {
 		return driver.Status{}, err
 	}
+	s := d.status(st)
+	if s.State == driver.Running {
+		s.Waited, _ = hostproc.Waited(st.Pid) // 0 if it exited since
+	}
+	return s, nil
+}
+
+// status is whether the agent of st is alive, without Waited: recovery,
+// which asks it of every sandbox at a start, has no use for it.
+func (d *Driver) status(st state) driver.Status {
 	if d.alive(st) {
-		waited, _ := hostproc.Waited(st.Pid) // 0 if it exited since
-		return driver.Status{State: driver.Running, Waited: waited}, nil
+		return driver.Status{State: driver.Running}
 	}
 	if _, err := readState(st.Dir); err != nil {
-		return driver.Status{State: driver.Gone, Detail: "sandbox directory is gone"}, nil
+		return driver.Status{State: driver.Gone, Detail: "sandbox directory is gone"}
 	}
-	return driver.Status{State: driver.Stopped, Detail: "agent is not running"}, nil
+	return driver.Status{State: driver.Stopped, Detail: "agent is not running"}
 }
 
 // OOMKills is how many processes of the sandbox the out-of-memory killer
