@@ -44,16 +44,13 @@ func fleet() int {
 	if *storeURL == "" {
 		pg, err := pgtemp.Start(pgtemp.Options{Durable: true})
 		if err == nil {
-			err = pg.Exec("CREATE DATABASE hutch")
-		}
-		if pg != nil {
 			defer pg.Stop()
+			*storeURL, err = pg.CreateDatabase("hutch")
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fleet: a Postgres for the two nodes (or -store-url):", err)
 			return 1
 		}
-		*storeURL = pg.URL("hutch")
 	}
 	if err := run(context.Background(), *agent, *storeURL, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)

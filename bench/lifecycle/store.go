@@ -19,9 +19,9 @@ func startStore(kind string) (url string, stop func(), err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("-store postgres: %w", err)
 	}
-	if err := pg.Exec("CREATE DATABASE hutch"); err != nil {
+	if url, err = pg.CreateDatabase("hutch"); err != nil {
 		pg.Stop()
 		return "", nil, fmt.Errorf("-store postgres: %w", err)
 	}
-	return pg.URL("hutch"), pg.Stop, nil
+	return url, pg.Stop, nil
 }

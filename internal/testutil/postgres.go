@@ -39,15 +39,16 @@ func PostgresURL(t testing.TB) string {
 		t.Fatal(pg.err)
 	}
 	name := "t_" + ids.Token(8)
-	if err := pg.server.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
+	url, err := pg.server.CreateDatabase(name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := pg.server.Exec(`DROP DATABASE ` + name + ` WITH (FORCE)`); err != nil {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
-	return pg.server.URL(name)
+	return url
 }
 
 // RunWithPostgres is the TestMain of a package whose tests call

@@ -183,6 +183,14 @@ func (s *Server) URL(db string) string {
 	return u.String()
 }
 
+// CreateDatabase creates the empty database name and returns its URL.
+func (s *Server) CreateDatabase(name string) (string, error) {
+	if err := s.Exec(`CREATE DATABASE ` + name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.URL(name), nil
+}
+
 // Exec runs a statement on the server's own database (CREATE DATABASE,
 // DROP DATABASE).
 func (s *Server) Exec(sql string) error {
