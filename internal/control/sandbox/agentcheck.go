@@ -78,7 +78,7 @@ func (s *Service) CheckAgent(ctx context.Context, id string) {
 		if !ok {
 			return // answered, or no longer a running sandbox of ours
 		}
-		if p.alive && last.at != (time.Time{}) {
+		if p.alive && !last.at.IsZero() {
 			if since := p.at.Sub(last.at); p.waited-last.waited >= since/starvedShare {
 				giveUp = giveUp.Add(since)
 				s.log.Info("sandbox agent does not answer and waits for a CPU: the host is overloaded; not counted", logattr.Sandbox(id),
