@@ -101,6 +101,9 @@ func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange
 		rt.fail(w, r, ex, pageAppNotFound, "not_found")
 		return
 	}
+	// The request as it came is what another node is forwarded: the
+	// owning node reads the role from the path itself.
+	came := r
 	if ex.role == api.RoleDev {
 		u := *r.URL
 		u.Path = strings.TrimPrefix(u.Path, "/dev")
@@ -147,7 +150,7 @@ func (rt *Router) handleApp(w http.ResponseWriter, r *http.Request, ex *exchange
 		}
 		node = pv.Node
 	}
-	rt.pass(w, r, ex, node)
+	rt.pass(w, came, r, ex, node)
 }
 
 // authorizeApp lets a request in to app a (nil when there is none: then

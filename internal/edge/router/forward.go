@@ -14,15 +14,18 @@ import (
 // credential, re-checking the key by id (hopIn), and proxies it to the
 // sandbox's port.
 
-// pass proxies r to ex's sandbox's port here, or forwards it to node
-// when another node runs the sandbox.
-func (rt *Router) pass(w http.ResponseWriter, r *http.Request, ex *exchange, node string) {
+// pass proxies here to ex's sandbox's port, or forwards came to node
+// when another node runs the sandbox. here is came as this node
+// proxies it (an app's dev request with its /dev prefix stripped);
+// another node is forwarded the request as it came, which it routes by
+// its own reading.
+func (rt *Router) pass(w http.ResponseWriter, came, here *http.Request, ex *exchange, node string) {
 	if f := rt.cfg.Forward; f != nil && node != "" && node != f.Node() {
 		ex.access += "+forwarded"
-		f.Forward(w, r, node, ex.keyID)
+		f.Forward(w, came, node, ex.keyID)
 		return
 	}
-	rt.proxy.ServeHTTP(w, r)
+	rt.proxy.ServeHTTP(w, here)
 }
 
 // hopIn lets in r, which node hop.From let in and forwarded here, as the

@@ -316,7 +316,7 @@ func (rt *Router) handle(w http.ResponseWriter, r *http.Request, ex *exchange) {
 		if upgradeType(r.Header) != "" {
 			rt.noteUpgrade(upgradeTarget{key: t.SandboxID, tenantID: pv.TenantID, sandboxID: t.SandboxID, port: t.Port, what: fmt.Sprintf("port %d", t.Port)})
 		}
-		rt.pass(w, r, ex, pv.Node)
+		rt.pass(w, r, r, ex, pv.Node)
 	}
 }
 
