@@ -23,10 +23,9 @@ import (
 
 // The chaos test's checks after each restart (chaos_test.go).
 
-// check runs after the restart that follows round's kill.
-func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
+// check runs through c after the restart that follows round's kill.
+func (w *chaosWorld) check(c *client.Client, round int, rng *mrand.Rand) {
 	t := w.t
-	c := s.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 	defer cancel()
 	where := fmt.Sprintf("after round %d", round)
@@ -50,7 +49,7 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 		switch sb.State {
 		case api.StateRunning:
 			// Made whole: it joins the load, with nothing acknowledged.
-			w.boxes[sb.ID] = &chaosBox{id: sb.ID, state: api.StateRunning, files: map[string]string{}, procs: map[int]string{}}
+			w.boxes[sb.ID] = &chaosBox{id: sb.ID, node: sb.Node, state: api.StateRunning, files: map[string]string{}, procs: map[int]string{}}
 		case api.StateFailed, api.StateDestroyed:
 		default:
 			t.Errorf("%s: sandbox %s, whose create was cut short, is %s (%s); want running or failed", where, sb.ID, sb.State, sb.Error)
@@ -84,7 +83,7 @@ func (w *chaosWorld) check(s *server, round int, rng *mrand.Rand) {
 	t.Logf("%s: sandboxes %v, %d files, %d processes, %d snapshots acknowledged", where, states, files, procs, len(w.snaps))
 
 	// The records and what is outside the store agree.
-	w.checkLeftovers(s, where, listed)
+	w.checkLeftovers(c, where, listed)
 
 	// What running and paused sandboxes hold, processes and output too;
 	// stopped ones are started for it.
@@ -162,11 +161,45 @@ func (w *chaosWorld) checkFiles(ctx context.Context, c *client.Client, where, id
 	}
 }
 
-// checkLeftovers compares what the store lists with what is outside it:
-// the driver's sandbox directories, the snapshots' files, the cgroups and
-// the agents' processes. listed are the sandboxes as listed (empty: all
-// destroyed).
-func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]api.Sandbox) {
+// checkLeftovers compares what the store lists (through c) with what is
+// outside it, at each node's place: the driver's sandbox directories,
+// the snapshots' files, the cgroups and the agents' processes. listed
+// are the sandboxes as listed (empty: all destroyed).
+func (w *chaosWorld) checkLeftovers(c *client.Client, where string, listed map[string]api.Sandbox) {
+	onDisk := map[string]bool{} // every node's snapshot directories
+	for _, pl := range w.places {
+		mine := map[string]api.Sandbox{}
+		for id, sb := range listed {
+			if pl.node == "" || sb.Node == pl.node {
+				mine[id] = sb
+			}
+		}
+		at := where
+		if pl.node != "" {
+			at += ", node " + pl.node
+		}
+		w.checkPlace(pl, at, mine)
+		ents, _ := os.ReadDir(filepath.Join(pl.dataDir, "snapshots"))
+		for _, e := range ents {
+			onDisk[e.Name()] = true // a copy a crash cut short, too
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := c.ListSnapshots(ctx, "")
+	if err != nil {
+		w.t.Fatalf("%s: list snapshots: %v", where, err)
+	}
+	recorded := map[string]bool{}
+	for _, sn := range list.Snapshots {
+		recorded[sn.ID] = true
+	}
+	diff(w.t, where, "snapshot directories", onDisk, recorded)
+}
+
+// checkPlace is checkLeftovers at one node's place, of the sandboxes
+// listed there.
+func (w *chaosWorld) checkPlace(pl chaosPlace, where string, listed map[string]api.Sandbox) {
 	t := w.t
 	kept := map[string]bool{}   // a directory and cgroups
 	agents := map[string]bool{} // an agent too
@@ -180,7 +213,7 @@ func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]a
 		}
 	}
 
-	nsDir := filepath.Join(s.dataDir, "sandboxes", "namespace")
+	nsDir := filepath.Join(pl.dataDir, "sandboxes", "namespace")
 	ents, err := os.ReadDir(nsDir)
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
@@ -225,26 +258,8 @@ func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]a
 		return len(ents) == 0
 	})
 
-	if ents, err := os.ReadDir(filepath.Join(s.dataDir, "snapshots")); err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		list, err := s.client().ListSnapshots(ctx, "")
-		if err != nil {
-			t.Fatalf("%s: list snapshots: %v", where, err)
-		}
-		recorded := map[string]bool{}
-		for _, sn := range list.Snapshots {
-			recorded[sn.ID] = true
-		}
-		onDisk := map[string]bool{}
-		for _, e := range ents {
-			onDisk[e.Name()] = true // a copy a crash cut short, too
-		}
-		diff(t, where, "snapshot directories", onDisk, recorded)
-	}
-
 	cgroups := map[string]bool{}
-	for _, root := range cgroupRoots(w.parent) {
+	for _, root := range cgroupRoots(pl.parent) {
 		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
 			if e.IsDir() && ids.Valid(e.Name()) {
@@ -254,7 +269,7 @@ func (w *chaosWorld) checkLeftovers(s *server, where string, listed map[string]a
 	}
 	diff(t, where, "sandbox cgroups", cgroups, kept)
 
-	diff(t, where, "sandboxes with processes", sandboxProcesses(w.parent), agents)
+	diff(t, where, "sandboxes with processes", sandboxProcesses(pl.parent), agents)
 }
 
 // diff reports the names in got but not want and those in want but not

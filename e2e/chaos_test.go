@@ -60,7 +60,8 @@ func (s *server) kill() {
 
 // chaosBox is what the test was told about one sandbox.
 type chaosBox struct {
-	id string
+	id   string
+	node string // the node that runs it ("": the one server)
 	// state is the state the last acknowledged call left it in; maybe,
 	// when set, the one the call a kill cut short would have.
 	state, maybe api.SandboxState
@@ -81,11 +82,46 @@ type chaosSnap struct {
 	files       map[string]string
 }
 
+// chaosPlace is where one node keeps its sandboxes: its data directory
+// and its cgroup parent.
+type chaosPlace struct {
+	node            string // "": the one server's, every sandbox
+	dataDir, parent string
+}
+
+// chaosKill is a round's kill of node ("": of the one server). Once it
+// happened, a call through that node, or to a sandbox it runs, may be
+// cut short, and so may a create begun before it (it may have been
+// placed there); every other call is answered.
+type chaosKill struct {
+	node     string
+	happened atomic.Bool
+}
+
+// cuts reports whether a call through via on a sandbox owner runs ("":
+// a create), begun after the kill when late, may have been cut short.
+func (c *chaosKill) cuts(via, owner string, late bool) bool {
+	switch {
+	case !c.happened.Load():
+		return false
+	case c.node == "" || via == c.node || owner == c.node:
+		return true
+	}
+	return owner == "" && !late
+}
+
+// chaosVia is a node the load's calls go through.
+type chaosVia struct {
+	node string
+	c    *client.Client
+}
+
 // chaosWorld is everything acknowledged so far.
 type chaosWorld struct {
 	t         *testing.T
-	parent    string // the cgroup parent of the test's sandboxes
-	snapshots bool   // the driver here can take them
+	places    []chaosPlace
+	snapshots bool   // the driver here can take them, and the load takes them
+	template  string // the image template some creates ask for ("": none)
 
 	mu    sync.Mutex
 	boxes map[string]*chaosBox
@@ -134,7 +170,8 @@ func TestChaos(t *testing.T) {
 		"--memory-low-pct", "0", "--memory-critical-pct", "0"}
 	ctx := context.Background()
 
-	w := &chaosWorld{t: t, parent: parent, boxes: map[string]*chaosBox{}, snaps: map[string]*chaosSnap{}}
+	w := &chaosWorld{t: t, places: []chaosPlace{{dataDir: dataDir, parent: parent}}, template: chaosTemplate,
+		boxes: map[string]*chaosBox{}, snaps: map[string]*chaosSnap{}}
 	// Each server's warnings and errors, for a failure's story.
 	var logs []*fullLog
 	start := func() *server {
@@ -168,9 +205,9 @@ func TestChaos(t *testing.T) {
 	for round := range chaosRounds {
 		load := time.Duration(300+rng.IntN(1200)) * time.Millisecond
 		t.Logf("round %d: load for %v", round, load)
-		w.runLoad(s, round, rng.Uint64(), load)
+		w.runLoad(round, rng.Uint64(), []chaosVia{{c: s.client()}}, &chaosKill{}, s.kill, load, 0)
 		s = start()
-		w.check(s, round, rng)
+		w.check(s.client(), round, rng)
 	}
 
 	// The end: everything destroyed leaves nothing behind.
@@ -185,7 +222,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	w.checkLeftovers(s, "at the end", map[string]api.Sandbox{})
+	w.checkLeftovers(c, "at the end", map[string]api.Sandbox{})
 	snaps, err := c.ListSnapshots(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -214,11 +251,13 @@ func importChaosTemplate(t *testing.T, c *client.Client) {
 	}
 }
 
-// runLoad runs the workers against s for about d, then kills s while
-// they are at work and waits until every worker has stopped.
-func (w *chaosWorld) runLoad(s *server, round int, seed uint64, d time.Duration) {
+// runLoad runs the workers through vias for about d, then kills the
+// node kill names while they are at work (killNode), lets them go on
+// through the other nodes for after, and waits until every worker has
+// stopped.
+func (w *chaosWorld) runLoad(round int, seed uint64, vias []chaosVia, kill *chaosKill, killNode func(), d, after time.Duration) {
 	t := w.t
-	var killed atomic.Bool
+	var stop atomic.Bool
 	owned := make([][]*chaosBox, chaosWorkers)
 	w.mu.Lock()
 	all := make([]string, 0, len(w.boxes))
@@ -236,13 +275,15 @@ func (w *chaosWorld) runLoad(s *server, round int, seed uint64, d time.Duration)
 	var wg sync.WaitGroup
 	workers := make([]*chaosWorker, chaosWorkers)
 	for i := range workers {
-		workers[i] = &chaosWorker{w: w, c: s.client(), round: round, n: i, killed: &killed, boxes: owned[i],
+		workers[i] = &chaosWorker{w: w, vias: vias, round: round, n: i, kill: kill, stop: &stop, boxes: owned[i],
 			rng: mrand.New(mrand.NewPCG(seed, uint64(i)))}
 		wg.Go(workers[i].run)
 	}
 	time.Sleep(d)
-	killed.Store(true)
-	s.kill()
+	kill.happened.Store(true)
+	killNode()
+	time.Sleep(after)
+	stop.Store(true)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -254,35 +295,60 @@ func (w *chaosWorld) runLoad(s *server, round int, seed uint64, d time.Duration)
 	for _, wk := range workers {
 		calls += wk.ops
 	}
-	t.Logf("round %d: %d calls, the server killed", round, calls)
+	t.Logf("round %d: %d calls, node %q killed", round, calls, kill.node)
 }
 
-// chaosWorker acts on its own sandboxes, one call at a time.
+// chaosWorker acts on its own sandboxes, one call at a time, each
+// through one of vias.
 type chaosWorker struct {
-	w      *chaosWorld
-	c      *client.Client
-	round  int
-	n      int
-	killed *atomic.Bool
-	rng    *mrand.Rand
-	boxes  []*chaosBox
-	ops    int
+	w     *chaosWorld
+	vias  []chaosVia
+	round int
+	n     int
+	kill  *chaosKill
+	stop  *atomic.Bool
+	rng   *mrand.Rand
+	boxes []*chaosBox
+	ops   int
+
+	// The call in progress: the node it goes through and its client,
+	// and whether it began after the kill.
+	via  string
+	c    *client.Client
+	late bool
 }
 
 func (k *chaosWorker) run() {
-	for !k.killed.Load() {
+	for !k.stop.Load() && !(k.kill.node == "" && k.kill.happened.Load()) {
 		k.ops++
+		k.through()
 		k.step()
 	}
 }
 
+// through chooses the node the next call goes through: any of vias,
+// once the kill happened any but the node killed.
+func (k *chaosWorker) through() {
+	k.late = k.kill.happened.Load()
+	up := k.vias
+	if k.late {
+		up = slices.DeleteFunc(slices.Clone(up), func(v chaosVia) bool { return v.node == k.kill.node })
+	}
+	v := up[k.rng.IntN(len(up))]
+	k.via, k.c = v.node, v.c
+}
+
 // ack says whether a call was acknowledged and records how it ended: an
-// error once the server is being killed cuts it short, one before is a
-// test error.
+// error the kill may explain cuts it short (chaosKill.cuts), any other
+// is a test error.
 func (k *chaosWorker) ack(what string, b *chaosBox, err error) bool {
+	owner := ""
+	if b != nil {
+		owner = b.node
+	}
 	outcome := "ok"
 	switch {
-	case err != nil && k.killed.Load():
+	case err != nil && k.kill.cuts(k.via, owner, k.late):
 		outcome = "cut short"
 	case err != nil:
 		outcome = "failed"
@@ -290,10 +356,10 @@ func (k *chaosWorker) ack(what string, b *chaosBox, err error) bool {
 		if b != nil {
 			id = b.id
 		}
-		k.w.t.Errorf("round %d worker %d: %s %s with the server up: %v", k.round, k.n, what, id, err)
+		k.w.t.Errorf("round %d worker %d: %s %s through %q with its node up: %v", k.round, k.n, what, id, k.via, err)
 	}
 	if b != nil {
-		b.calls = append(b.calls, fmt.Sprintf("r%d %s %s", k.round, what, outcome))
+		b.calls = append(b.calls, fmt.Sprintf("r%d %s via %q %s", k.round, what, k.via, outcome))
 	}
 	return err == nil
 }
@@ -358,7 +424,7 @@ func (k *chaosWorker) create(ctx context.Context) {
 	req := api.CreateSandboxRequest{Labels: map[string]string{"chaos-round": strconv.Itoa(k.round)}}
 	switch k.rng.IntN(3) {
 	case 0:
-		req.Template = chaosTemplate
+		req.Template = k.w.template
 	case 1:
 		req.TimeoutS, req.OnExpiry = 3600, api.OnExpiryStop
 	}
@@ -369,7 +435,7 @@ func (k *chaosWorker) create(ctx context.Context) {
 	if sb.State != api.StateRunning {
 		k.w.t.Errorf("round %d: create answered %s in state %s", k.round, sb.ID, sb.State)
 	}
-	b := &chaosBox{id: sb.ID, state: api.StateRunning, files: map[string]string{}, procs: map[int]string{}}
+	b := &chaosBox{id: sb.ID, node: sb.Node, state: api.StateRunning, files: map[string]string{}, procs: map[int]string{}}
 	k.w.mu.Lock()
 	k.w.boxes[b.id] = b
 	k.w.mu.Unlock()

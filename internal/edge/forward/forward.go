@@ -157,8 +157,12 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, to, keyID st
 		return
 	}
 	// A stream's request body (stdin) keeps flowing while its response
-	// does.
+	// does. A body the hop did not read to its end (the owner could not
+	// be reached, or answered first) is closed before the handler
+	// returns: the HTTP/1 server reading the rest of a full-duplex body
+	// to keep the connection panics otherwise (golang/go#68560).
 	http.NewResponseController(w).EnableFullDuplex()
+	defer r.Body.Close()
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), destKey{}, dest{to: to, url: u, keyID: keyID})))
 }
 

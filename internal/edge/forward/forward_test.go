@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -308,5 +309,39 @@ func TestLoadKey(t *testing.T) {
 	}
 	if _, err := LoadKey("", dir+"/missing/dir"); err != nil && !errors.Is(err, nil) {
 		t.Fatal(err)
+	}
+}
+
+// TestForwardFailureKeepsConnection: a request with a body forwarded to
+// a node that refuses the connection is answered node_unavailable, and
+// the client's connection serves its next request. (A full-duplex
+// request whose body the hop never read used to panic the server's
+// connection as it made ready for the next request, golang/go#68560:
+// the client's next call on it found it closed.)
+func TestForwardFailureKeepsConnection(t *testing.T) {
+	_, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }))
+	var panicked strings.Builder
+	front.Config.ErrorLog = log.New(&panicked, "", 0)
+	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer hc.CloseIdleConnections()
+	for i := range 20 {
+		to := "gone"
+		if i%2 == 1 {
+			to = "b"
+		}
+		req, _ := http.NewRequest("POST", front.URL+"/v1/sandboxes/x/files", strings.NewReader(strings.Repeat("x", 64<<10)))
+		req.Header.Set("To", to)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("request %d to %s: %v (the server's log: %s)", i, to, err, panicked.String())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := map[string]int{"gone": 503, "b": 200}[to]; resp.StatusCode != want {
+			t.Fatalf("request %d to %s: %d %s, want %d", i, to, resp.StatusCode, body, want)
+		}
+	}
+	if strings.Contains(panicked.String(), "panic") {
+		t.Errorf("the server panicked: %s", panicked.String())
 	}
 }
