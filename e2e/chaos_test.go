@@ -295,7 +295,11 @@ func (w *chaosWorld) runLoad(round int, seed uint64, vias []chaosVia, kill *chao
 	for _, wk := range workers {
 		calls += wk.ops
 	}
-	t.Logf("round %d: %d calls, node %q killed", round, calls, kill.node)
+	killed := "the server"
+	if kill.node != "" {
+		killed = "node " + kill.node
+	}
+	t.Logf("round %d: %d calls, %s killed", round, calls, killed)
 }
 
 // chaosWorker acts on its own sandboxes, one call at a time, each

@@ -13,8 +13,8 @@ import (
 
 // newNodeCmd is `hutch node`.
 func newNodeCmd(e *env) *cobra.Command {
-	return newGroup("node", "List, drain and activate the nodes of the fleet (admin)", "",
-		newNodeLsCmd(e), newNodeDrainCmd(e), newNodeActivateCmd(e))
+	return newGroup("node", "List, drain, activate and remove the nodes of the fleet (admin)", "",
+		newNodeLsCmd(e), newNodeDrainCmd(e), newNodeActivateCmd(e), newNodeRmCmd(e))
 }
 
 // newNodeLsCmd is `hutch node ls`: every node, its state, load and
@@ -112,6 +112,22 @@ func newNodeActivateCmd(e *env) *cobra.Command {
 				return err
 			}
 			return printResult(e, n, n.Name)
+		},
+	}
+}
+
+// newNodeRmCmd is `hutch node rm NAME`: a lost node removed for good.
+func newNodeRmCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove a lost node for good: its sandboxes that are not destroyed fail (any node then destroys them)",
+		Args:  nArgs(1, 1, "use: hutch node rm NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			return removeUntilError(e, args, func(name string) error { return c.RemoveNode(cmd.Context(), name) })
 		},
 	}
 }

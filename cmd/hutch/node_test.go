@@ -13,7 +13,8 @@ import (
 // TestNodeCommands: hutch node ls prints one row per node with its
 // state (and the leases it holds), load, drivers, labels and heartbeat;
 // --json prints the list; hutch node drain sends the deadline in seconds
-// and says what the drain does; hutch node activate ends it.
+// and says what the drain does; hutch node activate ends it; hutch node
+// rm removes one.
 func TestNodeCommands(t *testing.T) {
 	beat := time.Now().Add(-time.Second)
 	deadline := time.Now().Add(10 * time.Minute)
@@ -30,6 +31,9 @@ func TestNodeCommands(t *testing.T) {
 	})
 	mux.HandleFunc("POST /v1/nodes/{name}/activate", func(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusOK, nodes[0])
+	})
+	mux.HandleFunc("DELETE /v1/nodes/{name}", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
 		n := nodes[0]
@@ -69,6 +73,10 @@ func TestNodeCommands(t *testing.T) {
 	out, _, code, reqs = s.run("", "node", "activate", "n1")
 	if code != 0 || strings.TrimSpace(out) != "n1" || !slices.Equal(reqs, []string{"POST /v1/nodes/n1/activate"}) {
 		t.Errorf("hutch node activate n1 = %d, %q after %q", code, out, reqs)
+	}
+	out, _, code, reqs = s.run("", "node", "rm", "n2")
+	if code != 0 || strings.TrimSpace(out) != "n2" || !slices.Equal(reqs, []string{"DELETE /v1/nodes/n2"}) {
+		t.Errorf("hutch node rm n2 = %d, %q after %q", code, out, reqs)
 	}
 	if _, _, code, _ := s.run("", "node", "drain"); code != 2 {
 		t.Errorf("hutch node drain without a name exited %d, want 2", code)

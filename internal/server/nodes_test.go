@@ -220,6 +220,40 @@ func TestNodes(t *testing.T) {
 	wantCode(t, "GET /v1/nodes/nobody", err, 404, "node_not_found")
 	err = cb.RemoveNode(ctx, "node-a")
 	wantCode(t, "DELETE /v1/nodes/node-a while it heartbeats", err, 409, "node_not_lost")
+
+	// node-a goes for good, with a running sandbox and a stopped one:
+	// removed, both fail (out of the quotas), and node-b destroys them.
+	running, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil || running.Node != "node-a" {
+		t.Fatalf("a create through node-a: %+v, %v", running, err)
+	}
+	a.Shutdown(ctx)
+	eventually(t, lostWithin, "node-a lost again", func() error {
+		if st, _, err := nodeState(ctx, cb, "node-a"); err != nil || st != api.NodeLost {
+			return errors.New("node-a is " + st)
+		}
+		return nil
+	})
+	if err := cb.RemoveNode(ctx, "node-a"); err != nil {
+		t.Fatalf("DELETE /v1/nodes/node-a once lost: %v", err)
+	}
+	if l, err := cb.Nodes(ctx); err != nil || len(l.Nodes) != 1 || l.Nodes[0].Name != "node-b" {
+		t.Errorf("nodes after node-a's removal: %+v, %v", l, err)
+	}
+	for _, id := range []string{sb.ID, running.ID} {
+		got, err := cb.GetSandbox(ctx, id)
+		if err != nil || got.State != api.StateFailed || got.Error != "its node node-a was removed" || got.Node != "" {
+			t.Fatalf("sandbox %s of the removed node: %+v, %v; want failed, of no node", id, got, err)
+		}
+		if err := cb.DeleteSandbox(ctx, id); err != nil {
+			t.Fatalf("destroy %s of the removed node through node-b: %v", id, err)
+		}
+		if got, err := cb.GetSandbox(ctx, id); err != nil || got.State != api.StateDestroyed {
+			t.Errorf("sandbox %s after its destroy: %+v, %v", id, got, err)
+		}
+	}
+	err = cb.RemoveNode(ctx, "node-a")
+	wantCode(t, "DELETE /v1/nodes/node-a again", err, 404, "node_not_found")
 }
 
 // startServer starts a server of cfg, shut down when t ends.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -90,9 +91,11 @@ func (n *Node) Activate(ctx context.Context, name string) (api.Node, error) {
 	return n.Get(ctx, name)
 }
 
-// Remove removes a lost node's row, for a node gone for good; its
-// sandboxes' records stay, unavailable. A node not lost is 409
-// node_not_lost: drain it and stop it first.
+// Remove removes a lost node for good: its sandboxes that are neither
+// destroyed nor failed are failed first (sandbox.Service.Abandon: they
+// no longer count against quotas, and any node destroys them), then its
+// row goes. A node not lost is 409 node_not_lost: drain it and stop it
+// first. A Remove cut short is done again by the next.
 func (n *Node) Remove(ctx context.Context, name string) error {
 	nd, err := n.cfg.Store.GetNode(ctx, name)
 	if err != nil {
@@ -101,7 +104,16 @@ func (n *Node) Remove(ctx context.Context, name string) error {
 	if !nd.Lost() {
 		return errdefs.Conflict("node_not_lost", "node %s heartbeat %s ago and is not lost: stop it before removing it", name, nd.HeartbeatAge.Round(time.Second))
 	}
-	return n.cfg.Store.DeleteNode(ctx, name)
+	// Every tenant's sandboxes: the caller is an admin of the fleet.
+	failed, err := n.cfg.Sandboxes.Abandon(tenancy.System(ctx), name)
+	if err != nil {
+		return err
+	}
+	if err := n.cfg.Store.DeleteNode(ctx, name); err != nil {
+		return err
+	}
+	n.log.Warn("node removed: its sandboxes failed", "removed", name, "sandboxes", failed)
+	return nil
 }
 
 // toAPI shows a node's row, with the leases it holds.

@@ -12,7 +12,8 @@ import (
 
 // What the service does for the fleet (internal/control/nodes): the
 // load this node reports, the creates a draining node refuses, the
-// sandboxes of a lost node marked unavailable, and a drain's stops.
+// sandboxes of a lost node marked unavailable, those of a node removed
+// for good failed, and a drain's stops.
 
 // ReasonDrain is the "reason" of the stop of a sandbox its node's drain
 // reached the deadline of.
@@ -145,4 +146,61 @@ func (s *Service) StopForDrain(ctx context.Context, id string) {
 		return
 	}
 	s.log.Info("sandbox stopped for its node's drain", logattr.Sandbox(id), logattr.Tenant(rec.TenantID))
+}
+
+// Abandon fails every sandbox of node that is neither destroyed nor
+// failed, each under its lock: node was removed for good
+// (nodes.Node.Remove), so nothing of them can be reached again. Each
+// keeps its record and events but no longer counts against its
+// tenant's quotas; it is left with no node and no driver handle, so that
+// any node destroys its record (its files and processes went with its
+// node's machine; should that node ever start again, its sweep removes
+// what is left there). It returns how many it failed.
+func (s *Service) Abandon(ctx context.Context, node string) (int, error) {
+	if node == "" || node == s.cfg.Node {
+		return 0, errdefs.Invalid("node_not_removable", "node %q cannot abandon its own sandboxes", node)
+	}
+	recs, err := s.store.AllSandboxes(ctx, abandonable...)
+	if err != nil {
+		return 0, fmt.Errorf("abandon node %s: %w", node, err)
+	}
+	why := fmt.Sprintf("its node %s was removed", node)
+	n := 0
+	for _, rec := range recs {
+		if rec.Node != node {
+			continue
+		}
+		if err := s.abandon(ctx, rec.ID, node, why); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// abandonable are the states OpAbandon leaves from.
+var abandonable = func() []api.SandboxState {
+	e, _ := edgeOf(OpAbandon, failed)
+	return e.from
+}()
+
+// abandon fails sandbox id of node for Abandon, if it is still node's.
+func (s *Service) abandon(ctx context.Context, id, node, why string) error {
+	unlock := s.locks.Lock(id)
+	defer unlock()
+	rec, err := s.store.GetSandbox(ctx, id)
+	if err != nil || rec.Node != node {
+		return nil
+	}
+	rec, err = s.transition(ctx, id, OpAbandon, api.StateFailed, func(sb *store.Sandbox) {
+		sb.Error, sb.Node, sb.Handle = why, "", nil
+	})
+	if errdefs.HasCode(err, "sandbox_state_conflict") {
+		return nil // destroyed or failed meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("abandon sandbox %s: %w", id, err)
+	}
+	s.emitFailed(ctx, rec, why)
+	return nil
 }

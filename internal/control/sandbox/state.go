@@ -35,6 +35,7 @@ const (
 	OpFail    Op = "fail"
 	OpRecover Op = "recover"
 	OpLose    Op = "lose"
+	OpAbandon Op = "abandon"
 
 	// Operations that leave the state as they find it (needs).
 	OpSnapshot  Op = "snapshot"
@@ -90,6 +91,7 @@ var table = []edge{
 	{OpRecover, states(starting, running, stopping, lostS), running, "after a restart (or its node's return) its agent answers again"},
 	{OpRecover, states(starting, running, stopping, pausedS, lostS), stopped, "after a restart its agent is gone, or it could not be frozen again"},
 	{OpRecover, states(lostS), pausedS, "its node, cut off from the store, returned with it frozen"},
+	{OpAbandon, states(creating, starting, running, pausedS, stopping, stopped, destroying, lostS), failed, "its node was removed for good: nothing of it can be reached"},
 	{OpRecover, states(destroying), failed, "a restart cut its destroy short; the destroy is done again"},
 }
 
