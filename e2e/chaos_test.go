@@ -212,17 +212,7 @@ func TestChaos(t *testing.T) {
 
 	// The end: everything destroyed leaves nothing behind.
 	c := s.client()
-	for sb, err := range c.AllSandboxes(ctx, client.ListOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sb.State != api.StateDestroyed {
-			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
-				t.Errorf("destroy %s (%s): %v", sb.ID, sb.State, err)
-			}
-		}
-	}
-	w.checkLeftovers(c, "at the end", map[string]api.Sandbox{})
+	w.destroyAll(c)
 	snaps, err := c.ListSnapshots(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -557,6 +547,23 @@ func (k *chaosWorker) move(ctx context.Context, b *chaosBox, verb string, to api
 
 func (k *chaosWorker) destroy(ctx context.Context, id string) (*api.Sandbox, error) {
 	return nil, k.c.DeleteSandbox(ctx, id)
+}
+
+// destroyAll destroys every sandbox through c and checks that nothing of
+// them is left.
+func (w *chaosWorld) destroyAll(c *client.Client) {
+	ctx := w.t.Context()
+	for sb, err := range c.AllSandboxes(ctx, client.ListOptions{}) {
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if sb.State != api.StateDestroyed {
+			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+				w.t.Errorf("destroy %s (%s): %v", sb.ID, sb.State, err)
+			}
+		}
+	}
+	w.checkLeftovers(c, "at the end", map[string]api.Sandbox{})
 }
 
 func randHex(n int) string {

@@ -64,19 +64,7 @@ func TestFleetChaos(t *testing.T) {
 	}
 
 	// The end: everything destroyed leaves nothing behind on either node.
-	c := f.nodes["a"].client()
-	ctx := t.Context()
-	for sb, err := range c.AllSandboxes(ctx, client.ListOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sb.State != api.StateDestroyed {
-			if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
-				t.Errorf("destroy %s (%s): %v", sb.ID, sb.State, err)
-			}
-		}
-	}
-	w.checkLeftovers(c, "at the end", map[string]api.Sandbox{})
+	w.destroyAll(f.nodes["a"].client())
 }
 
 // checkSurvivor runs while the node other than survivor is dead: the
