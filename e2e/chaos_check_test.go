@@ -65,13 +65,13 @@ func (w *chaosWorld) check(c *client.Client, round int, rng *mrand.Rand) {
 			t.Errorf("%s: acknowledged sandbox %s is not listed", where, id)
 			continue
 		}
-		if sb.State != b.state && (b.maybe == "" || sb.State != b.maybe) {
-			t.Errorf("%s: sandbox %s is %s (%s); acknowledged %s, maybe %q; calls %q", where, id, sb.State, sb.Error, b.state, b.maybe, b.calls)
+		if !b.is(sb.State) {
+			t.Errorf("%s: sandbox %s is %s (%s); acknowledged %s, maybe %v; calls %q", where, id, sb.State, sb.Error, b.state, b.maybe, b.calls)
 		}
 		if sb.State != api.StateRunning && sb.State != api.StatePaused {
 			clear(b.procs) // they went with its agent
 		}
-		b.state, b.maybe = sb.State, ""
+		b.settle(sb.State)
 	}
 
 	states, files, procs := map[api.SandboxState]int{}, 0, 0

@@ -63,13 +63,27 @@ type chaosBox struct {
 	id   string
 	node string // the node that runs it ("": the one server)
 	// state is the state the last acknowledged call left it in; maybe,
-	// when set, the one the call a kill cut short would have.
-	state, maybe api.SandboxState
+	// those the calls a kill cut short since would have (in a fleet,
+	// every call to a dead node's sandbox is).
+	state api.SandboxState
+	maybe []api.SandboxState
 	files        map[string]string // path → content, each write acknowledged
 	procs        map[int]string    // counter process → the output seen of it
 	n            int               // names files
 	calls        []string          // the calls made on it and how each ended, for a failure's story
 }
+
+// may notes that a call under way may leave b in state.
+func (b *chaosBox) may(state api.SandboxState) { b.maybe = append(b.maybe, state) }
+
+// is reports whether b may be in state: the acknowledged one, or one a
+// call cut short may have left it in.
+func (b *chaosBox) is(state api.SandboxState) bool {
+	return state == b.state || slices.Contains(b.maybe, state)
+}
+
+// settle notes that an acknowledged call left b in state.
+func (b *chaosBox) settle(state api.SandboxState) { b.state, b.maybe = state, nil }
 
 func (b *chaosBox) live() bool {
 	return b.state != api.StateDestroyed && b.state != api.StateFailed
@@ -450,7 +464,7 @@ func (k *chaosWorker) write(ctx context.Context, b *chaosBox, exec bool) {
 		return
 	}
 	if b.state == api.StatePaused {
-		b.maybe = api.StateRunning // a call resumes a paused sandbox
+		b.may(api.StateRunning) // a call resumes a paused sandbox
 	}
 	var err error
 	var res *api.ExecResult
@@ -468,7 +482,7 @@ func (k *chaosWorker) write(ctx context.Context, b *chaosBox, exec bool) {
 	if !k.ack(what, b, err) {
 		return
 	}
-	b.state, b.maybe = api.StateRunning, ""
+	b.settle(api.StateRunning)
 	if res != nil && res.ExitCode != 0 {
 		k.w.t.Errorf("round %d: exec in %s exited %d: %q", k.round, b.id, res.ExitCode, res.Stderr)
 		return
@@ -527,7 +541,8 @@ func (k *chaosWorker) move(ctx context.Context, b *chaosBox, verb string, to api
 	if b == nil {
 		return
 	}
-	b.maybe = to
+	before := len(b.maybe)
+	b.may(to)
 	if to == api.StateStopped || to == api.StateDestroyed {
 		clear(b.procs) // one cut short may have ended them
 	}
@@ -537,11 +552,11 @@ func (k *chaosWorker) move(ctx context.Context, b *chaosBox, verb string, to api
 		// thawed again and runs on, as the API says.
 		k.w.t.Logf("round %d: pause %s: %v", k.round, b.id, err)
 		b.calls = append(b.calls, fmt.Sprintf("r%d pause refused", k.round))
-		b.maybe = ""
+		b.maybe = b.maybe[:before]
 		return
 	}
 	if k.ack(verb, b, err) {
-		b.state, b.maybe = to, ""
+		b.settle(to)
 	}
 }
 

@@ -97,8 +97,8 @@ func (w *chaosWorld) checkSurvivor(f *twoNodes, survivor string, round int, wait
 			continue
 		case b.node != survivor:
 			continue
-		case sb.State != b.state && (b.maybe == "" || sb.State != b.maybe):
-			t.Errorf("%s: its sandbox %s is %s (%s); acknowledged %s, maybe %q; calls %q", where, id, sb.State, sb.Error, b.state, b.maybe, b.calls)
+		case !b.is(sb.State):
+			t.Errorf("%s: its sandbox %s is %s (%s); acknowledged %s, maybe %v; calls %q", where, id, sb.State, sb.Error, b.state, b.maybe, b.calls)
 			continue
 		case sb.State != api.StateRunning:
 			continue
