@@ -267,6 +267,10 @@ func checkRevoke(t *testing.T, f *twoNodes, box map[string]api.Sandbox) {
 		case <-time.After(10 * time.Second): // a hang guard; the figure is logged above
 			t.Errorf("the key's stream through b to %s's sandbox still open 10 s after the revocation on a", on)
 		}
+	}
+	// Both streams ended: b has heard of the revocation (the one to a's
+	// sandbox may have ended first, by a's own).
+	for _, on := range fleetNodes {
 		if _, err := viaB.GetSandbox(ctx, box[on].ID); client.Code(err) != "invalid_api_key" {
 			t.Errorf("the revoked key through b on %s's sandbox: %v, want it refused", on, err)
 		}
