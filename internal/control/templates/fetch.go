@@ -172,6 +172,9 @@ func (s *Service) fetchBlob(ctx context.Context, node string, t *store.Template,
 		return err
 	}
 	defer rc.Close()
+	// A read that waits on a node gone quiet ends with ctx.
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
 	base := p.done
 	return s.layers.keepBlob(b.Digest, b.Size, rc, func(n int64) { p.at(base + n) })
 }
