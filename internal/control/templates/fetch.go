@@ -106,18 +106,18 @@ func (s *Service) fetchable(t *store.Template) error {
 	case s.cfg.Peers == nil || s.cfg.Node == "":
 		return errdefs.Unavailable("template_unavailable", "template %q's layers are not on this node, and it fetches from no other (no shared store or cluster key)", t.Name)
 	case slices.ContainsFunc(t.Layers, func(d string) bool { return strings.HasPrefix(d, snapPrefix) }):
-		return errdefs.New(errdefs.ErrUnsupported, "template_not_fetchable",
+		return errdefs.Conflict("template_not_fetchable",
 			"template %q was made from a snapshot, whose files are on node(s) %s only; create its sandboxes there (node_labels)", t.Name, strings.Join(t.Nodes, ", "))
 	case len(t.Blobs) == 0:
-		return errdefs.New(errdefs.ErrUnsupported, "template_not_fetchable",
+		return errdefs.Conflict("template_not_fetchable",
 			"template %q was made before nodes kept the blobs they fetch from one another; make it again to use it on every node", t.Name)
 	case s.layers.Shared() != (t.Flat == ""):
-		return errdefs.New(errdefs.ErrUnsupported, "template_not_fetchable",
+		return errdefs.Conflict("template_not_fetchable",
 			"template %q was unpacked for a driver that shares layers=%v, this node's %v (run every node as root, or none)", t.Name, t.Flat == "", s.layers.Shared())
 	}
 	for _, b := range t.Blobs {
 		if checkDiffID(b.Digest) != nil || checkDiffID(b.DiffID) != nil {
-			return errdefs.Invalid("template_not_fetchable", "template %q's record names a layer that is not a sha256 digest", t.Name)
+			return errdefs.Conflict("template_not_fetchable", "template %q's record names a layer that is not a sha256 digest", t.Name)
 		}
 	}
 	return nil
