@@ -210,6 +210,10 @@ func (l *Layers) unpackFlatAs(ctx context.Context, img *image.Image, id string) 
 	}
 	dst := l.flat(id)
 	tmp := filepath.Join(l.root, flatDir, ".partial-"+id)
+	// What a crash left of an earlier try at the same id (a fetch's).
+	if err := layer.RemoveAll(tmp); err != nil {
+		return "", 0, err
+	}
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return "", 0, fmt.Errorf("layer store: %w", err)
 	}
