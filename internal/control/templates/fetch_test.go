@@ -1,9 +1,11 @@
 package templates_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +56,7 @@ type nodes struct {
 	st   store.Store
 	ctx  context.Context
 	dirB string
+	logB *bytes.Buffer // b's log, JSON
 }
 
 func twoNodes(t *testing.T, peers *peerNodes, timeout time.Duration) nodes {
@@ -69,17 +72,17 @@ func twoNodes(t *testing.T, peers *peerNodes, timeout time.Duration) nodes {
 	}
 	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "k", Role: api.RoleMember})
 	ev := events.New(st, events.Config{})
-	open := func(node string, peers templates.Peers) (*templates.Service, string) {
+	n := nodes{st: st, ctx: ctx, logB: &bytes.Buffer{}}
+	open := func(node string, peers templates.Peers, log *slog.Logger) (*templates.Service, string) {
 		dir := filepath.Join(t.TempDir(), "layers")
-		svc, err := templates.New(templates.Config{Dir: dir, Node: node, Peers: peers, FetchTimeout: timeout}, st, nil, ev, nil)
+		svc, err := templates.New(templates.Config{Dir: dir, Node: node, Peers: peers, FetchTimeout: timeout}, st, nil, ev, log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return svc, dir
 	}
-	n := nodes{st: st, ctx: ctx}
-	n.a, _ = open("a", nil)
-	n.b, n.dirB = open("b", peers)
+	n.a, _ = open("a", nil, nil)
+	n.b, n.dirB = open("b", peers, slog.New(slog.NewJSONHandler(n.logB, nil)))
 	peers.nodes = map[string]*templates.Service{"a": n.a}
 	return n
 }
@@ -141,6 +144,11 @@ func TestFetchOnce(t *testing.T) {
 	}
 	if tm, err := n.st.GetTemplate(ctx, "bb"); err != nil || !slices.Equal(tm.Nodes, []string{"a", "b"}) {
 		t.Errorf("the template's nodes: %+v, %v; want a and b", tm, err)
+	}
+	for _, msg := range []string{`"msg":"template fetch started","tenant.id"`, `"msg":"template fetched","tenant.id"`} {
+		if strings.Count(n.logB.String(), msg) != 1 {
+			t.Errorf("b's log has not once %s:\n%s", msg, n.logB)
+		}
 	}
 }
 
