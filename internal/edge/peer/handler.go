@@ -27,8 +27,11 @@ type Blobs interface {
 // signed as its own (forward.NodeCall), and passes every other request
 // to next as it came: a client's, or one forwarded for a client (a
 // preview's path may be anything). blobs nil (this node keeps no
-// templates) answers the blob calls 404.
+// templates) answers the blob calls 404; log nil logs nothing.
 func Mount(next http.Handler, blobs Blobs, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+Prefix+"tenants/{tenant}/templates/{name}/blobs/{hex}", blobHandler(blobs, log))
 	mux.Handle(Prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
