@@ -12,6 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/placement"
 	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/httpapi"
+	"github.com/hutchdev/hutch/internal/edge/peer"
 )
 
 // openAPI builds the /v1 handler. Its closer waits for the API's
@@ -84,7 +85,12 @@ func (p *parts) placement() httpapi.Placement {
 // serveAll serves the API, previews, apps and the E2B layer on the API's
 // listener, and the metrics on theirs.
 func (s *Server) serveAll(_ context.Context, p *parts) error {
-	s.serve(p.ln, p.forward.Accept(withE2B(p.e2b, s.cfg.PreviewDomain, p.previews.Wrap, p.api)))
+	// A nil *Service must not become a non-nil interface.
+	var blobs peer.Blobs
+	if p.templates != nil {
+		blobs = p.templates
+	}
+	s.serve(p.ln, p.forward.Accept(peer.Mount(withE2B(p.e2b, s.cfg.PreviewDomain, p.previews.Wrap, p.api), blobs, s.log)))
 	s.serveMetrics(p.metricsLn, p.metrics)
 	return nil
 }

@@ -25,6 +25,10 @@ type Templates interface {
 	// unless a sandbox of the tenant not yet destroyed, or a snapshot,
 	// names it (code "template_in_use"), checked in the same transaction.
 	DeleteTemplate(ctx context.Context, name string) error
+	// AddTemplateNode records that node's layer store holds the caller's
+	// tenant's template name (another node fetched its layers); recording
+	// it again is no error.
+	AddTemplateNode(ctx context.Context, name, node string) error
 	// DeleteTemplatesByTenant deletes every template record of tenantID
 	// left and returns how many; the layer store's collection removes what
 	// they named. System only: a tenant's deletion, once its sandboxes and
@@ -52,8 +56,25 @@ type Template struct {
 	// Base is "host" for a template made from a snapshot of a sandbox of
 	// the host template: its layers lie over the host template. "" for an
 	// image's.
-	Base      string
+	Base string
+	// Blobs are the image's layers as its source stored them (compressed),
+	// bottom first, kept by the node that made the template beside their
+	// unpacked form: another node of a fleet fetches them from it and
+	// checks each against its digests. None for a template made from a
+	// snapshot, or made before blobs were kept.
+	Blobs []TemplateBlob
+	// Nodes are the nodes whose layer stores hold the template's layers,
+	// by name: CreateTemplate records those it is given (the node that
+	// made it), AddTemplateNode each node that fetched them since.
+	Nodes     []string
 	CreatedAt time.Time
+}
+
+// TemplateBlob is one layer of an image as stored in its source.
+type TemplateBlob struct {
+	Digest string `json:"digest"`  // "sha256:<hex>" of the blob
+	DiffID string `json:"diff_id"` // "sha256:<hex>" of the uncompressed tar
+	Size   int64  `json:"size"`    // the blob's bytes
 }
 
 // CheckTemplateName validates a template's name: as a secret's, and never
@@ -81,6 +102,11 @@ func CheckTemplate(t *Template) error {
 	if t.Base != "" && t.Base != api.HostTemplate {
 		return errdefs.Invalid("invalid_template", "a template's base is %q or none", api.HostTemplate)
 	}
+	for _, n := range t.Nodes {
+		if err := CheckNode(Node{Name: n}); err != nil {
+			return err
+		}
+	}
 	if t.Digest == "" || (len(t.Layers) == 0 && t.Flat == "") {
 		return errdefs.Invalid("invalid_template", "a template needs its image's digest and its layers")
 	}
@@ -103,4 +129,21 @@ func TemplateExists(name string) error {
 // start from.
 func TemplateInUse(name string, n int) error {
 	return errdefs.Conflict("template_in_use", "template %q is the root of %d sandbox(es) not destroyed and snapshot(s); destroy or delete them first", name, n)
+}
+
+// OrEmpty is s, or an empty slice for nil: a JSON column's [] rather
+// than null.
+func OrEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// OrNil is s, or nil when it is empty: a record read as it was written.
+func OrNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

@@ -31,6 +31,8 @@ import (
 //	                   cannot be shared (see Layers.Shared)
 //	  snap/<id>/       a sandbox's files copied from a snapshot: a layer in
 //	                   overlayfs's form with the sandbox's own ids
+//	  blobs/<hex>      a layer as its image stored it (compressed), by
+//	                   digest: what other nodes fetch (blobs.go)
 //	  incoming/        uploads on their way in
 //
 // A sandbox never writes here: its root is an overlay whose upper layer
@@ -41,6 +43,9 @@ const (
 	snapDir     = "snap"
 	incomingDir = "incoming"
 )
+
+// blobPrefix names a blob in collect's keep set (its digest follows).
+const blobPrefix = "blob:"
 
 // snapPrefix names, in a template's layers, a layer copied from a
 // snapshot (snap/<id>), which has no diff id.
@@ -72,7 +77,7 @@ type layerMeta struct {
 
 // openLayers makes the store's directories under root.
 func openLayers(root string, shared bool, maxBytes int64) (*Layers, error) {
-	for _, d := range []string{root, filepath.Join(root, sharedDir), filepath.Join(root, flatDir), filepath.Join(root, snapDir), filepath.Join(root, incomingDir)} {
+	for _, d := range []string{root, filepath.Join(root, sharedDir), filepath.Join(root, flatDir), filepath.Join(root, snapDir), filepath.Join(root, blobDir), filepath.Join(root, incomingDir)} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("layer store: %w", err)
 		}
@@ -193,10 +198,22 @@ func (l *Layers) waitMeta(diffID string) (layerMeta, error) {
 
 // unpackFlat applies every layer of img, bottom first, into one new tree
 // and returns its id and size.
-func (l *Layers) unpackFlat(ctx context.Context, img *image.Image) (_ string, _ int64, retErr error) {
-	id := ids.New()
+func (l *Layers) unpackFlat(ctx context.Context, img *image.Image) (string, int64, error) {
+	return l.unpackFlatAs(ctx, img, ids.New())
+}
+
+// unpackFlatAs is unpackFlat into the tree id: a template fetched from
+// another node keeps the flat id its record names.
+func (l *Layers) unpackFlatAs(ctx context.Context, img *image.Image, id string) (_ string, _ int64, retErr error) {
+	if !ids.Valid(id) {
+		return "", 0, errdefs.Invalid("image_invalid", "flattened image id %q is not an id", id)
+	}
 	dst := l.flat(id)
 	tmp := filepath.Join(l.root, flatDir, ".partial-"+id)
+	// What a crash left of an earlier try at the same id (a fetch's).
+	if err := layer.RemoveAll(tmp); err != nil {
+		return "", 0, err
+	}
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return "", 0, fmt.Errorf("layer store: %w", err)
 	}
@@ -228,7 +245,7 @@ func (l *Layers) unpackFlat(ctx context.Context, img *image.Image) (_ string, _ 
 // name (diff ids and flat ids), and what a crash left half-made.
 func (l *Layers) collect(keep map[string]bool) (removed []string, err error) {
 	var errs []error
-	for _, sub := range []string{sharedDir, flatDir, snapDir} {
+	for _, sub := range []string{sharedDir, flatDir, snapDir, blobDir} {
 		ents, err := os.ReadDir(filepath.Join(l.root, sub))
 		if err != nil {
 			return removed, fmt.Errorf("layer store: %w", err)
@@ -241,6 +258,8 @@ func (l *Layers) collect(keep map[string]bool) (removed []string, err error) {
 				key = "sha256:" + strings.TrimSuffix(name, ".json")
 			case snapDir:
 				key = snapPrefix + name
+			case blobDir:
+				key = blobPrefix + "sha256:" + name
 			}
 			if keep[key] {
 				continue

@@ -86,6 +86,16 @@ type Config struct {
 	// count, its bytes among the tenant's templates' and on the tenant's
 	// disk); nil admits every one.
 	Quotas *quota.Service
+	// Node is this node's name, recorded among the nodes that hold each
+	// template made or fetched here.
+	Node string
+	// Peers fetches a template's blobs from the node that holds them
+	// when this node lacks them (fetch.go); nil fetches nothing, and a
+	// template whose layers are elsewhere is 503 template_unavailable.
+	Peers Peers
+	// FetchTimeout bounds fetching one template from another node; zero
+	// means DefaultFetchTimeout.
+	FetchTimeout time.Duration
 }
 
 // Service imports, lists, resolves and deletes templates. Every call acts
@@ -99,6 +109,8 @@ type Service struct {
 	log     *slog.Logger
 	client  *http.Client
 
+	// fetching holds one fetch per template at a time.
+	fetching *keyLock
 	// gc is held shared by imports (from the first layer unpacked to the
 	// record written) and exclusively by collection.
 	gc sync.RWMutex
@@ -113,6 +125,9 @@ func New(cfg Config, st Store, secrets RegistrySecrets, events events.Appender, 
 	if cfg.MaxLayerBytes <= 0 {
 		cfg.MaxLayerBytes = DefaultMaxLayerBytes
 	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = DefaultFetchTimeout
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -121,7 +136,7 @@ func New(cfg Config, st Store, secrets RegistrySecrets, events events.Appender, 
 		return nil, err
 	}
 	return &Service{cfg: cfg, store: st, layers: layers, secrets: secrets, events: events, log: log,
-		client: cfg.Registries.client()}, nil
+		client: cfg.Registries.client(), fetching: newKeyLock()}, nil
 }
 
 // Pull makes the template req.Name from the image req.Ref. A password
@@ -185,7 +200,8 @@ func (s *Service) fromSnapshot(ctx context.Context, name, snapshotID string) (*s
 	if err := s.diskCheck(); err != nil {
 		return nil, err
 	}
-	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID}
+	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID,
+		Nodes: s.nodes()}
 	if snap.Template == api.HostTemplate {
 		t.Base = api.HostTemplate
 	} else {
@@ -283,8 +299,13 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 	t := &store.Template{Name: name, Source: source, Digest: img.Digest, Config: api.ImageConfig{
 		Env: img.Config.Env, WorkingDir: img.Config.WorkingDir, User: img.Config.User,
 		Entrypoint: img.Config.Entrypoint, Cmd: img.Config.Cmd,
-	}}
+	}, Nodes: s.nodes()}
 	start := time.Now()
+	// The blobs first, as the source stored them: unpacking reads these
+	// copies, and other nodes fetch them from here.
+	if t.Blobs, err = s.layers.keepBlobs(ctx, img); err != nil {
+		return nil, err
+	}
 	if s.layers.Shared() {
 		for _, ly := range img.Layers {
 			t.Layers = append(t.Layers, ly.DiffID)
@@ -309,6 +330,14 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 		"layers", len(img.Layers), "bytes", t.Bytes, "took", time.Since(start).Round(time.Millisecond))
 	s.emit(ctx, t, api.EventTemplateCreated, "created from "+source)
 	return t, nil
+}
+
+// nodes are the nodes a template made here is held by: this one.
+func (s *Service) nodes() []string {
+	if s.cfg.Node == "" {
+		return nil
+	}
+	return []string{s.cfg.Node}
 }
 
 // admit admits a new template of the caller's tenant, of about bytes.
@@ -396,6 +425,9 @@ func (s *Service) Collect(ctx context.Context) ([]string, error) {
 	}
 	keep := map[string]bool{}
 	for _, t := range all {
+		for _, b := range t.Blobs {
+			keep[blobPrefix+b.Digest] = true
+		}
 		for _, d := range t.Layers {
 			keep[d] = true
 		}
@@ -411,10 +443,14 @@ func (s *Service) Collect(ctx context.Context) ([]string, error) {
 }
 
 // Resolve returns what the driver needs to start a sandbox from the
-// caller's template name.
+// caller's template name, fetching its layers from another node of the
+// fleet first when this node lacks them (fetch.go).
 func (s *Service) Resolve(ctx context.Context, name string) (*driver.Image, error) {
 	t, err := s.store.GetTemplate(ctx, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.ensure(ctx, t); err != nil {
 		return nil, err
 	}
 	dirs := s.layers.Dirs(t.Layers, t.Flat)

@@ -105,7 +105,9 @@ func (a *API) routes() []route {
 		{method: "DELETE", pattern: "/v1/apps/{id}/config/{key}", handler: withService(a, a.apps, a.deleteConfig)},
 		{method: "GET", pattern: "/v1/apps/{id}/events", handler: withService(a, a.apps, a.listAppEvents), query: []string{"after", "type", "limit"}, long: true, role: api.RoleReader},
 
-		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox},
+		// Long: the first create of a template on a node of a fleet waits
+		// for its layers from another node (--template-fetch-timeout).
+		{method: "POST", pattern: "/v1/sandboxes", handler: a.createSandbox, long: true},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/timeout", handler: a.setTimeout},
 		{method: "POST", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.createSnapshot, long: true},
 		{method: "GET", pattern: "/v1/sandboxes/{id}/snapshots", handler: a.listSandboxSnapshots, role: api.RoleReader, anyNode: true},

@@ -79,6 +79,11 @@ type Config struct {
 	// MaxImageBytes bounds an uploaded image archive and each layer of an
 	// image, compressed and unpacked.
 	MaxImageBytes int64
+	// TemplateFetchTimeout bounds fetching a template's layers from
+	// another node of a fleet; TemplateCollectEvery is how often a node of
+	// a fleet collects the layers of templates deleted through another.
+	TemplateFetchTimeout time.Duration
+	TemplateCollectEvery time.Duration
 
 	DefaultLimits  api.Limits
 	MaxLimits      api.Limits
@@ -182,6 +187,8 @@ func Default() Config {
 		MaxBodyBytes:         1 << 20,
 		MaxSecretBytes:       64 << 10,
 		MaxImageBytes:        8 << 30,
+		TemplateFetchTimeout: 10 * time.Minute,
+		TemplateCollectEvery: time.Minute,
 		DefaultTemplate:      api.HostTemplate,
 		OnExpiry:             api.OnExpiryDestroy,
 		ExpiryWarning:        5 * time.Minute,
@@ -357,6 +364,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	dur(&c.IdleTimeout, "idle-timeout", "HUTCH_IDLE_TIMEOUT", "time a kept-alive connection may sit idle between requests")
 	dur(&c.AnonymousIdleTimeout, "anonymous-idle-timeout", "HUTCH_ANONYMOUS_IDLE_TIMEOUT", "time a connection on which no request showed a valid key may sit idle (before its first request too)")
 	dur(&c.AgentHungAfter, "agent-hung-after", "HUTCH_AGENT_HUNG_AFTER", "how long a sandbox's agent may go without answering, its process alive, before the sandbox is failed (a busy host delays answers; a dead agent fails it at once)")
+	dur(&c.TemplateFetchTimeout, "template-fetch-timeout", "HUTCH_TEMPLATE_FETCH_TIMEOUT", "how long a node of a fleet waits for a template's layers from the node that holds them before the create is refused (503 template_fetch_timeout)")
+	dur(&c.TemplateCollectEvery, "template-collect-every", "HUTCH_TEMPLATE_COLLECT_EVERY", "how often a node of a fleet removes the layers of templates deleted through other nodes")
 	dur(&c.FreezeTimeout, "freeze-timeout", "HUTCH_FREEZE_TIMEOUT", "how long a pause or a snapshot waits for a sandbox's processes to stop (a busy host slows them); a pause not done by then fails, and the sandbox runs on")
 	bytes := func(p *int64, name, env, usage string) {
 		if v := getenv(env); v != "" {
@@ -489,6 +498,9 @@ func (c Config) Validate() error {
 		if !(v >= 0 && v <= 1000) {
 			errs = append(errs, fmt.Errorf("%s %g must be 0 (no bound) or a positive factor up to 1000", name, v))
 		}
+	}
+	if c.TemplateFetchTimeout <= 0 || c.TemplateCollectEvery <= 0 {
+		errs = append(errs, fmt.Errorf("the template fetch timeout %s and collection period %s must be positive", c.TemplateFetchTimeout, c.TemplateCollectEvery))
 	}
 	if c.FreezeTimeout <= 0 || c.FreezeTimeout >= c.TeardownTimeout {
 		// A pause that fails still has its sandbox thawed and recorded

@@ -34,6 +34,7 @@ var copied = []table{
 	{name: "sandbox_ports"},
 	{name: "secrets"},
 	{name: "templates"},
+	{name: "template_nodes"},
 	{name: "snapshots"},
 	{name: "volumes"},
 	{name: "settings"},

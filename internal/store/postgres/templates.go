@@ -12,7 +12,11 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base`
+const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base, blobs`
+
+// templateRead is what a template's record is read as: its columns and
+// the nodes that hold its layers.
+const templateRead = templateCols + `, (SELECT coalesce(jsonb_agg(node ORDER BY node), '[]'::jsonb) FROM template_nodes WHERE template_id = templates.id)`
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
@@ -27,9 +31,13 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 	if err != nil {
 		return err
 	}
+	blobs, err := json.Marshal(store.OrEmpty(t.Blobs))
+	if err != nil {
+		return err
+	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			t.ID, t.TenantID, t.Name, t.Source, t.Digest, config, layers, t.Bytes, t.Flat, t.CreatedAt, t.Base)
+		_, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			t.ID, t.TenantID, t.Name, t.Source, t.Digest, config, layers, t.Bytes, t.Flat, t.CreatedAt, t.Base, blobs)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create template %s: %w", t.Name, store.TemplateExists(t.Name))
@@ -37,6 +45,36 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 			return fmt.Errorf("create template %s: %w", t.Name, store.TenantNotFound(t.TenantID))
 		case err != nil:
 			return fmt.Errorf("create template %s: %w", t.Name, err)
+		}
+		for _, node := range t.Nodes {
+			if _, err := tx.Exec(ctx, `INSERT INTO template_nodes (template_id, node) VALUES ($1, $2) ON CONFLICT DO NOTHING`, t.ID, node); err != nil {
+				return fmt.Errorf("create template %s: %w", t.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// AddTemplateNode implements store.Store.
+func (s *Store) AddTemplateNode(ctx context.Context, name, node string) error {
+	sc, err := store.NamedScope(ctx, "templates")
+	if err != nil {
+		return err
+	}
+	if err := store.CheckNode(store.Node{Name: node}); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM templates WHERE tenant_id = $1 AND name = $2`, sc.TenantID, name).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.TemplateNotFound(name)
+		}
+		if err != nil {
+			return fmt.Errorf("add template %s's node: %w", name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO template_nodes (template_id, node) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, node); err != nil {
+			return fmt.Errorf("add template %s's node: %w", name, err)
 		}
 		return nil
 	})
@@ -48,7 +86,7 @@ func (s *Store) GetTemplate(ctx context.Context, name string) (*store.Template, 
 	if err != nil {
 		return nil, err
 	}
-	t, err := scanTemplate(s.pool.QueryRow(ctx, `SELECT `+templateCols+` FROM templates WHERE tenant_id = $1 AND name = $2`,
+	t, err := scanTemplate(s.pool.QueryRow(ctx, `SELECT `+templateRead+` FROM templates WHERE tenant_id = $1 AND name = $2`,
 		sc.TenantID, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.TemplateNotFound(name)
@@ -67,7 +105,7 @@ func (s *Store) ListTemplates(ctx context.Context) ([]store.Template, error) {
 	}
 	args := pgx.NamedArgs{}
 	cond := listed(sc, "tenant_id", args)
-	rows, err := s.pool.Query(ctx, `SELECT `+templateCols+` FROM templates WHERE true`+cond+` ORDER BY tenant_id, name`, args)
+	rows, err := s.pool.Query(ctx, `SELECT `+templateRead+` FROM templates WHERE true`+cond+` ORDER BY tenant_id, name`, args)
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
@@ -108,10 +146,10 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 
 func scanTemplate(row pgx.Row) (store.Template, error) {
 	var (
-		t              store.Template
-		config, layers []byte
+		t                            store.Template
+		config, layers, blobs, nodes []byte
 	)
-	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &t.CreatedAt, &t.Base); err != nil {
+	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &t.CreatedAt, &t.Base, &blobs, &nodes); err != nil {
 		return store.Template{}, err
 	}
 	if err := decodeJSON(config, &t.Config, "template config"); err != nil {
@@ -120,5 +158,12 @@ func scanTemplate(row pgx.Row) (store.Template, error) {
 	if err := decodeJSON(layers, &t.Layers, "template layers"); err != nil {
 		return store.Template{}, err
 	}
+	if err := decodeJSON(blobs, &t.Blobs, "template blobs"); err != nil {
+		return store.Template{}, err
+	}
+	if err := decodeJSON(nodes, &t.Nodes, "template nodes"); err != nil {
+		return store.Template{}, err
+	}
+	t.Blobs, t.Nodes = store.OrNil(t.Blobs), store.OrNil(t.Nodes)
 	return t, nil
 }

@@ -11,7 +11,11 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base`
+const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base, blobs`
+
+// templateRead is what a template's record is read as: its columns and
+// the nodes that hold its layers.
+const templateRead = templateCols + `, (SELECT json_group_array(node) FROM (SELECT node FROM template_nodes WHERE template_id = templates.id ORDER BY node))`
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
@@ -26,9 +30,13 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 	if err != nil {
 		return err
 	}
+	blobs, err := json.Marshal(store.OrEmpty(t.Blobs))
+	if err != nil {
+		return err
+	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt), t.Base)
+		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt), t.Base, string(blobs))
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create template %s: %w", t.Name, store.TemplateExists(t.Name))
@@ -36,6 +44,36 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 			return fmt.Errorf("create template %s: %w", t.Name, store.TenantNotFound(t.TenantID))
 		case err != nil:
 			return fmt.Errorf("create template %s: %w", t.Name, err)
+		}
+		for _, node := range t.Nodes {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO template_nodes (template_id, node) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.ID, node); err != nil {
+				return fmt.Errorf("create template %s: %w", t.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// AddTemplateNode implements store.Store.
+func (s *Store) AddTemplateNode(ctx context.Context, name, node string) error {
+	sc, err := store.NamedScope(ctx, "templates")
+	if err != nil {
+		return err
+	}
+	if err := store.CheckNode(store.Node{Name: node}); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM templates WHERE tenant_id = ? AND name = ?`, sc.TenantID, name).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.TemplateNotFound(name)
+		}
+		if err != nil {
+			return fmt.Errorf("add template %s's node: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO template_nodes (template_id, node) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, node); err != nil {
+			return fmt.Errorf("add template %s's node: %w", name, err)
 		}
 		return nil
 	})
@@ -47,7 +85,7 @@ func (s *Store) GetTemplate(ctx context.Context, name string) (*store.Template, 
 	if err != nil {
 		return nil, err
 	}
-	t, err := scanTemplate(s.r.QueryRowContext(ctx, `SELECT `+templateCols+` FROM templates WHERE tenant_id = ? AND name = ?`,
+	t, err := scanTemplate(s.r.QueryRowContext(ctx, `SELECT `+templateRead+` FROM templates WHERE tenant_id = ? AND name = ?`,
 		sc.TenantID, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.TemplateNotFound(name)
@@ -65,7 +103,7 @@ func (s *Store) ListTemplates(ctx context.Context) ([]store.Template, error) {
 		return nil, err
 	}
 	cond, args := listed(sc, "tenant_id")
-	rows, err := s.r.QueryContext(ctx, `SELECT `+templateCols+` FROM templates WHERE 1 = 1`+cond+` ORDER BY tenant_id, name`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+templateRead+` FROM templates WHERE 1 = 1`+cond+` ORDER BY tenant_id, name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list templates: %w", err)
 	}
@@ -107,10 +145,10 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 
 func scanTemplate(row scanner) (store.Template, error) {
 	var (
-		t                       store.Template
-		config, layers, created string
+		t                                     store.Template
+		config, layers, created, blobs, nodes string
 	)
-	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created, &t.Base); err != nil {
+	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created, &t.Base, &blobs, &nodes); err != nil {
 		return store.Template{}, err
 	}
 	if err := json.Unmarshal([]byte(config), &t.Config); err != nil {
@@ -119,6 +157,13 @@ func scanTemplate(row scanner) (store.Template, error) {
 	if err := json.Unmarshal([]byte(layers), &t.Layers); err != nil {
 		return store.Template{}, fmt.Errorf("stored template layers: %w", err)
 	}
+	if err := json.Unmarshal([]byte(blobs), &t.Blobs); err != nil {
+		return store.Template{}, fmt.Errorf("stored template blobs: %w", err)
+	}
+	if err := json.Unmarshal([]byte(nodes), &t.Nodes); err != nil {
+		return store.Template{}, fmt.Errorf("stored template nodes: %w", err)
+	}
+	t.Blobs, t.Nodes = store.OrNil(t.Blobs), store.OrNil(t.Nodes)
 	var err error
 	if t.CreatedAt, err = parseTime(created); err != nil {
 		return store.Template{}, err

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ func testTemplates(t *testing.T, s store.Store) {
 		Name: "debian", Source: "127.0.0.1:5000/debian:bookworm", Digest: "sha256:" + hex64('d'),
 		Config: api.ImageConfig{Env: []string{"PATH=/usr/bin"}, WorkingDir: "/srv", User: "app"},
 		Layers: []string{"sha256:" + hex64('1'), "sha256:" + hex64('2')}, Bytes: 1234,
+		Blobs: []store.TemplateBlob{{Digest: "sha256:" + hex64('3'), DiffID: "sha256:" + hex64('1'), Size: 99},
+			{Digest: "sha256:" + hex64('4'), DiffID: "sha256:" + hex64('2'), Size: 7}},
+		Nodes:     []string{"n1"},
 		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 999999999, time.UTC),
 	}
 	if err := s.CreateTemplate(ctx, tmpl); err != nil {
@@ -36,6 +40,8 @@ func testTemplates(t *testing.T, s store.Store) {
 	if diff := cmp.Diff(tmpl, got); diff != "" {
 		t.Errorf("GetTemplate differs from what was created (-want +got):\n%s", diff)
 	}
+	testTemplateNodes(t, s, ctx, ctxB, tmpl)
+
 	dup := *tmpl
 	dup.ID = ""
 	wantErr(t, "same name again", s.CreateTemplate(ctx, &dup), errdefs.ErrConflict, "template_exists")
@@ -90,4 +96,25 @@ func hex64(c byte) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+// testTemplateNodes covers AddTemplateNode: a node added once however
+// often it is told, listed by name, in the caller's tenant only.
+func testTemplateNodes(t *testing.T, s store.Store, ctx, ctxB context.Context, tmpl *store.Template) {
+	t.Helper()
+	for range 2 {
+		if err := s.AddTemplateNode(ctx, tmpl.Name, "n0"); err != nil {
+			t.Fatalf("AddTemplateNode: %v", err)
+		}
+	}
+	got, err := s.GetTemplate(ctx, tmpl.Name)
+	if err != nil {
+		t.Fatalf("GetTemplate: %v", err)
+	}
+	if want := []string{"n0", "n1"}; !cmp.Equal(got.Nodes, want) {
+		t.Errorf("nodes after AddTemplateNode = %q, want %q", got.Nodes, want)
+	}
+	tmpl.Nodes = got.Nodes
+	wantErr(t, "another tenant's template", s.AddTemplateNode(ctxB, tmpl.Name, "n2"), errdefs.ErrNotFound, "template_not_found")
+	wantErr(t, "no node", s.AddTemplateNode(ctx, tmpl.Name, ""), errdefs.ErrInvalid, "invalid_node")
 }
