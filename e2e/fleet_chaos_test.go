@@ -30,8 +30,11 @@ const fleetChaosRounds = 6
 // sandboxes, and every sandbox of the fleet is as the calls acknowledged
 // left it, with nothing left behind on either node.
 //
-// The load takes no snapshots and uses no image template: both are kept
-// on the disk of the node that made them (docs/DEPLOY.md).
+// Some creates use an image template imported through node a, whose
+// layers node b fetched from a before the load (a node fetches them
+// from one that holds them; with that one dead it could not). The load
+// takes no snapshots: a snapshot stays on the disk of the node that took
+// it (docs/DEPLOY.md).
 func TestFleetChaos(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv(chaosSeedEnv); v != "" {
@@ -48,6 +51,18 @@ func TestFleetChaos(t *testing.T) {
 	for _, n := range fleetNodes {
 		w.places = append(w.places, chaosPlace{node: n, dataDir: f.dirs[n], parent: f.parents[n]})
 	}
+	importChaosTemplate(t, f.nodes["a"].client())
+	for _, n := range fleetNodes {
+		c := f.nodes[n].client()
+		sb, err := c.CreateSandbox(t.Context(), api.CreateSandboxRequest{Template: chaosTemplate, NodeLabels: map[string]string{"zone": n}})
+		if err != nil || sb.Node != n {
+			t.Fatalf("a sandbox of template %s on node %s: %+v, %v", chaosTemplate, n, sb, err)
+		}
+		if err := c.DeleteSandbox(t.Context(), sb.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.template = chaosTemplate
 	for round := range fleetChaosRounds {
 		dead := fleetNodes[rng.IntN(len(fleetNodes))]
 		vias := []chaosVia{}
