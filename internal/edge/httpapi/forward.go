@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -76,9 +77,14 @@ func (a *API) elsewhere(w http.ResponseWriter, r *http.Request, id string) bool 
 
 // placeElsewhere places the sandbox req asks for (Config.Placement) and,
 // when the node chosen is another, forwards the create there and reports
-// true: that node admits and makes it. A create another node forwarded
-// here is made here (its node placed it), and so is every create without
-// placement, where node_labels are refused: there is one node.
+// true: that node admits and makes it. A create is not idempotent, so it
+// is sent to another node once at most; but a node that could not be
+// reached at all (the dial failed: it died since its last heartbeat) saw
+// nothing of it, and the create is placed again without that node, each
+// node tried once; when none is left it is 503 node_unavailable. A
+// create another node forwarded here is made here (its node placed it),
+// and so is every create without placement, where node_labels are
+// refused: there is one node.
 func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest) bool {
 	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
 		return false
@@ -90,22 +96,38 @@ func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.Cre
 		}
 		return false
 	}
-	node, err := a.cfg.Placement.Place(r.Context(), req)
-	if err != nil {
-		a.writeError(w, r, err)
-		return true
-	}
-	if node == a.cfg.Forward.Node() {
-		return false
-	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		a.writeError(w, r, err)
 		return true
 	}
-	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	p, _ := tenancy.From(r.Context())
-	a.cfg.Forward.Forward(w, r, node, p.KeyID)
-	return true
+	var tried []string
+	var unreached error
+	for {
+		node, err := a.cfg.Placement.Place(r.Context(), req, tried)
+		if err != nil {
+			if unreached != nil {
+				err = errdefs.Wrap(errdefs.ErrUnavailable, "node_unavailable", unreached,
+					"no node could be reached to make this sandbox (tried %s); try again later", strings.Join(tried, ", "))
+			}
+			a.writeError(w, r, err)
+			return true
+		}
+		if node == a.cfg.Forward.Node() {
+			return false
+		}
+		// Each try sends the body from its start; the transport may
+		// send it again itself on a pooled connection that was closed
+		// before anything was written (GetBody).
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		r.Body, _ = r.GetBody()
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		if unreached = a.cfg.Forward.Try(w, r, node, p.KeyID); unreached == nil {
+			return true
+		}
+		a.cfg.Log.Warn("create not placed on an unreachable node; placing it again without it", "node", node, "err", unreached)
+		tried = append(tried, node)
+	}
 }
