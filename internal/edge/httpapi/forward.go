@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +60,34 @@ func (a *API) toAppOwner(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// toSnapshotOwner is toOwner for a route of snapshot {id}: its node is
+// the node of the sandbox it was taken of, whose disk holds its files (a
+// sandbox's record, and so its node, outlives it).
+func (a *API) toSnapshotOwner(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		node, err := a.snapshotNode(r.Context(), r.PathValue("id"))
+		if err != nil || node == "" || node == a.cfg.Forward.Node() {
+			next(w, r)
+			return
+		}
+		p, _ := tenancy.From(r.Context())
+		a.cfg.Forward.Forward(w, r, node, p.KeyID)
+	}
+}
+
+// snapshotNode is the node whose disk holds snapshot id's files.
+func (a *API) snapshotNode(ctx context.Context, id string) (string, error) {
+	snap, err := a.cfg.Sandboxes.GetSnapshot(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	sb, err := a.cfg.Sandboxes.Get(ctx, snap.SandboxID)
+	if err != nil {
+		return "", err
+	}
+	return sb.Node, nil
+}
+
 // elsewhere forwards r to the node that runs sandbox id and reports
 // true, or reports false when r is served here: this node runs it, or
 // the caller may not see it (the handler answers 404 as always).
@@ -73,6 +102,25 @@ func (a *API) elsewhere(w http.ResponseWriter, r *http.Request, id string) bool 
 	p, _ := tenancy.From(r.Context())
 	a.cfg.Forward.Forward(w, r, node, p.KeyID)
 	return true
+}
+
+// place chooses the node a create is sent to: a sandbox started from a
+// snapshot is made where the snapshot's files are, others where
+// Placement says, passing over the nodes in skip.
+func (a *API) place(ctx context.Context, req api.CreateSandboxRequest, skip []string) (string, error) {
+	if req.Snapshot == "" {
+		return a.cfg.Placement.Place(ctx, req, skip)
+	}
+	node, err := a.snapshotNode(ctx, req.Snapshot)
+	switch {
+	case err != nil || node == "":
+		// Made here, which answers as one node would (404 for a
+		// snapshot the caller may not see).
+		return a.cfg.Forward.Node(), nil
+	case slices.Contains(skip, node):
+		return "", errdefs.Unavailable("node_unavailable", "node %s, which keeps snapshot %s, cannot be reached; try again later", node, req.Snapshot)
+	}
+	return node, nil
 }
 
 // placeElsewhere places the sandbox req asks for (Config.Placement) and,
@@ -105,7 +153,7 @@ func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.Cre
 	var tried []string
 	var unreached error
 	for {
-		node, err := a.cfg.Placement.Place(r.Context(), req, tried)
+		node, err := a.place(r.Context(), req, tried)
 		if err != nil {
 			if unreached != nil {
 				err = errdefs.Wrap(errdefs.ErrUnavailable, "node_unavailable", unreached,

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/client"
+	"github.com/hutchdev/hutch/internal/base/tenancy"
+	"github.com/hutchdev/hutch/internal/runtime/driver/namespace"
+	"github.com/hutchdev/hutch/internal/server/config"
+	"github.com/hutchdev/hutch/internal/store"
+)
+
+// TestSnapshotAcrossNodes: a snapshot's files are on the disk of the node
+// that ran its sandbox, and whatever node is asked goes there: a
+// sandbox started from it through the other node is made on its node
+// (where placement alone would not send it), and deleting it through
+// the other node removes its files with its record.
+func TestSnapshotAcrossNodes(t *testing.T) {
+	f := startFleet(t, func(_ string, cfg *config.Config) { cfg.Driver = namespace.Name })
+	ctx := context.Background()
+	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
+	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
+	sb, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{Driver: namespace.Name})
+	if err != nil {
+		t.Skipf("the namespace driver cannot run here: %v", err)
+	}
+	t.Cleanup(func() { viaA.DeleteSandbox(ctx, sb.ID) })
+	if sb.Node != "a" {
+		t.Fatalf("created on %q, want a", sb.Node)
+	}
+	snap, err := viaB.CreateSnapshot(ctx, sb.ID, api.CreateSnapshotRequest{})
+	if err != nil {
+		t.Fatalf("snapshot through b: %v", err)
+	}
+	files := filepath.Join(snapshotDir(f.a.cfg), snap.ID)
+	if _, err := os.Stat(files); err != nil {
+		t.Fatalf("snapshot's files on a: %v", err)
+	}
+
+	// a no longer says it has the namespace driver: placement alone
+	// would send a create of that driver to b.
+	if _, err := f.st.RegisterNode(tenancy.System(ctx), store.Node{Name: "a", Advertise: "http://" + f.tap.addr, Drivers: []string{"process"},
+		Load: store.NodeLoad{MemoryBytes: 8 << 30, CommittedMemoryBytes: 1 << 30}}); err != nil {
+		t.Fatal(err)
+	}
+	from, err := viaB.CreateSandbox(ctx, api.CreateSandboxRequest{Snapshot: snap.ID, Driver: namespace.Name})
+	if err != nil {
+		t.Fatalf("create from the snapshot through b: %v", err)
+	}
+	if from.Node != "a" {
+		t.Fatalf("created from a's snapshot on %q, want a, where its files are", from.Node)
+	}
+	if err := viaB.DeleteSandbox(ctx, from.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := viaB.DeleteSnapshot(ctx, snap.ID); err != nil {
+		t.Fatalf("delete through b: %v", err)
+	}
+	if _, err := os.Stat(files); !os.IsNotExist(err) {
+		t.Fatalf("snapshot deleted through b; its files on a: %v, want gone", err)
+	}
+	if _, err := viaA.GetSnapshot(ctx, snap.ID); err == nil {
+		t.Fatal("snapshot deleted through b is still recorded")
+	}
+}
