@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 )
 
 // controlRoutes mounts E2B's control API: what the SDK's Sandbox class
@@ -61,7 +62,15 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 		if key == "" {
 			key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		}
-		ctx, end, err := h.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		var ctx context.Context
+		var end func()
+		var err error
+		if hop, ok := forward.HopFrom(r.Context()); ok {
+			// Another node authenticated the key, and forwarded its id.
+			ctx, end, err = h.cfg.Auth.BeginKey(r.Context(), hop.KeyID)
+		} else {
+			ctx, end, err = h.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		}
 		if err != nil {
 			h.writeError(w, r, err)
 			return
@@ -72,7 +81,17 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 			h.writeError(w, r, err)
 			return
 		}
-		fn(w, r.WithContext(ctx), p)
+		r = r.WithContext(ctx)
+		if id := r.PathValue("id"); id != "" && h.cfg.Forward != nil && !forwarded(r) {
+			node := h.sandboxNode(ctx, id)
+			if strings.HasPrefix(r.Pattern, "DELETE "+Prefix+"/templates/") {
+				node = h.snapshotNode(ctx, id) // E2B's snapshots are its templates
+			}
+			if h.elsewhere(w, r, node, p.KeyID) {
+				return
+			}
+		}
+		fn(w, r, p)
 	}
 }
 
