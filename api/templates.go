@@ -42,6 +42,9 @@ type Template struct {
 	// Bytes is the size of the image's files, unpacked.
 	Bytes     int64     `json:"bytes"`
 	CreatedAt time.Time `json:"created_at"`
+	// Node is the node whose disk holds its layers, in a fleet: a
+	// sandbox started from it is made there.
+	Node string `json:"node,omitempty"`
 }
 
 // CreateTemplateRequest is the JSON body of POST /v1/templates: pull an

@@ -68,3 +68,42 @@ func TestSnapshotAcrossNodes(t *testing.T) {
 		t.Fatal("snapshot deleted through b is still recorded")
 	}
 }
+
+// TestVolumeAcrossNodes: a volume's files are on the disk of the node
+// that made it, which its record names: a sandbox mounting it is made
+// there whichever node is asked, and deleting it through another node
+// removes its files with its record.
+func TestVolumeAcrossNodes(t *testing.T) {
+	f := startFleet(t, func(_ string, cfg *config.Config) { cfg.Driver = namespace.Name })
+	ctx := context.Background()
+	viaA := client.New("http://"+f.a.Addr().String(), f.admin)
+	viaB := client.New("http://"+f.b.Addr().String(), f.admin)
+	v, err := viaB.CreateVolume(ctx, api.CreateVolumeRequest{Name: "cache", SizeMB: 16, SizeBestEffort: true})
+	if err != nil {
+		t.Skipf("volumes cannot be made here: %v", err)
+	}
+	if v.Node != "b" {
+		t.Fatalf("volume made through b on %q", v.Node)
+	}
+	onB, err := os.ReadDir(filepath.Join(f.b.cfg.DataDir, "volumes"))
+	if err != nil || len(onB) != 1 {
+		t.Fatalf("b's volumes: %v, %v", onB, err)
+	}
+	// Placement prefers a (the most room); the volume is b's.
+	sb, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{Driver: namespace.Name, Volumes: []api.VolumeMount{{Name: "cache", Path: "/mnt/cache"}}})
+	if err != nil {
+		t.Fatalf("create mounting b's volume through a: %v", err)
+	}
+	if sb.Node != "b" {
+		t.Fatalf("a sandbox mounting b's volume made on %q", sb.Node)
+	}
+	if err := viaA.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := viaA.DeleteVolume(ctx, "cache"); err != nil {
+		t.Fatalf("delete b's volume through a: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(f.b.cfg.DataDir, "volumes")); len(left) != 0 {
+		t.Fatalf("volume deleted through a; left on b: %v", left)
+	}
+}

@@ -32,6 +32,7 @@ func (s *Server) openTemplates(_ context.Context, p *parts) error {
 		Storage:        p.storage,
 		SnapshotDir:    snapshotDir(s.cfg),
 		Disk:           p.disk,
+		Node:           p.node,
 		Quotas:         p.quotas,
 	}, p.store, p.secrets, p.events, s.log)
 	if err != nil {

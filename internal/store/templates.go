@@ -54,6 +54,9 @@ type Template struct {
 	// image's.
 	Base      string
 	CreatedAt time.Time
+	// Node is the node whose disk holds its layers ("" for one made
+	// before nodes were recorded: the one node's).
+	Node string
 }
 
 // CheckTemplateName validates a template's name: as a secret's, and never

@@ -86,6 +86,9 @@ type Config struct {
 	// count, its bytes among the tenant's templates' and on the tenant's
 	// disk); nil admits every one.
 	Quotas *quota.Service
+	// Node is this node's name, recorded with each template as where
+	// its layers are.
+	Node string
 }
 
 // Service imports, lists, resolves and deletes templates. Every call acts
@@ -185,7 +188,7 @@ func (s *Service) fromSnapshot(ctx context.Context, name, snapshotID string) (*s
 	if err := s.diskCheck(); err != nil {
 		return nil, err
 	}
-	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID}
+	t := &store.Template{Name: name, Source: "snapshot " + snap.ID + " of sandbox " + snap.SandboxID, Digest: snapPrefix + snap.ID, Node: s.cfg.Node}
 	if snap.Template == api.HostTemplate {
 		t.Base = api.HostTemplate
 	} else {
@@ -280,7 +283,7 @@ func (s *Service) make(ctx context.Context, name, source string, src image.Sourc
 	defer img.Close()
 	s.gc.RLock()
 	defer s.gc.RUnlock()
-	t := &store.Template{Name: name, Source: source, Digest: img.Digest, Config: api.ImageConfig{
+	t := &store.Template{Name: name, Source: source, Digest: img.Digest, Node: s.cfg.Node, Config: api.ImageConfig{
 		Env: img.Config.Env, WorkingDir: img.Config.WorkingDir, User: img.Config.User,
 		Entrypoint: img.Config.Entrypoint, Cmd: img.Config.Cmd,
 	}}
@@ -365,7 +368,7 @@ func shown(t *store.Template, err error) (api.Template, error) {
 // toAPI is t as the API shows it.
 func toAPI(t *store.Template) api.Template {
 	return api.Template{Name: t.Name, Source: t.Source, Digest: t.Digest, Config: t.Config,
-		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt}
+		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt, Node: t.Node}
 }
 
 // Delete deletes one of the caller's templates, unless a sandbox not yet

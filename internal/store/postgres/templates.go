@@ -12,7 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base`
+const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base, node`
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
@@ -28,8 +28,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			t.ID, t.TenantID, t.Name, t.Source, t.Digest, config, layers, t.Bytes, t.Flat, t.CreatedAt, t.Base)
+		_, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			t.ID, t.TenantID, t.Name, t.Source, t.Digest, config, layers, t.Bytes, t.Flat, t.CreatedAt, t.Base, t.Node)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create template %s: %w", t.Name, store.TemplateExists(t.Name))
@@ -111,7 +111,7 @@ func scanTemplate(row pgx.Row) (store.Template, error) {
 		t              store.Template
 		config, layers []byte
 	)
-	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &t.CreatedAt, &t.Base); err != nil {
+	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &t.CreatedAt, &t.Base, &t.Node); err != nil {
 		return store.Template{}, err
 	}
 	if err := decodeJSON(config, &t.Config, "template config"); err != nil {

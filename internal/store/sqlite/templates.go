@@ -11,7 +11,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base`
+const templateCols = `id, tenant_id, name, source, digest, config, layers, bytes, flat, created_at, base, node`
 
 // CreateTemplate implements store.Store.
 func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
@@ -27,8 +27,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *store.Template) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt), t.Base)
+		_, err := tx.ExecContext(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.TenantID, t.Name, t.Source, t.Digest, string(config), string(layers), t.Bytes, t.Flat, formatTime(t.CreatedAt), t.Base, t.Node)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create template %s: %w", t.Name, store.TemplateExists(t.Name))
@@ -110,7 +110,7 @@ func scanTemplate(row scanner) (store.Template, error) {
 		t                       store.Template
 		config, layers, created string
 	)
-	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created, &t.Base); err != nil {
+	if err := row.Scan(&t.ID, &t.TenantID, &t.Name, &t.Source, &t.Digest, &config, &layers, &t.Bytes, &t.Flat, &created, &t.Base, &t.Node); err != nil {
 		return store.Template{}, err
 	}
 	if err := json.Unmarshal([]byte(config), &t.Config); err != nil {

@@ -21,7 +21,7 @@ func testTemplates(t *testing.T, s store.Store) {
 		Name: "debian", Source: "127.0.0.1:5000/debian:bookworm", Digest: "sha256:" + hex64('d'),
 		Config: api.ImageConfig{Env: []string{"PATH=/usr/bin"}, WorkingDir: "/srv", User: "app"},
 		Layers: []string{"sha256:" + hex64('1'), "sha256:" + hex64('2')}, Bytes: 1234,
-		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 999999999, time.UTC),
+		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 999999999, time.UTC), Node: "n1",
 	}
 	if err := s.CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatalf("CreateTemplate: %v", err)

@@ -1,0 +1,5 @@
+-- 0004: the node whose disk holds a volume's files and a template's
+-- layers, so that in a fleet what touches them goes there. '' for what
+-- was made before (a box moved here: its first node's).
+ALTER TABLE volumes ADD COLUMN node text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE templates ADD COLUMN node text COLLATE "C" NOT NULL DEFAULT '';
