@@ -209,6 +209,13 @@ func (a *API) place(ctx context.Context, req api.CreateSandboxRequest, skip []st
 // and so is every create without placement, where node_labels are
 // refused: there is one node.
 func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest) bool {
+	return a.placeAndSend(w, r, req, req)
+}
+
+// placeAndSend is placeElsewhere for a create of something that makes
+// sandboxes like want (an app's): placed as want, r is forwarded with
+// body, its decoded request, as its body.
+func (a *API) placeAndSend(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest, v any) bool {
 	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
 		return false
 	}
@@ -219,7 +226,7 @@ func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.Cre
 		}
 		return false
 	}
-	body, err := json.Marshal(req)
+	body, err := json.Marshal(v)
 	if err != nil {
 		a.writeError(w, r, err)
 		return true
