@@ -22,8 +22,9 @@
 // node_unavailable within DialTimeout.
 //
 // Lifecycle: LoadKey, New (no side effects), Accept around the server's
-// handler, Forward from the handlers that resolved a sandbox's node,
-// Close at shutdown to drop idle connections.
+// handler, Forward from the handlers that resolved a sandbox's node (Try
+// for a create, which may be placed again when nothing of it reached the
+// node), Close at shutdown to drop idle connections.
 package forward
 
 import (
