@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
@@ -55,6 +58,29 @@ func TestSnapshotAcrossNodes(t *testing.T) {
 		t.Fatalf("created from a's snapshot on %q, want a, where its files are", from.Node)
 	}
 	if err := viaB.DeleteSandbox(ctx, from.ID); err != nil {
+		t.Fatal(err)
+	}
+	// So is one the E2B layer creates from it (E2B's template id naming
+	// the snapshot).
+	req, _ := http.NewRequest("POST", "http://"+f.b.Addr().String()+"/e2b/sandboxes", strings.NewReader(`{"templateID":"`+snap.ID+`"}`))
+	req.Header.Set("X-API-KEY", f.admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made struct {
+		SandboxID string `json:"sandboxID"`
+	}
+	json.NewDecoder(resp.Body).Decode(&made)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || made.SandboxID == "" {
+		t.Fatalf("E2B create from a's snapshot through b: %d %+v", resp.StatusCode, made)
+	}
+	if e2bSb, err := viaA.GetSandbox(ctx, made.SandboxID); err != nil || e2bSb.Node != "a" {
+		t.Fatalf("E2B create from a's snapshot through b: %+v, %v; want it on a", e2bSb, err)
+	}
+	if err := viaA.DeleteSandbox(ctx, made.SandboxID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,6 +127,20 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, p tenancy.Princ
 	if err != nil {
 		h.writeError(w, r, err)
 		return
+	}
+	if req.Snapshot != "" && h.cfg.Forward != nil && !forwarded(r) {
+		// A sandbox from a snapshot is made where the snapshot's files
+		// are.
+		body, err := json.Marshal(in)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		if h.elsewhere(w, r, h.snapshotNode(r.Context(), req.Snapshot), p.KeyID) {
+			return
+		}
 	}
 	sb, err := h.cfg.Sandboxes.Create(r.Context(), req)
 	if err != nil {
