@@ -42,6 +42,11 @@ type Template struct {
 	// Bytes is the size of the image's files, unpacked.
 	Bytes     int64     `json:"bytes"`
 	CreatedAt time.Time `json:"created_at"`
+	// Node, in a fleet, is the one node a sandbox of it is made on: that
+	// of a template made from a snapshot (or before hutch kept image
+	// blobs), which only that node holds. Empty when any node may: an
+	// image template's layers are fetched by a node that lacks them.
+	Node string `json:"node,omitempty"`
 }
 
 // CreateTemplateRequest is the JSON body of POST /v1/templates: pull an

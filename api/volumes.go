@@ -25,6 +25,9 @@ type Volume struct {
 	SizeMB       int       `json:"size_mb"`
 	SizeEnforced bool      `json:"size_enforced"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Node is the node whose disk holds its files, in a fleet: a
+	// sandbox mounting it is made there.
+	Node string `json:"node,omitempty"`
 }
 
 // CreateVolumeRequest is the body of POST /v1/volumes.

@@ -67,10 +67,10 @@ type chaosBox struct {
 	// every call to a dead node's sandbox is).
 	state api.SandboxState
 	maybe []api.SandboxState
-	files        map[string]string // path → content, each write acknowledged
-	procs        map[int]string    // counter process → the output seen of it
-	n            int               // names files
-	calls        []string          // the calls made on it and how each ended, for a failure's story
+	files map[string]string // path → content, each write acknowledged
+	procs map[int]string    // counter process → the output seen of it
+	n     int               // names files
+	calls []string          // the calls made on it and how each ended, for a failure's story
 }
 
 // may notes that a call under way may leave b in state.

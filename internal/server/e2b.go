@@ -12,18 +12,31 @@ import (
 	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/edge/e2b"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 	"github.com/hutchdev/hutch/internal/edge/router"
 )
 
 // openE2B builds the E2B translation layer, with the key that signs its
-// envd access tokens (<data>/e2b.key, made on the first start).
+// envd access tokens (<data>/e2b.key, made on the first start; in a fleet
+// derived from the cluster key, so that a token one node gave is good on
+// every node) and the forwarder that carries calls for other nodes'
+// sandboxes to them.
 func (s *Server) openE2B(_ context.Context, p *parts) error {
-	key, err := keyfile.Load(filepath.Join(s.cfg.DataDir, "e2b.key"), router.KeyBytes)
-	if err != nil {
-		return fmt.Errorf("e2b key: %w", err)
+	var key []byte
+	if p.forwarding && p.clusterKey != nil {
+		key = forward.DeriveKey(p.clusterKey, "e2b")
+	} else {
+		var err error
+		if key, err = keyfile.Load(filepath.Join(s.cfg.DataDir, "e2b.key"), router.KeyBytes); err != nil {
+			return fmt.Errorf("e2b key: %w", err)
+		}
 	}
-	compat := e2b.New(e2b.Config{Sandboxes: p.sandboxes, Auth: p.auth, Keys: tenantKeys{p.directory, p.auth}, Key: key, Domain: s.cfg.PreviewDomain,
-		MaxBodyBytes: s.cfg.MaxBodyBytes, Log: s.log})
+	cfg := e2b.Config{Sandboxes: p.sandboxes, Auth: p.auth, Keys: tenantKeys{p.directory, p.auth}, Key: key, Domain: s.cfg.PreviewDomain,
+		MaxBodyBytes: s.cfg.MaxBodyBytes, Log: s.log}
+	if f := p.forwarder(); f != nil {
+		cfg.Forward = f
+	}
+	compat := e2b.New(cfg)
 	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })
 	p.e2b = compat
 	return nil

@@ -15,6 +15,6 @@ func (s *Server) openVolumes(_ context.Context, p *parts) (err error) {
 		s.log.Info("volumes: none on this server (the default driver mounts none, or the data directory's storage was not probed)")
 		return nil
 	}
-	p.volumes, err = volumes.New(filepath.Join(s.cfg.DataDir, "volumes"), p.storage, p.store, p.quotas, p.events, s.log)
+	p.volumes, err = volumes.New(filepath.Join(s.cfg.DataDir, "volumes"), p.storage, p.store, p.quotas, p.events, s.log, p.node)
 	return err
 }

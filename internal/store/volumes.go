@@ -37,6 +37,9 @@ type Volume struct {
 	SizeMB       int
 	SizeEnforced bool
 	CreatedAt    time.Time
+	// Node is the node whose disk holds its files ("" for one made
+	// before nodes were recorded: the one node's).
+	Node string
 }
 
 // CheckVolumeName validates a volume's name: as a secret's.

@@ -8,6 +8,7 @@ package errdefs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The classes. Wrap them with %w (or use the constructors below); test with
@@ -34,6 +35,10 @@ type Error struct {
 	Code    string // stable, snake_case, e.g. "sandbox_not_found"
 	Message string // safe to show a user
 	Err     error  // internal cause, logged, never shown
+	// RetryAfter, when set, is how long a caller should wait before
+	// trying again (an answer's Retry-After): the condition is expected
+	// to pass.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -124,6 +129,17 @@ func codeOf(class error) string {
 		return "insufficient_storage"
 	}
 	return "internal"
+}
+
+// RetryAfter is how long the caller of what failed with err should
+// wait before trying again, when err's classified error says (Error's
+// RetryAfter); 0 otherwise.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // HasCode reports whether err carries a classified error with code.

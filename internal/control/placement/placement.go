@@ -12,6 +12,10 @@
 // the store), so two nodes that chose the same node at once cannot
 // overfill it: the second create that would pass its capacity is
 // refused there (503 insufficient_capacity).
+//
+// A node may die between its last heartbeat and the moment it is judged
+// lost (store.LostAfter): a create the chosen node cannot be reached for
+// is placed again without it (Place's skip), each node tried once.
 package placement
 
 import (
@@ -105,8 +109,10 @@ type Placer struct {
 	Self string
 }
 
-// Place returns the node a sandbox req asks for is made on.
-func (p *Placer) Place(ctx context.Context, req api.CreateSandboxRequest) (string, error) {
+// Place returns the node a sandbox req asks for is made on, passing over
+// the nodes in skip (those a create was already sent to and could not
+// reach).
+func (p *Placer) Place(ctx context.Context, req api.CreateSandboxRequest, skip []string) (string, error) {
 	if len(req.NodeLabels) > store.MaxNodeLabels {
 		return "", errdefs.Invalid("invalid_node_labels", "node_labels holds at most %d labels", store.MaxNodeLabels)
 	}
@@ -114,10 +120,16 @@ func (p *Placer) Place(ctx context.Context, req api.CreateSandboxRequest) (strin
 	if err != nil {
 		return "", err
 	}
-	if len(rows) == 0 && len(req.NodeLabels) == 0 {
+	if len(rows) == 0 && len(req.NodeLabels) == 0 && !slices.Contains(skip, p.Self) {
 		return p.Self, nil
 	}
-	return Choose(Candidates(rows), req.Driver, req.NodeLabels)
+	nodes := Candidates(rows)
+	for i := range nodes {
+		if slices.Contains(skip, nodes[i].Name) {
+			nodes[i].Active = false
+		}
+	}
+	return Choose(nodes, req.Driver, req.NodeLabels)
 }
 
 // Candidates weighs the registry's rows.

@@ -394,7 +394,18 @@ func shown(t *store.Template, err error) (api.Template, error) {
 // toAPI is t as the API shows it.
 func toAPI(t *store.Template) api.Template {
 	return api.Template{Name: t.Name, Source: t.Source, Digest: t.Digest, Config: t.Config,
-		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt}
+		Layers: len(t.Layers), Bytes: t.Bytes, CreatedAt: t.CreatedAt, Node: home(t)}
+}
+
+// home is the node a sandbox of t must be made on: "" when any node may
+// (its blobs are kept, so a node that lacks its layers fetches them:
+// fetch.go), else the one node that holds it (a template made from a
+// snapshot, or before blobs were kept; "" on a single box).
+func home(t *store.Template) string {
+	if len(t.Blobs) > 0 || len(t.Nodes) == 0 {
+		return ""
+	}
+	return t.Nodes[0]
 }
 
 // Delete deletes one of the caller's templates, unless a sandbox not yet

@@ -49,13 +49,15 @@ type Service struct {
 	quotas  *quota.Service
 	events  events.Appender
 	log     *slog.Logger
+	node    string
 }
 
 // New returns the service over dir (<data>/volumes), which it makes.
 // quotas admits each new volume against its tenant's quotas (its count,
 // its size among the tenant's volumes' and on the tenant's disk); events
-// records volume.* events.
-func New(dir string, backend storage.Backend, st store.Volumes, quotas *quota.Service, events events.Appender, log *slog.Logger) (*Service, error) {
+// records volume.* events; node is this node's name, recorded with each
+// volume as where its files are.
+func New(dir string, backend storage.Backend, st store.Volumes, quotas *quota.Service, events events.Appender, log *slog.Logger, node string) (*Service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("volumes: %w", err)
 	}
@@ -65,7 +67,7 @@ func New(dir string, backend storage.Backend, st store.Volumes, quotas *quota.Se
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{dir: dir, storage: backend, store: st, quotas: quotas, events: events, log: log}, nil
+	return &Service{dir: dir, storage: backend, store: st, quotas: quotas, events: events, log: log, node: node}, nil
 }
 
 // Create makes the volume req.Name of the caller's tenant. A size the
@@ -94,7 +96,7 @@ func (s *Service) create(ctx context.Context, req api.CreateVolumeRequest) (*sto
 		return nil, err
 	}
 	defer claim.Cancel()
-	v := &store.Volume{ID: ids.New(), Name: req.Name, SizeMB: req.SizeMB}
+	v := &store.Volume{ID: ids.New(), Name: req.Name, SizeMB: req.SizeMB, Node: s.node}
 	dir := s.Dir(v.ID)
 	if err := s.storage.Make(dir); err != nil {
 		return nil, fmt.Errorf("make the volume: %w", err)
@@ -149,7 +151,7 @@ func (s *Service) List(ctx context.Context) (api.VolumeList, error) {
 
 // toAPI is v as the API shows it.
 func toAPI(v *store.Volume) api.Volume {
-	return api.Volume{Name: v.Name, SizeMB: v.SizeMB, SizeEnforced: v.SizeEnforced, CreatedAt: v.CreatedAt}
+	return api.Volume{Name: v.Name, SizeMB: v.SizeMB, SizeEnforced: v.SizeEnforced, CreatedAt: v.CreatedAt, Node: v.Node}
 }
 
 // Delete deletes one of the caller's volumes and its files, unless a

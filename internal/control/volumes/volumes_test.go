@@ -42,7 +42,7 @@ func TestVolumeRootSticky(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	svc, err := volumes.New(dir, storage.Open(storage.Info{}), st, nil, events.New(st, events.Config{}), nil)
+	svc, err := volumes.New(dir, storage.Open(storage.Info{}), st, nil, events.New(st, events.Config{}), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/sandbox"
+	"github.com/hutchdev/hutch/internal/edge/forward"
 )
 
 // controlRoutes mounts E2B's control API: what the SDK's Sandbox class
@@ -61,7 +63,15 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 		if key == "" {
 			key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		}
-		ctx, end, err := h.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		var ctx context.Context
+		var end func()
+		var err error
+		if hop, ok := forward.HopFrom(r.Context()); ok {
+			// Another node authenticated the key, and forwarded its id.
+			ctx, end, err = h.cfg.Auth.BeginKey(r.Context(), hop.KeyID)
+		} else {
+			ctx, end, err = h.cfg.Auth.Begin(r.Context(), "Bearer "+key)
+		}
 		if err != nil {
 			h.writeError(w, r, err)
 			return
@@ -72,7 +82,17 @@ func (h *Handler) withKey(least string, fn func(http.ResponseWriter, *http.Reque
 			h.writeError(w, r, err)
 			return
 		}
-		fn(w, r.WithContext(ctx), p)
+		r = r.WithContext(ctx)
+		if id := r.PathValue("id"); id != "" && h.cfg.Forward != nil && !forwarded(r) {
+			node := h.sandboxNode(ctx, id)
+			if strings.HasPrefix(r.Pattern, "DELETE "+Prefix+"/templates/") {
+				node = h.snapshotNode(ctx, id) // E2B's snapshots are its templates
+			}
+			if h.elsewhere(w, r, node, p.KeyID) {
+				return
+			}
+		}
+		fn(w, r, p)
 	}
 }
 
@@ -107,6 +127,20 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, p tenancy.Princ
 	if err != nil {
 		h.writeError(w, r, err)
 		return
+	}
+	if req.Snapshot != "" && h.cfg.Forward != nil && !forwarded(r) {
+		// A sandbox from a snapshot is made where the snapshot's files
+		// are.
+		body, err := json.Marshal(in)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		if h.elsewhere(w, r, h.snapshotNode(r.Context(), req.Snapshot), p.KeyID) {
+			return
+		}
 	}
 	sb, err := h.cfg.Sandboxes.Create(r.Context(), req)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
@@ -50,6 +51,7 @@ type Sandboxes interface {
 	sandbox.Snapshots
 	sandbox.Network
 	sandbox.Meter
+	sandbox.Locate
 }
 
 var _ Sandboxes = (*sandbox.Service)(nil)
@@ -76,6 +78,9 @@ type Config struct {
 	Domain       string
 	MaxBodyBytes int64
 	Log          *slog.Logger
+	// Forward carries a call for a sandbox another node runs to that
+	// node (forward.go); nil: every sandbox is this node's.
+	Forward Forwarder
 }
 
 // Handler serves the E2B APIs under Prefix.
@@ -116,6 +121,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // <EnvdPort>-<id>.<preview domain>: the host names the sandbox, whatever
 // E2b-Sandbox-Id says, and the paths are envd's own.
 func (h *Handler) ServeEnvd(w http.ResponseWriter, r *http.Request, sandboxID string) {
+	if forwarded(r) && strings.HasPrefix(r.URL.Path, envdPrefix+"/") {
+		// The node that received it made it an envd call on its
+		// API's paths before it forwarded it, the host unchanged.
+		h.serve.ServeHTTP(w, r)
+		return
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("E2b-Sandbox-Id", sandboxID)
 	r.URL.Path = envdPrefix + r.URL.Path

@@ -98,9 +98,19 @@ func (h *Handler) envdCall(next http.Handler) http.Handler {
 			return
 		}
 		user, err := basicUser(r.Header.Get("Authorization"))
+		if forwarded(r) {
+			user, err = r.Header.Get(userHeader), nil
+		}
 		if err != nil {
 			h.writeError(w, r, err)
 			return
+		}
+		if h.cfg.Forward != nil && !forwarded(r) {
+			r.Header.Set(userHeader, user)
+			if h.elsewhere(w, r.WithContext(ctx), h.sandboxNode(ctx, id), keyID) {
+				return
+			}
+			r.Header.Del(userHeader)
 		}
 		ctx = context.WithValue(ctx, callKey{}, call{sandbox: id, user: user})
 		next.ServeHTTP(w, r.WithContext(ctx))

@@ -22,8 +22,9 @@
 // node_unavailable within DialTimeout.
 //
 // Lifecycle: LoadKey, New (no side effects), Accept around the server's
-// handler, Forward from the handlers that resolved a sandbox's node,
-// Close at shutdown to drop idle connections.
+// handler, Forward from the handlers that resolved a sandbox's node (Try
+// for a create, which may be placed again when nothing of it reached the
+// node), Close at shutdown to drop idle connections.
 package forward
 
 import (
@@ -128,6 +129,9 @@ type dest struct {
 	to    string
 	url   *url.URL
 	keyID string
+	// unreached, when set (Try), takes the error of a hop that never
+	// reached the node, which is then not answered.
+	unreached *error
 }
 
 type destKey struct{}
@@ -139,23 +143,45 @@ type destKey struct{}
 // cluster_key_missing; an unknown or unreachable node, 503
 // node_unavailable.
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, to, keyID string) {
+	f.forward(w, r, dest{to: to, keyID: keyID})
+}
+
+// Try is Forward for a request that must reach one node at most, a
+// create: when nothing of r reached node to (the registry says it is
+// not serving, or no connection to it could be made: refused, timed
+// out), Try answers nothing and returns that error (503
+// node_unavailable), so that the caller may send r elsewhere. Anything
+// else, a failure after the connection was made included, is answered
+// as Forward answers it, and Try returns nil.
+func (f *Forwarder) Try(w http.ResponseWriter, r *http.Request, to, keyID string) error {
+	var unreached error
+	f.forward(w, r, dest{to: to, keyID: keyID, unreached: &unreached})
+	return unreached
+}
+
+func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, d dest) {
 	if hop, ok := HopFrom(r.Context()); ok {
 		f.cfg.Fail(w, r, errdefs.New(errdefs.ErrConflict, "forward_loop",
-			"node %s forwarded this request here, but node %s runs the sandbox; it is not forwarded twice", hop.From, to))
+			"node %s forwarded this request here, but node %s runs the sandbox; it is not forwarded twice", hop.From, d.to))
 		return
 	}
 	if len(f.cfg.Key) == 0 {
 		f.cfg.Fail(w, r, errdefs.New(errdefs.ErrUnavailable, "cluster_key_missing",
-			"node %s runs this sandbox, and this node has no cluster key to reach it ($HUTCH_CLUSTER_KEY or <data>/cluster.key on every node)", to))
+			"node %s runs this sandbox, and this node has no cluster key to reach it ($HUTCH_CLUSTER_KEY or <data>/cluster.key on every node)", d.to))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), f.cfg.DialTimeout)
-	u, err := f.cfg.Nodes.URL(ctx, to)
+	u, err := f.cfg.Nodes.URL(ctx, d.to)
 	cancel()
 	if err != nil {
-		f.cfg.Fail(w, r, unavailable(to, err))
+		if d.unreached != nil {
+			*d.unreached = unavailable(d.to, err)
+			return
+		}
+		f.cfg.Fail(w, r, unavailable(d.to, err))
 		return
 	}
+	d.url = u
 	// A stream's request body (stdin) keeps flowing while its response
 	// does. A body the hop did not read to its end (the owner could not
 	// be reached, or answered first) is closed before the handler
@@ -163,7 +189,14 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, to, keyID st
 	// to keep the connection panics otherwise (golang/go#68560).
 	http.NewResponseController(w).EnableFullDuplex()
 	defer r.Body.Close()
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), destKey{}, dest{to: to, url: u, keyID: keyID})))
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), destKey{}, d)))
+}
+
+// dialFailed reports whether err, a hop's, says no connection to the
+// node was made, so nothing of the request reached it.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func unavailable(to string, err error) error {
@@ -193,6 +226,10 @@ func (f *Forwarder) proxyError(w http.ResponseWriter, r *http.Request, err error
 			return
 		}
 		f.cfg.Fail(w, r, cause)
+		return
+	}
+	if d.unreached != nil && dialFailed(err) {
+		*d.unreached = unavailable(d.to, err)
 		return
 	}
 	f.cfg.Log.Warn("forward failed", "node", d.to, "path", r.URL.Path, "err", err)

@@ -44,6 +44,11 @@ func (a *API) createApp(w http.ResponseWriter, r *http.Request, svc *apps.Servic
 		a.writeError(w, r, err)
 		return
 	}
+	// Its dev and live sandboxes are made where it is created: placed as
+	// one sandbox of its template and limits.
+	if a.placeAndSend(w, r, api.CreateSandboxRequest{Template: req.Template, Limits: req.Limits}, req) {
+		return
+	}
 	app, err := svc.Create(r.Context(), req)
 	a.answer(w, r, http.StatusCreated, app, err)
 }

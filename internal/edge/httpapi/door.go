@@ -48,9 +48,9 @@ type Tenants interface {
 }
 
 // Placement chooses the node of a fleet a sandbox is made on
-// (internal/control/placement.Placer).
+// (internal/control/placement.Placer), passing over the nodes in skip.
 type Placement interface {
-	Place(ctx context.Context, req api.CreateSandboxRequest) (string, error)
+	Place(ctx context.Context, req api.CreateSandboxRequest, skip []string) (string, error)
 }
 
 var (

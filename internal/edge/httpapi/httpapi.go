@@ -101,6 +101,12 @@ func New(cfg Config) *API {
 			h = a.toOwner(h)
 		case strings.HasPrefix(r.pattern, "/v1/apps/{id}") && a.cfg.Apps != nil:
 			h = a.toAppOwner(h)
+		case r.method == "DELETE" && r.pattern == "/v1/snapshots/{id}":
+			h = a.toDiskOwner(a.snapshotNode, "id", h)
+		case r.method == "DELETE" && r.pattern == "/v1/volumes/{name}":
+			h = a.toDiskOwner(a.volumeNode, "name", h)
+		case r.method == "DELETE" && r.pattern == "/v1/templates/{name}":
+			h = a.toDiskOwner(a.templateNode, "name", h)
 		}
 		if !r.public {
 			h = a.authenticate(cmp.Or(r.role, api.RoleMember), h)

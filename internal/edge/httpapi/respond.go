@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -20,6 +22,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, msg := errdefs.HTTPStatus(err)
 	if status >= 500 {
 		a.cfg.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
+	}
+	if d := errdefs.RetryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(d, time.Second)/time.Second)))
 	}
 	writeJSON(w, status, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
 }

@@ -34,6 +34,11 @@ func (a *API) createTemplate(w http.ResponseWriter, r *http.Request, svc *templa
 				a.writeError(w, r, errdefs.Invalid("invalid_template", "a template comes from a ref or a snapshot, not both"))
 				return
 			}
+			// The snapshot's files are on its node's disk: the template is
+			// made there.
+			if node, _ := a.snapshotNode(r.Context(), req.Snapshot); a.sendTo(w, r, node, req) {
+				return
+			}
 			t, err = svc.FromSnapshot(r.Context(), req.Name, req.Snapshot)
 		} else {
 			t, err = svc.Pull(r.Context(), req)

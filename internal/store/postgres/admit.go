@@ -18,11 +18,11 @@ var _ store.Admitter = (*Store)(nil)
 func (s *Store) Admit(ctx context.Context, tenantID string, fn func() error) error {
 	tx, err := s.admissions.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("admit for tenant %s: %w", tenantID, err)
+		return fmt.Errorf("admit for tenant %s: %w", tenantID, unreachable(ctx, err))
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if err := lock(ctx, tx, admissionLock, tenantID); err != nil {
-		return err
+		return unreachable(ctx, err)
 	}
 	return fn()
 }

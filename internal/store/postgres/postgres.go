@@ -27,6 +27,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,7 @@ var _ store.Store = (*Store)(nil)
 
 // Store is a store.Store on a Postgres database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool db
 	// admissions holds the connections of Admit's locks, apart from
 	// pool, so admissions waiting for their tenant's lock never take
 	// the connections the writes they wait for need.
@@ -50,6 +51,11 @@ type Store struct {
 	// own from the first Subscribe on.
 	changes *feed
 }
+
+// DefaultMaxConns is the size of a Store's pool where the URL sets no
+// pool_max_conns; Admit's pool is half that (docs/DEPLOY.md,
+// "Connections", says why).
+const DefaultMaxConns = 16
 
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as libpq takes), applies pending migrations and
@@ -63,6 +69,13 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 		return nil, errdefs.Wrap(errdefs.ErrInvalid, "invalid_store_url", err, "the store URL is not one Postgres takes")
 	}
 	cfg.AfterConnect = utcTimes
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
+	}
+	cfg.ConnConfig.Tracer = acquireBound{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -81,7 +94,7 @@ func Open(ctx context.Context, dsn string) (_ *Store, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{pool: pool, admissions: admissions, changes: newFeed(cfg.ConnConfig)}, nil
+	return &Store{pool: db{pool}, admissions: admissions, changes: newFeed(cfg.ConnConfig)}, nil
 }
 
 // utcTimes makes a connection read timestamptz in UTC, as every store
@@ -108,7 +121,8 @@ const maxAttempts = 5
 // aborted for a deadlock or a serialization failure is run again from
 // the start (fn must be safe to repeat), up to maxAttempts times. A
 // write refused for its tenant's state is a 403 (tenantRefusal); one
-// that finds the database server's disk full, a 507.
+// that finds the database server's disk full, a 507; one that cannot
+// reach it, a 503 (unreachable).
 func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
 	var err error
 	for range maxAttempts {
@@ -123,7 +137,7 @@ func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
 		return errdefs.Wrap(errdefs.ErrInsufficientStorage, "insufficient_storage", err,
 			"the Postgres server's disk is full: nothing can be recorded until room is made there")
 	}
-	return err
+	return unreachable(ctx, err)
 }
 
 // querier is what reads need from the pool or a transaction.

@@ -12,7 +12,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const volumeCols = `id, tenant_id, name, size_mb, size_enforced, created_at`
+const volumeCols = `id, tenant_id, name, size_mb, size_enforced, created_at, node`
 
 // CreateVolume implements store.Store.
 func (s *Store) CreateVolume(ctx context.Context, v *store.Volume) error {
@@ -20,8 +20,8 @@ func (s *Store) CreateVolume(ctx context.Context, v *store.Volume) error {
 		return err
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO volumes (`+volumeCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			v.ID, v.TenantID, v.Name, v.SizeMB, v.SizeEnforced, v.CreatedAt)
+		_, err := tx.Exec(ctx, `INSERT INTO volumes (`+volumeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			v.ID, v.TenantID, v.Name, v.SizeMB, v.SizeEnforced, v.CreatedAt, v.Node)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create volume %s: %w", v.Name, store.VolumeExists(v.Name))
@@ -113,6 +113,6 @@ func (s *Store) DeleteVolume(ctx context.Context, name string) (*store.Volume, e
 
 func scanVolume(row pgx.Row) (store.Volume, error) {
 	var v store.Volume
-	err := row.Scan(&v.ID, &v.TenantID, &v.Name, &v.SizeMB, &v.SizeEnforced, &v.CreatedAt)
+	err := row.Scan(&v.ID, &v.TenantID, &v.Name, &v.SizeMB, &v.SizeEnforced, &v.CreatedAt, &v.Node)
 	return v, err
 }

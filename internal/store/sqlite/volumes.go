@@ -10,7 +10,7 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-const volumeCols = `id, tenant_id, name, size_mb, size_enforced, created_at`
+const volumeCols = `id, tenant_id, name, size_mb, size_enforced, created_at, node`
 
 // CreateVolume implements store.Store.
 func (s *Store) CreateVolume(ctx context.Context, v *store.Volume) error {
@@ -18,8 +18,8 @@ func (s *Store) CreateVolume(ctx context.Context, v *store.Volume) error {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO volumes (`+volumeCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			v.ID, v.TenantID, v.Name, v.SizeMB, v.SizeEnforced, formatTime(v.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO volumes (`+volumeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			v.ID, v.TenantID, v.Name, v.SizeMB, v.SizeEnforced, formatTime(v.CreatedAt), v.Node)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("create volume %s: %w", v.Name, store.VolumeExists(v.Name))
@@ -114,7 +114,7 @@ func scanVolume(row scanner) (store.Volume, error) {
 		v       store.Volume
 		created string
 	)
-	if err := row.Scan(&v.ID, &v.TenantID, &v.Name, &v.SizeMB, &v.SizeEnforced, &created); err != nil {
+	if err := row.Scan(&v.ID, &v.TenantID, &v.Name, &v.SizeMB, &v.SizeEnforced, &created, &v.Node); err != nil {
 		return store.Volume{}, err
 	}
 	var err error

@@ -14,7 +14,7 @@ import (
 func testVolumes(t *testing.T, s store.Store) {
 	_, ctx := newTenant(t, s, "a")
 	_, ctxB := newTenant(t, s, "b")
-	v := &store.Volume{Name: "cache", SizeMB: 64, SizeEnforced: true}
+	v := &store.Volume{Name: "cache", SizeMB: 64, SizeEnforced: true, Node: "n1"}
 	if err := s.CreateVolume(ctx, v); err != nil {
 		t.Fatalf("CreateVolume: %v", err)
 	}
