@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -115,8 +116,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	create := map[string][]time.Duration{}
-	for range max(1, o.n/4) {
-		for _, name := range order {
+	for i := range max(1, o.n/4) {
+		for _, name := range turn(order, i) {
 			t0 := time.Now()
 			c, err := via[name].CreateSandbox(ctx, api.CreateSandboxRequest{NodeLabels: onA})
 			if err != nil {
@@ -170,7 +171,7 @@ func startNode(ctx context.Context, name, adminKey string, o options) (s *benchs
 }
 
 // calls times o.n execs of `true` in sandbox id through each client of
-// via, alternating in order, and as many reads of its network policy (GET
+// via, alternating (turn), and as many reads of its network policy (GET
 // /v1/sandboxes/{id}/network: a forwarded request the owner answers from
 // memory, so the hop alone), after 10 warm-up calls each, under a CPU
 // profile when o asks for one.
@@ -206,9 +207,9 @@ func calls(ctx context.Context, via map[string]*client.Client, order []string, i
 		defer pprof.StopCPUProfile()
 	}
 	took := map[string]map[string][]time.Duration{"exec": {}, "network": {}}
-	for range o.n {
+	for i := range o.n {
 		for _, what := range []string{"exec", "network"} {
-			for _, name := range order {
+			for _, name := range turn(order, i) {
 				t0 := time.Now()
 				if err := call[what](via[name]); err != nil {
 					return nil, nil, fmt.Errorf("%s through %s: %w", what, name, err)
@@ -218,4 +219,15 @@ func calls(ctx context.Context, via map[string]*client.Client, order []string, i
 		}
 	}
 	return took["exec"], took["network"], nil
+}
+
+// turn is order for the i-th round, reversed every other round, so that
+// neither node's call always follows the other's.
+func turn(order []string, i int) []string {
+	if i%2 == 0 {
+		return order
+	}
+	r := slices.Clone(order)
+	slices.Reverse(r)
+	return r
 }
