@@ -81,6 +81,7 @@ type Forwarder struct {
 	tr    *http.Transport
 	proxy *httputil.ReverseProxy
 	seen  nonces
+	bufs  buffers
 }
 
 // New returns a Forwarder for cfg.
@@ -111,6 +112,7 @@ func New(cfg Config) *Forwarder {
 		Rewrite:       f.rewrite,
 		Transport:     f.tr,
 		FlushInterval: -1, // every write of a stream goes on at once
+		BufferPool:    &f.bufs,
 		ErrorHandler:  f.proxyError,
 		ErrorLog:      slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
 	}
