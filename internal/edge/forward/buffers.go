@@ -8,8 +8,8 @@ const bufferSize = 32 << 10
 
 // buffers are the hop's copy buffers (httputil.BufferPool), reused from
 // one forwarded response to the next: without them every hop allocated
-// and cleared 32 KiB, a sixth of the forwarding node's CPU per small
-// request (bench/README.md, fleet).
+// and cleared 32 KiB, about a fifth of the forwarding node's CPU for a
+// small request (bench/README.md, fleet).
 type buffers struct{ pool sync.Pool }
 
 // Get returns a buffer of bufferSize bytes.
