@@ -100,7 +100,8 @@ func (s *Service) droppedRecord(id string) {
 
 // StoreChanged forgets what c, a write the store told (store.Notifier),
 // makes stale: a sandbox's kept record older than the revision written,
-// or erased (revision 0), and on a resync every record kept. A write
+// or erased (revision 0), and its node if it is not live here (locate.go);
+// on a resync every record and node kept. A write
 // through this service comes back at the revision it kept, and is left
 // alone.
 func (s *Service) StoreChanged(_ context.Context, c store.Change) {
@@ -109,10 +110,12 @@ func (s *Service) StoreChanged(_ context.Context, c store.Change) {
 		if lv := s.lookup(c.SandboxID); lv != nil {
 			lv.forgetBelow(c.Rev)
 		}
+		s.nodes.forget(c.SandboxID)
 	case store.ChangeResync:
 		for _, lv := range s.liveList() {
 			lv.forgetBelow(0)
 		}
+		s.nodes.forgetAll()
 	}
 }
 
@@ -131,6 +134,7 @@ func (lv *live) forgetBelow(rev int64) {
 // updated tells the kept records what a write of sandbox id through the
 // service did, and returns its results as they are.
 func (s *Service) updated(id string, rec *store.Sandbox, err error) (*store.Sandbox, error) {
+	s.nodes.forget(id)
 	if err != nil || rec == nil {
 		s.droppedRecord(id)
 	} else {

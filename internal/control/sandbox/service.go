@@ -163,6 +163,8 @@ type Service struct {
 
 	procs procWatch // the exit watchers of background processes
 
+	nodes nodes // where the sandboxes not live here run, for NodeOf (locate.go)
+
 	// draining is set while this node drains: it takes no new sandbox
 	// (nodes.go).
 	draining atomic.Bool

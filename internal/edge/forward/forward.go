@@ -82,6 +82,7 @@ type Forwarder struct {
 	tr    *http.Transport
 	proxy *httputil.ReverseProxy
 	seen  nonces
+	bufs  buffers
 }
 
 // New returns a Forwarder for cfg.
@@ -112,6 +113,7 @@ func New(cfg Config) *Forwarder {
 		Rewrite:       f.rewrite,
 		Transport:     f.tr,
 		FlushInterval: -1, // every write of a stream goes on at once
+		BufferPool:    &f.bufs,
 		ErrorHandler:  f.proxyError,
 		ErrorLog:      slog.NewLogLogger(cfg.Log.Handler(), slog.LevelDebug),
 	}

@@ -2,16 +2,21 @@ package forward
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,4 +349,67 @@ func TestForwardFailureKeepsConnection(t *testing.T) {
 	if strings.Contains(panicked.String(), "panic") {
 		t.Errorf("the server panicked: %s", panicked.String())
 	}
+}
+
+// TestForwardLargeBodies: bodies of several MiB pass whole both ways, on
+// hops running at once (which share the copy buffers, buffers.go), each
+// its own bytes.
+func TestForwardLargeBodies(t *testing.T) {
+	_, front := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "PUT" {
+			sum := sha256.New()
+			n, err := io.Copy(sum, r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			fmt.Fprintf(w, "%d %x", n, sum.Sum(nil))
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(blob(r.URL.Query().Get("seed"), 5<<20))
+	}))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		seed := strconv.Itoa(i)
+		wg.Go(func() {
+			req, _ := http.NewRequest("GET", front.URL+"/files?seed="+seed, nil)
+			req.Header.Set("To", "b")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !bytes.Equal(got, blob(seed, 5<<20)) {
+				t.Errorf("download %s: %d bytes, %v; want its 5 MiB", seed, len(got), err)
+			}
+			up := blob(seed+"up", 7<<20)
+			req, _ = http.NewRequest("PUT", front.URL+"/files", bytes.NewReader(up))
+			req.Header.Set("To", "b")
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf("%d %x", len(up), sha256.Sum256(up)); string(body) != want {
+				t.Errorf("upload %s: the owner read %q; want %q", seed, body, want)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// blob is n bytes that differ with seed.
+func blob(seed string, n int) []byte {
+	b := make([]byte, 0, n+sha256.Size)
+	h := sha256.Sum256([]byte(seed))
+	for len(b) < n {
+		b = append(b, h[:]...)
+		h = sha256.Sum256(h[:])
+	}
+	return b[:n]
 }
