@@ -40,6 +40,20 @@ const (
 // chaosSeedEnv replays a run: its value is the seed a failed run logged.
 const chaosSeedEnv = "HUTCH_CHAOS_SEED"
 
+// chaosRand is a chaos test's source of randomness, seeded from
+// chaosSeedEnv when set, else from the clock; it logs its seed.
+func chaosRand(t *testing.T) *mrand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(chaosSeedEnv); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", chaosSeedEnv, v, err)
+		}
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, chaosSeedEnv, seed)
+	return mrand.New(mrand.NewPCG(seed, 0))
+}
+
 // kill ends the server with SIGKILL, as a crash would, and waits until
 // it is gone.
 func (s *server) kill() {
@@ -163,15 +177,7 @@ func (w *chaosWorld) liveCount() int {
 // there, and nothing the store does not know survives on disk, in the
 // cgroups or as a process.
 func TestChaos(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(chaosSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", chaosSeedEnv, v, err)
-		}
-	}
-	t.Logf("seed %d (replay with %s=%d)", seed, chaosSeedEnv, seed)
-	rng := mrand.New(mrand.NewPCG(seed, 0))
+	rng := chaosRand(t)
 
 	dataDir := testutil.DataDir(t)
 	// A cgroup parent of the test's own: other servers on the host share

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"maps"
-	mrand "math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -36,15 +34,7 @@ const fleetChaosRounds = 6
 // takes no snapshots: a snapshot stays on the disk of the node that took
 // it (docs/DEPLOY.md).
 func TestFleetChaos(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(chaosSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", chaosSeedEnv, v, err)
-		}
-	}
-	t.Logf("seed %d (replay with %s=%d)", seed, chaosSeedEnv, seed)
-	rng := mrand.New(mrand.NewPCG(seed, 0))
+	rng := chaosRand(t)
 
 	f := startTwoNodes(t)
 	w := &chaosWorld{t: t, boxes: map[string]*chaosBox{}, snaps: map[string]*chaosSnap{}}

@@ -4,37 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/testutil/pgtemp"
+	"github.com/hutchdev/hutch/internal/testutil"
 )
 
 // TestStoreDown: with its Postgres server stopped, a node answers the
 // API calls that need the store 503 store_unavailable with a
 // Retry-After, never 500 internal.
 func TestStoreDown(t *testing.T) {
-	srv, err := pgtemp.Start(pgtemp.Options{})
-	if m := (*pgtemp.Missing)(nil); errors.As(err, &m) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			srv.Stop()
-		}
-	})
-	dsn, err := srv.CreateDatabase("down")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, stop := testutil.OwnPostgres(t)
 	var log bytes.Buffer
 	cfg, logger := testConfig(t, &log)
 	cfg.Store, cfg.StoreURL, cfg.Node = "postgres", dsn, "a"
@@ -62,8 +45,7 @@ func TestStoreDown(t *testing.T) {
 	if resp, _ := call("GET", "/v1/sandboxes", ""); resp.StatusCode != 200 {
 		t.Fatalf("list with the store up: %d", resp.StatusCode)
 	}
-	srv.Stop()
-	stopped = true
+	stop()
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/sandboxes", ""},
 		{"POST", "/v1/sandboxes", "{}"},

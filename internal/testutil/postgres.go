@@ -31,13 +31,7 @@ var pg struct {
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	pg.once.Do(func() { pg.server, pg.err = pgtemp.Start(pgtemp.Options{}) })
-	var missing *pgtemp.Missing
-	switch {
-	case errors.As(pg.err, &missing) && os.Getenv(RequirePostgresEnv) != "1":
-		t.Skipf("%v (%s=1 makes this a failure)", pg.err, RequirePostgresEnv)
-	case pg.err != nil:
-		t.Fatal(pg.err)
-	}
+	started(t, pg.err)
 	name := "t_" + ids.Token(8)
 	url, err := pg.server.CreateDatabase(name)
 	if err != nil {
@@ -49,6 +43,36 @@ func PostgresURL(t testing.TB) string {
 		}
 	})
 	return url
+}
+
+// OwnPostgres starts a Postgres server of t's own, not the test
+// binary's shared one, for a test that stops it: stop (once; again does
+// nothing; also when t ends). url names an empty database on it. Without
+// the binaries it skips t, unless RequirePostgresEnv is 1.
+func OwnPostgres(t testing.TB) (url string, stop func()) {
+	t.Helper()
+	srv, err := pgtemp.Start(pgtemp.Options{})
+	started(t, err)
+	stop = sync.OnceFunc(srv.Stop)
+	t.Cleanup(stop)
+	url, err = srv.CreateDatabase("t_" + ids.Token(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, stop
+}
+
+// started fails t on a server's start that failed, or skips it when
+// Debian's postgresql is missing and RequirePostgresEnv is not 1.
+func started(t testing.TB, err error) {
+	t.Helper()
+	var missing *pgtemp.Missing
+	switch {
+	case errors.As(err, &missing) && os.Getenv(RequirePostgresEnv) != "1":
+		t.Skipf("%v (%s=1 makes this a failure)", err, RequirePostgresEnv)
+	case err != nil:
+		t.Fatal(err)
+	}
 }
 
 // RunWithPostgres is the TestMain of a package whose tests call

@@ -10,37 +10,19 @@ import (
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/testutil"
-	"github.com/hutchdev/hutch/internal/testutil/pgtemp"
 )
 
 // TestStoreUnavailable: a database server that stops answers every read,
 // write and admission 503 store_unavailable with a Retry-After, not an
 // internal error, and within the bounds of a wait for it.
 func TestStoreUnavailable(t *testing.T) {
-	srv, err := pgtemp.Start(pgtemp.Options{})
-	if m := (*pgtemp.Missing)(nil); errors.As(err, &m) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			srv.Stop()
-		}
-	})
-	dsn, err := srv.CreateDatabase("reach")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn, stop := testutil.OwnPostgres(t)
 	s := open(t, dsn)
 	ctx := tenancy.System(context.Background())
 	if _, err := s.RegisterNode(ctx, store.Node{Name: "n"}); err != nil {
 		t.Fatal(err)
 	}
-	srv.Stop()
-	stopped = true
+	stop()
 	for name, call := range map[string]func() error{
 		"read":  func() error { _, err := s.ListNodes(ctx); return err },
 		"row":   func() error { _, err := s.GetNode(ctx, "n"); return err },
