@@ -18,11 +18,9 @@ import (
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
-	"github.com/hutchdev/hutch/internal/control/auth"
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/templates"
 	"github.com/hutchdev/hutch/internal/store"
-	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
 
@@ -61,16 +59,7 @@ type nodes struct {
 
 func twoNodes(t *testing.T, peers *peerNodes, timeout time.Duration) nodes {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tn, _, _, err := auth.CreateTenant(tenancy.System(context.Background()), st, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "k", Role: api.RoleMember})
+	st, ctx := memberStore(t)
 	ev := events.New(st, events.Config{})
 	n := nodes{st: st, ctx: ctx, logB: &bytes.Buffer{}}
 	open := func(node string, peers templates.Peers, log *slog.Logger) (*templates.Service, string) {

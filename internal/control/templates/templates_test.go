@@ -18,6 +18,7 @@ import (
 	"github.com/hutchdev/hutch/internal/control/events"
 	"github.com/hutchdev/hutch/internal/control/secrets"
 	"github.com/hutchdev/hutch/internal/control/templates"
+	"github.com/hutchdev/hutch/internal/store"
 	"github.com/hutchdev/hutch/internal/store/sqlite"
 	"github.com/hutchdev/hutch/internal/testutil"
 )
@@ -28,10 +29,9 @@ type secret struct {
 	value string
 }
 
-// newService returns a template service over a store of its own, with the
-// tenant's secrets have, a member's context and the layer store's
-// directory.
-func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, have ...secret) (*templates.Service, context.Context, string) {
+// memberStore is a store of the test's own with one tenant, and a
+// context of a member of it.
+func memberStore(t *testing.T) (store.Store, context.Context) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName))
 	if err != nil {
@@ -43,6 +43,15 @@ func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, have ..
 		t.Fatal(err)
 	}
 	ctx := tenancy.With(context.Background(), tenancy.Principal{TenantID: tn.ID, KeyID: "k", Role: api.RoleMember})
+	return st, ctx
+}
+
+// newService returns a template service over a store of its own, with the
+// tenant's secrets have, a member's context and the layer store's
+// directory.
+func newService(t *testing.T, shared bool, reg templates.RegistryPolicy, have ...secret) (*templates.Service, context.Context, string) {
+	t.Helper()
+	st, ctx := memberStore(t)
 	sealer, err := secrets.NewSealer(make([]byte, secrets.KeySize))
 	if err != nil {
 		t.Fatal(err)
