@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/base/keyfile"
 	"github.com/hutchdev/hutch/internal/base/tenancy"
 	"github.com/hutchdev/hutch/internal/control/auth"
@@ -35,6 +36,11 @@ func (s *Server) openE2B(_ context.Context, p *parts) error {
 		MaxBodyBytes: s.cfg.MaxBodyBytes, Log: s.log}
 	if f := p.forwarder(); f != nil {
 		cfg.Forward = f
+		// Placed as the API's creates: p.api is opened after this layer
+		// and before anything is served.
+		cfg.Place = func(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest, body any) (bool, error) {
+			return p.api.PlaceAndSend(w, r, req, body)
+		}
 	}
 	compat := e2b.New(cfg)
 	s.onClose("e2b watchers", func(context.Context) error { compat.Close(); return nil })

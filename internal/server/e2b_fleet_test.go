@@ -16,8 +16,8 @@ import (
 // TestE2BAcrossNodes: the E2B layer of node b serves a sandbox node a
 // runs as a's own would: a control call (connect, which gives the envd
 // token), envd's file routes on b's API and on the sandbox's envd host,
-// a Connect call of envd's filesystem service, and a kill; what reaches a
-// carries no API key.
+// a Connect call of envd's filesystem service, a create (placed on a, as
+// the API's are) and a kill; what reaches a carries no API key.
 func TestE2BAcrossNodes(t *testing.T) {
 	f := startFleet(t, nil)
 	ctx := context.Background()
@@ -91,6 +91,19 @@ func TestE2BAcrossNodes(t *testing.T) {
 	code, out = do("POST", b+"/e2b/envd/filesystem.Filesystem/Stat", "", strings.NewReader(`{"path":"e2b.txt"}`), rpc)
 	if code != 200 || !strings.Contains(string(out), "e2b.txt") {
 		t.Fatalf("Stat through b: %d %s", code, out)
+	}
+
+	// A create through b is placed, as the API's: on a, the most room.
+	code, out = do("POST", b+"/e2b/sandboxes", "", strings.NewReader(`{"templateID": "base", "timeout": 600}`), map[string]string{"X-API-KEY": f.admin, "Content-Type": "application/json"})
+	var made struct {
+		SandboxID string `json:"sandboxID"`
+	}
+	if err := json.Unmarshal(out, &made); code != 201 || err != nil || made.SandboxID == "" {
+		t.Fatalf("E2B create through b: %d %s", code, out)
+	}
+	t.Cleanup(func() { viaA.DeleteSandbox(ctx, made.SandboxID) })
+	if placed, err := viaA.GetSandbox(ctx, made.SandboxID); err != nil || placed.Node != "a" {
+		t.Fatalf("the E2B create through b: %+v, %v; want it placed on a", placed, err)
 	}
 
 	if strings.Contains(f.tap.saw(), f.admin) {

@@ -1,7 +1,6 @@
 package e2b
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,17 +127,15 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, p tenancy.Princ
 		h.writeError(w, r, err)
 		return
 	}
-	if req.Snapshot != "" && h.cfg.Forward != nil && !forwarded(r) {
-		// A sandbox from a snapshot is made where the snapshot's files
-		// are.
-		body, err := json.Marshal(in)
+	// In a fleet it is placed, as the API's creates are (one from a
+	// snapshot is made where the snapshot's files are).
+	if h.cfg.Place != nil {
+		sent, err := h.cfg.Place(w, r, req, in)
 		if err != nil {
 			h.writeError(w, r, err)
 			return
 		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		if h.elsewhere(w, r, h.snapshotNode(r.Context(), req.Snapshot), p.KeyID) {
+		if sent {
 			return
 		}
 	}

@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hutchdev/hutch/api"
+
 	"github.com/hutchdev/hutch/internal/control/sandbox"
 )
 
@@ -81,6 +83,11 @@ type Config struct {
 	// Forward carries a call for a sandbox another node runs to that
 	// node (forward.go); nil: every sandbox is this node's.
 	Forward Forwarder
+	// Place places a create in a fleet as the API's own creates are
+	// (httpapi.API.PlaceAndSend): when the node chosen is another, it
+	// forwards r there with body as its body and reports true; an error
+	// is this layer's to answer. nil: every sandbox is made here.
+	Place func(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest, body any) (bool, error)
 }
 
 // Handler serves the E2B APIs under Prefix.

@@ -205,14 +205,21 @@ func unavailable(to string, err error) error {
 	return errdefs.Wrap(errdefs.ErrUnavailable, "node_unavailable", err, "node %s, which runs this sandbox, cannot be reached; try again later", to)
 }
 
+// credentialHeaders carry a client's key, which never leaves the node
+// that received it: Authorization (the API's, previews') and X-API-KEY
+// (the E2B layer's).
+var credentialHeaders = []string{"Authorization", "X-API-KEY"}
+
 // rewrite makes the request to the owning node: its URL, the client's
-// Host (previews are routed by it), no Authorization, and the hop's
-// signature.
+// Host (previews are routed by it), no credential of the client's, and
+// the hop's signature.
 func (f *Forwarder) rewrite(pr *httputil.ProxyRequest) {
 	d := pr.In.Context().Value(destKey{}).(dest)
 	pr.SetURL(d.url)
 	pr.Out.Host = pr.In.Host
-	pr.Out.Header.Del("Authorization")
+	for _, h := range credentialHeaders {
+		pr.Out.Header.Del(h)
+	}
 	stripHeaders(pr.Out.Header)
 	pr.SetXForwarded()
 	sign(f.cfg.Key, pr.Out, d.keyID, f.cfg.Node, d.to, f.cfg.Now())

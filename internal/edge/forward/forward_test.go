@@ -84,7 +84,7 @@ func codeOf(t *testing.T, resp *http.Response) string {
 }
 
 // TestForwardCarriesKeyIDNotSecret: the owner sees the key id and the
-// receiving node's name, never the client's Authorization; the client's
+// receiving node's name, never the client's Authorization or X-API-KEY; the client's
 // own forwarding headers are replaced by the signed ones.
 func TestForwardCarriesKeyIDNotSecret(t *testing.T) {
 	var got http.Header
@@ -96,6 +96,7 @@ func TestForwardCarriesKeyIDNotSecret(t *testing.T) {
 	}))
 	req, _ := http.NewRequest("GET", front.URL+"/v1/sandboxes/x/files?path=/a%20b", nil)
 	req.Header.Set("Authorization", "Bearer hk_secret")
+	req.Header.Set("X-API-KEY", "hk_secret")
 	req.Header.Set("To", "b")
 	req.Host = "3000-x.localhost"
 	resp, err := http.DefaultClient.Do(req)
@@ -107,8 +108,8 @@ func TestForwardCarriesKeyIDNotSecret(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "ok 3000-x.localhost /v1/sandboxes/x/files?path=/a%20b" {
 		t.Fatalf("got %d %q", resp.StatusCode, body)
 	}
-	if got.Get("Authorization") != "" {
-		t.Errorf("the owner received Authorization %q", got.Get("Authorization"))
+	if got.Get("Authorization") != "" || got.Get("X-API-KEY") != "" {
+		t.Errorf("the owner received Authorization %q, X-API-KEY %q", got.Get("Authorization"), got.Get("X-API-KEY"))
 	}
 	for k, v := range got {
 		if strings.HasPrefix(k, headerPrefix) || strings.Contains(strings.Join(v, ","), "hk_secret") {

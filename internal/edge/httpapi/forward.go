@@ -216,20 +216,33 @@ func (a *API) placeElsewhere(w http.ResponseWriter, r *http.Request, req api.Cre
 // sandboxes like want (an app's): placed as want, r is forwarded with
 // body, its decoded request, as its body.
 func (a *API) placeAndSend(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest, v any) bool {
-	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
-		return false
-	}
-	if a.cfg.Placement == nil || a.cfg.Forward == nil {
-		if len(req.NodeLabels) > 0 {
-			a.writeError(w, r, errdefs.Invalid("node_labels_unsupported", "this server places no sandboxes on other nodes (a single node, or a fleet without a cluster key): node_labels place sandboxes in a fleet of nodes on a shared store"))
-			return true
-		}
-		return false
-	}
-	body, err := json.Marshal(v)
+	sent, err := a.PlaceAndSend(w, r, req, v)
 	if err != nil {
 		a.writeError(w, r, err)
 		return true
+	}
+	return sent
+}
+
+// PlaceAndSend places a create that makes a sandbox like req, and when
+// the node chosen is another, forwards r there with v, the create as r
+// decoded it, as its body, and reports that it was sent (answered by
+// that node); otherwise it reports false and the caller makes it here.
+// An error is the caller's to answer, in its own shape: the E2B layer's
+// creates are placed with it too.
+func (a *API) PlaceAndSend(w http.ResponseWriter, r *http.Request, req api.CreateSandboxRequest, v any) (bool, error) {
+	if _, forwarded := forward.HopFrom(r.Context()); forwarded {
+		return false, nil
+	}
+	if a.cfg.Placement == nil || a.cfg.Forward == nil {
+		if len(req.NodeLabels) > 0 {
+			return false, errdefs.Invalid("node_labels_unsupported", "this server places no sandboxes on other nodes (a single node, or a fleet without a cluster key): node_labels place sandboxes in a fleet of nodes on a shared store")
+		}
+		return false, nil
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return false, err
 	}
 	p, _ := tenancy.From(r.Context())
 	var tried []string
@@ -241,11 +254,10 @@ func (a *API) placeAndSend(w http.ResponseWriter, r *http.Request, req api.Creat
 				err = errdefs.Wrap(errdefs.ErrUnavailable, "node_unavailable", unreached,
 					"no node could be reached to make this sandbox (tried %s); try again later", strings.Join(tried, ", "))
 			}
-			a.writeError(w, r, err)
-			return true
+			return false, err
 		}
 		if node == a.cfg.Forward.Node() {
-			return false
+			return false, nil
 		}
 		// Each try sends the body from its start; the transport may
 		// send it again itself on a pooled connection that was closed
@@ -255,7 +267,7 @@ func (a *API) placeAndSend(w http.ResponseWriter, r *http.Request, req api.Creat
 		r.ContentLength = int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 		if unreached = a.cfg.Forward.Try(w, r, node, p.KeyID); unreached == nil {
-			return true
+			return true, nil
 		}
 		a.cfg.Log.Warn("create not placed on an unreachable node; placing it again without it", "node", node, "err", unreached)
 		tried = append(tried, node)
