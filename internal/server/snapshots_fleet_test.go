@@ -60,6 +60,21 @@ func TestSnapshotAcrossNodes(t *testing.T) {
 	if err := viaB.DeleteSandbox(ctx, from.ID); err != nil {
 		t.Fatal(err)
 	}
+	// A sandbox of b is not restored from a's snapshot, whose files b's
+	// disk lacks: refused before anything of it is touched.
+	onB, err := viaA.CreateSandbox(ctx, api.CreateSandboxRequest{Driver: namespace.Name})
+	if err != nil || onB.Node != "b" {
+		t.Fatalf("a namespace sandbox placed on b: %+v, %v", onB, err)
+	}
+	t.Cleanup(func() { viaB.DeleteSandbox(ctx, onB.ID) })
+	if _, err := viaA.WriteFile(ctx, onB.ID, "kept.txt", 0o644, strings.NewReader("kept")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = viaA.Restore(ctx, onB.ID, api.RestoreRequest{Snapshot: snap.ID})
+	wantCode(t, "a restore of b's sandbox from a's snapshot", err, 409, "snapshot_elsewhere")
+	if got, err := viaB.Exec(ctx, onB.ID, api.ExecRequest{Cmd: []string{"cat", "kept.txt"}}); err != nil || got.Stdout != "kept" {
+		t.Fatalf("b's sandbox after the refused restore: %+v, %v; want it running with its file", got, err)
+	}
 	// So is one the E2B layer creates from it (E2B's template id naming
 	// the snapshot).
 	req, _ := http.NewRequest("POST", "http://"+f.b.Addr().String()+"/e2b/sandboxes", strings.NewReader(`{"templateID":"`+snap.ID+`"}`))

@@ -172,6 +172,9 @@ func (s *Service) Restore(ctx context.Context, id string, req api.RestoreRequest
 		return api.Sandbox{}, errdefs.Invalid("snapshot_mismatch", "snapshot %s is of a %s sandbox from template %q; sandbox %s is %s from %q",
 			snap.ID, snap.Driver, snap.Template, id, rec.Driver, rec.Template)
 	}
+	if err := s.snapshotHere(ctx, snap); err != nil {
+		return api.Sandbox{}, err
+	}
 	if rec.State == api.StatePaused {
 		if rec, err = s.resume(ctx, rec, map[string]any{"reason": ReasonRequest, "op": "restore"}); err != nil {
 			return api.Sandbox{}, err
@@ -332,4 +335,19 @@ func (s *Service) snapshotDir(id string) string { return filepath.Join(s.cfg.Sna
 func snapshotToAPI(s *store.Snapshot) api.Snapshot {
 	return api.Snapshot{ID: s.ID, Name: s.Name, SandboxID: s.SandboxID, Template: s.Template, Driver: s.Driver,
 		Bytes: s.Bytes, Files: s.Files, PauseMS: s.PauseMS, CreatedAt: s.CreatedAt}
+}
+
+// snapshotHere refuses, before anything of the sandbox is touched, a
+// restore from snap when its files are on another node's disk (that of
+// the sandbox it was taken of): 409 snapshot_elsewhere.
+func (s *Service) snapshotHere(ctx context.Context, snap *store.Snapshot) error {
+	of, err := s.store.GetSandbox(ctx, snap.SandboxID)
+	if err != nil {
+		return err
+	}
+	if of.Node == "" || of.Node == s.cfg.Node {
+		return nil
+	}
+	return errdefs.Conflict("snapshot_elsewhere", "snapshot %s is on node %s's disk, and this sandbox runs on node %s: restore a sandbox of node %s from it, or create a new sandbox from it (it is made there)",
+		snap.ID, of.Node, s.cfg.Node, of.Node)
 }
