@@ -114,7 +114,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a lost node from the fleet (admin keys only)
-         * @description For a node gone for good: its row goes; its sandboxes' records stay, unavailable. A node that still heartbeats is 409 node_not_lost.
+         * @description For a node gone for good: each of its sandboxes that is not destroyed fails ("its node NAME was removed"), out of its tenant's quotas and of no node, so that any node destroys it; then its row goes. A node that still heartbeats is 409 node_not_lost.
          */
         delete: operations["removeNode"];
         options?: never;
@@ -2052,6 +2052,8 @@ export interface components {
             size_enforced: boolean;
             /** Format: date-time */
             created_at: string;
+            /** @description The node whose disk holds its files (in a fleet, a sandbox mounting it is made there). */
+            node?: string;
         };
         CreateVolumeRequest: {
             name: components["schemas"]["TemplateName"];
@@ -2093,6 +2095,8 @@ export interface components {
             bytes: number;
             /** Format: date-time */
             created_at: string;
+            /** @description In a fleet, the one node a sandbox of it is made on (a template made from a snapshot, which only that node holds); empty when any node may (an image template's layers are fetched by a node that lacks them). */
+            node?: string;
         };
         /** @description Either ref (pull an image) or snapshot (the snapshot's files as a layer over its sandbox's template, the host's or an image's). */
         CreateTemplateRequest: {
