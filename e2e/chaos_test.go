@@ -378,11 +378,14 @@ func (k *chaosWorker) ack(what string, b *chaosBox, err error) bool {
 	return err == nil
 }
 
-// pick is one of the worker's sandboxes in one of states, or nil.
+// pick is one of the worker's sandboxes in one of states, or nil. A
+// sandbox a call cut short may have moved (in a fleet, a destroy through
+// the node killed may have reached the survivor that runs it) is left
+// alone until the checks after the restart say what it is.
 func (k *chaosWorker) pick(states ...api.SandboxState) *chaosBox {
 	var in []*chaosBox
 	for _, b := range k.boxes {
-		if slices.Contains(states, b.state) {
+		if len(b.maybe) == 0 && slices.Contains(states, b.state) {
 			in = append(in, b)
 		}
 	}
