@@ -158,9 +158,10 @@ func (s *Service) autoResume(ctx context.Context, id, op string) (*store.Sandbox
 	return s.resume(ctx, rec, map[string]any{"reason": ReasonAuto, "op": op})
 }
 
-// recoverPaused settles a sandbox the store calls paused after a restart:
+// recoverPaused settles a sandbox the store calls paused after a restart,
+// or unavailable while it was paused (its node was lost, and is back):
 // frozen again if its agent lives (a crash may have come between a thaw
-// and its record), else stopped.
+// and its record) and paused, else stopped.
 func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	d, p, err := s.drivers.pauser(rec)
 	if err != nil {
@@ -173,7 +174,10 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 	}
 	st, err := d.Recover(ctx, h)
 	if err == nil && st.State == driver.Running {
-		if err = p.Pause(ctx, h); err == nil {
+		if err = p.Pause(ctx, h); err == nil && rec.State == api.StateUnavailable {
+			err = s.returnPaused(ctx, rec)
+		}
+		if err == nil {
 			s.keep(rec.ID) // live, suspended: its metrics are sampled
 			s.log.Info("paused sandbox recovered", logattr.Sandbox(rec.ID))
 			return
@@ -184,4 +188,18 @@ func (s *Service) recoverPaused(ctx context.Context, rec *store.Sandbox) {
 		reason = fmt.Sprintf("it could not be paused again after the control plane restarted (%s)", err)
 	}
 	s.lost(ctx, rec, d, h, reason)
+}
+
+// returnPaused moves rec, marked unavailable while it was paused and now
+// frozen again here, back to paused: its node returned.
+func (s *Service) returnPaused(ctx context.Context, rec *store.Sandbox) error {
+	rec, err := s.transition(ctx, rec.ID, OpRecover, api.StatePaused, func(sb *store.Sandbox) {
+		sb.Error, sb.Node = "", s.cfg.Node
+	})
+	if err != nil {
+		return err
+	}
+	s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" re-attached it, paused",
+		map[string]any{"node": s.cfg.Node})
+	return nil
 }

@@ -122,6 +122,25 @@ func TestRecoverPaused(t *testing.T) {
 	}
 }
 
+// TestRecoverLostPaused: a sandbox paused when its node was lost
+// (marked unavailable by another node) is paused again, not running,
+// when its node restarts.
+func TestRecoverLostPaused(t *testing.T) {
+	f := newLiveFixture(t, nil)
+	sb := f.create(t)
+	if _, err := f.svc.Pause(f.ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Transition(f.ctx, f.st, sb.ID, []api.SandboxState{api.StatePaused}, api.StateUnavailable,
+		func(r *store.Sandbox) { r.Error = "its node stopped heartbeating" }); err != nil {
+		t.Fatal(err)
+	}
+	f.restart(t)
+	if st := f.state(t, sb.ID); st != api.StatePaused || !f.drv.Paused(sb.ID) {
+		t.Fatalf("after its node's restart: %s, driver paused %v; want paused", st, f.drv.Paused(sb.ID))
+	}
+}
+
 // handle is the driver handle the store keeps of sandbox id.
 func (f *liveFixture) handle(t *testing.T, id string) driver.Handle {
 	t.Helper()

@@ -160,6 +160,13 @@ func (s *Service) recoverOne(ctx context.Context, rec *store.Sandbox) (reattache
 		}
 	case api.StatePaused:
 		s.recoverPaused(ctx, rec)
+	case api.StateUnavailable:
+		if rec.PausedAt != nil {
+			// Paused when its node was lost: it stays paused.
+			s.recoverPaused(ctx, rec)
+			break
+		}
+		return s.reattach(ctx, rec)
 	default: // starting, running, stopping: whatever the agent is doing now decides
 		return s.reattach(ctx, rec)
 	}
