@@ -47,6 +47,13 @@ func (s *Service) emitFailed(ctx context.Context, rec *store.Sandbox, reason str
 	s.emit(ctx, rec, api.EventSandboxFailed, "sandbox failed: "+reason, map[string]any{"reason": reason})
 }
 
+// emitAvailable records that rec, unavailable while its node was lost,
+// is this node's again; how says what brought it back.
+func (s *Service) emitAvailable(ctx context.Context, rec *store.Sandbox, how string) {
+	s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" "+how,
+		map[string]any{"node": s.cfg.Node})
+}
+
 func (s *Service) emitExpired(ctx context.Context, rec *store.Sandbox) {
 	s.emit(ctx, rec, api.EventSandboxExpired, fmt.Sprintf("sandbox expired after its timeout of %d s", rec.TimeoutS),
 		map[string]any{"timeout_s": rec.TimeoutS})

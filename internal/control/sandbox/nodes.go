@@ -124,8 +124,7 @@ func (s *Service) reclaimLive(ctx context.Context, id string) bool {
 		s.log.Warn("reclaim a sandbox marked unavailable", logattr.Sandbox(id), "err", err)
 		return true
 	}
-	s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" reached the store again",
-		map[string]any{"node": s.cfg.Node})
+	s.emitAvailable(ctx, rec, "reached the store again")
 	s.log.Info("sandbox reclaimed after this node was cut off from the store", logattr.Sandbox(id))
 	return true
 }

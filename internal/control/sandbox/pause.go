@@ -199,7 +199,6 @@ func (s *Service) returnPaused(ctx context.Context, rec *store.Sandbox) error {
 	if err != nil {
 		return err
 	}
-	s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" re-attached it, paused",
-		map[string]any{"node": s.cfg.Node})
+	s.emitAvailable(ctx, rec, "re-attached it, paused")
 	return nil
 }

@@ -217,8 +217,7 @@ func (s *Service) reattach(ctx context.Context, rec *store.Sandbox) (reattached,
 			}); err == nil {
 				rec = moved
 				if was == api.StateUnavailable {
-					s.emit(ctx, rec, api.EventSandboxAvailable, "sandbox available: its node "+s.cfg.Node+" re-attached it",
-						map[string]any{"node": s.cfg.Node})
+					s.emitAvailable(ctx, rec, "re-attached it")
 				}
 			}
 		}
