@@ -58,17 +58,7 @@ func importBusybox(t *testing.T, c *client.Client, name, tag string) {
 // blobs lists the layer blobs a node keeps.
 func blobs(t *testing.T, s *Server) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.cfg.DataDir, "layers", "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return testutil.Entries(t, filepath.Join(s.cfg.DataDir, "layers", "blobs"))
 }
 
 // TestFleetTemplateFetch: a template imported through node a starts a

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,17 +86,7 @@ func importOn(t *testing.T, svc *templates.Service, ctx context.Context) {
 // kept lists what a layer store holds under sub, but what is in flight.
 func kept(t *testing.T, dir, sub string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dir, sub))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return testutil.Entries(t, filepath.Join(dir, sub))
 }
 
 // TestFetchOnce: creates of a template another node holds, at once on
