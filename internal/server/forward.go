@@ -29,7 +29,7 @@ func (s *Server) openForward(_ context.Context, p *parts) error {
 		s.log.Warn("no cluster key: requests for sandboxes other nodes run are answered 503 cluster_key_missing; give every node the same $HUTCH_CLUSTER_KEY or <data>/cluster.key (mode 0600)")
 	}
 	p.clusterKey = key
-	p.forward = forward.New(forward.Config{Node: p.node, Key: key, Nodes: forward.Cached(nodeURLs{p.store}, time.Second), Log: s.log})
+	p.forward = forward.New(forward.Config{Node: p.node, Key: key, Nodes: nodeURLs{p.store}, NodesTTL: time.Second, Log: s.log})
 	s.onClose("node connections", func(context.Context) error { p.forward.Close(); return nil })
 	return nil
 }

@@ -7,14 +7,12 @@ import (
 	"time"
 )
 
-// Cached is nodes with each answer kept for ttl, so a busy hop reads the
-// registry about once a second per node, not once per request. Failures
-// are not kept: a node that comes back is reached at once.
-func Cached(nodes Nodes, ttl time.Duration) Nodes {
-	return &cached{nodes: nodes, ttl: ttl, urls: map[string]cachedURL{}}
-}
-
-type cached struct {
+// nodeCache is Nodes with each answer kept for ttl, so a busy hop reads
+// the registry about once a second per node, not once per request.
+// Failures are not kept: a node that comes back is reached at once. An
+// answer kept may be stale (the node restarted on another address):
+// a hop that cannot connect on it forgets it and asks again (forward).
+type nodeCache struct {
 	nodes Nodes
 	ttl   time.Duration
 	mu    sync.Mutex
@@ -26,21 +24,33 @@ type cachedURL struct {
 	at time.Time
 }
 
-func (c *cached) URL(ctx context.Context, node string) (*url.URL, error) {
+// url is node's base URL, and whether it was kept from an earlier answer.
+func (c *nodeCache) url(ctx context.Context, node string) (u *url.URL, kept bool, err error) {
 	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.urls[node]
 	c.mu.Unlock()
 	if ok && now.Sub(e.at) < c.ttl {
-		return e.u, nil
+		return e.u, true, nil
 	}
-	u, err := c.nodes.URL(ctx, node)
+	u, err = c.nodes.URL(ctx, node)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		delete(c.urls, node)
-		return nil, err
+		return nil, false, err
 	}
-	c.urls[node] = cachedURL{u: u, at: now}
-	return u, nil
+	if c.ttl > 0 {
+		c.urls[node] = cachedURL{u: u, at: now}
+	}
+	return u, false, nil
+}
+
+// forget drops the answer kept for node if it is still u.
+func (c *nodeCache) forget(node string, u *url.URL) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.urls[node]; ok && e.u == u {
+		delete(c.urls, node)
+	}
 }

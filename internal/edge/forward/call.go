@@ -27,18 +27,19 @@ func (f *Forwarder) Call(req *http.Request, to string) (*http.Response, error) {
 		return nil, errdefs.New(errdefs.ErrUnavailable, "cluster_key_missing",
 			"node %s holds what this node needs, and this node has no cluster key to reach it ($HUTCH_CLUSTER_KEY or <data>/cluster.key on every node)", to)
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), f.cfg.DialTimeout)
-	u, err := f.cfg.Nodes.URL(ctx, to)
-	cancel()
+	u, kept, err := f.resolve(req.Context(), to)
 	if err != nil {
 		return nil, callUnavailable(to, err)
 	}
-	out := req.Clone(req.Context())
-	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/") + req.URL.Path, RawQuery: req.URL.RawQuery}
-	out.Host, out.RequestURI = out.URL.Host, ""
-	stripHeaders(out.Header)
-	sign(f.cfg.Key, out, NodeCall, f.cfg.Node, to, f.cfg.Now())
-	resp, err := f.tr.RoundTrip(out)
+	resp, err := f.call(req, u, to)
+	if err != nil && kept && dialFailed(err) && (req.Body == nil || req.Body == http.NoBody) {
+		// The address kept may be stale (forward): once more on the
+		// registry's, if it says another.
+		f.nodes.forget(to, u)
+		if fresh, _, ferr := f.resolve(req.Context(), to); ferr == nil && fresh.String() != u.String() {
+			resp, err = f.call(req, fresh, to)
+		}
+	}
 	if err != nil {
 		if cause := context.Cause(req.Context()); cause != nil {
 			return nil, cause
@@ -46,6 +47,16 @@ func (f *Forwarder) Call(req *http.Request, to string) (*http.Response, error) {
 		return nil, callUnavailable(to, err)
 	}
 	return resp, nil
+}
+
+// call sends req to node to at u, signed.
+func (f *Forwarder) call(req *http.Request, u *url.URL, to string) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	out.URL = &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/") + req.URL.Path, RawQuery: req.URL.RawQuery}
+	out.Host, out.RequestURI = out.URL.Host, ""
+	stripHeaders(out.Header)
+	sign(f.cfg.Key, out, NodeCall, f.cfg.Node, to, f.cfg.Now())
+	return f.tr.RoundTrip(out)
 }
 
 func callUnavailable(to string, err error) error {

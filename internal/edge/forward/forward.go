@@ -31,6 +31,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,6 +65,9 @@ type Config struct {
 	// accepted.
 	Key   []byte
 	Nodes Nodes
+	// NodesTTL is how long an answer of Nodes is kept (nodeCache); zero:
+	// Nodes is asked on every hop.
+	NodesTTL time.Duration
 	// Fail answers a request with an error; nil: in the API's one error
 	// shape (api.Error).
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
@@ -79,6 +83,7 @@ type Config struct {
 // nodes forward. It is safe for concurrent use.
 type Forwarder struct {
 	cfg   Config
+	nodes *nodeCache
 	tr    *http.Transport
 	proxy *httputil.ReverseProxy
 	seen  nonces
@@ -99,7 +104,7 @@ func New(cfg Config) *Forwarder {
 	if cfg.Fail == nil {
 		cfg.Fail = writeError
 	}
-	f := &Forwarder{cfg: cfg}
+	f := &Forwarder{cfg: cfg, nodes: &nodeCache{nodes: cfg.Nodes, ttl: cfg.NodesTTL, urls: map[string]cachedURL{}}}
 	f.tr = &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   cfg.DialTimeout,
@@ -172,18 +177,11 @@ func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, d dest) {
 			"node %s runs this sandbox, and this node has no cluster key to reach it ($HUTCH_CLUSTER_KEY or <data>/cluster.key on every node)", d.to))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), f.cfg.DialTimeout)
-	u, err := f.cfg.Nodes.URL(ctx, d.to)
-	cancel()
+	u, kept, err := f.resolve(r.Context(), d.to)
 	if err != nil {
-		if d.unreached != nil {
-			*d.unreached = unavailable(d.to, err)
-			return
-		}
-		f.cfg.Fail(w, r, unavailable(d.to, err))
+		f.unreached(w, r, d, unavailable(d.to, err))
 		return
 	}
-	d.url = u
 	// A stream's request body (stdin) keeps flowing while its response
 	// does. A body the hop did not read to its end (the owner could not
 	// be reached, or answered first) is closed before the handler
@@ -191,7 +189,56 @@ func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, d dest) {
 	// to keep the connection panics otherwise (golang/go#68560).
 	http.NewResponseController(w).EnableFullDuplex()
 	defer r.Body.Close()
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), destKey{}, d)))
+	if kept {
+		// The address kept may be stale: the node restarted on another.
+		// A hop that could not connect on it (so nothing of r was read)
+		// asks the registry again and goes to the new address, if any.
+		var unreached error
+		first := d
+		first.url, first.unreached = u, &unreached
+		f.serve(w, r, first, true)
+		if unreached == nil {
+			return
+		}
+		f.nodes.forget(d.to, u)
+		fresh, _, err := f.resolve(r.Context(), d.to)
+		if err != nil || fresh.String() == u.String() {
+			f.unreached(w, r, d, unreached)
+			return
+		}
+		u = fresh
+	}
+	d.url = u
+	f.serve(w, r, d, false)
+}
+
+// resolve is node's base URL (within the dial bound), and whether it
+// was kept from an earlier answer.
+func (f *Forwarder) resolve(ctx context.Context, node string) (*url.URL, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.DialTimeout)
+	defer cancel()
+	return f.nodes.url(ctx, node)
+}
+
+// unreached answers err, a hop's that reached nothing, or hands it to
+// Try's caller.
+func (f *Forwarder) unreached(w http.ResponseWriter, r *http.Request, d dest, err error) {
+	if d.unreached != nil {
+		*d.unreached = err
+		return
+	}
+	f.cfg.Fail(w, r, err)
+}
+
+// serve proxies r to d. With keepOpen, r's body outlives a hop that
+// could not connect (the transport closes what it was given), so that
+// it can be sent again.
+func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, d dest, keepOpen bool) {
+	out := r.WithContext(context.WithValue(r.Context(), destKey{}, d))
+	if keepOpen && r.Body != nil && r.Body != http.NoBody {
+		out.Body = io.NopCloser(r.Body)
+	}
+	f.proxy.ServeHTTP(w, out)
 }
 
 // dialFailed reports whether err, a hop's, says no connection to the

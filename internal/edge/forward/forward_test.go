@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,4 +414,82 @@ func blob(seed string, n int) []byte {
 		h = sha256.Sum256(h[:])
 	}
 	return b[:n]
+}
+
+// TestForwardFollowsRestartedNode: a node that restarted on another
+// address is reached at once, though the old one is still kept: the hop
+// that cannot connect on it asks the registry again and goes on, its
+// body whole, and so does a node's own call.
+func TestForwardFollowsRestartedNode(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Write(body)
+	})
+	n := &movable{urls: map[string]string{}}
+	b := New(Config{Node: "b", Key: testKey, Nodes: n, Fail: fail})
+	old := httptest.NewServer(b.Accept(echo))
+	n.set("b", old.URL)
+	a := New(Config{Node: "a", Key: testKey, Nodes: n, NodesTTL: time.Hour, Fail: fail})
+	t.Cleanup(a.Close)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { a.Forward(w, r, "b", "key1") }))
+	t.Cleanup(front.Close)
+	post := func(body string) (int, string) {
+		resp, err := http.Post(front.URL+"/v1/sandboxes/x/files", "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(got)
+	}
+	if code, got := post("before"); code != 200 || got != "before" {
+		t.Fatalf("before the restart: %d %q", code, got)
+	}
+	old.Close()
+	a.tr.CloseIdleConnections()
+	restarted := httptest.NewServer(b.Accept(echo))
+	t.Cleanup(restarted.Close)
+	n.set("b", restarted.URL)
+	body := strings.Repeat("after", 10000)
+	if code, got := post(body); code != 200 || got != body {
+		t.Errorf("after the restart on another address: %d, %d bytes; want 200 and the body whole", code, len(got))
+	}
+
+	// And a node's own call, after another restart.
+	restarted.Close()
+	again := httptest.NewServer(b.Accept(echo))
+	t.Cleanup(again.Close)
+	n.set("b", again.URL)
+	req, _ := http.NewRequest("GET", "/v1/templates/x/blob", nil)
+	resp, err := a.Call(req, "b")
+	if err != nil {
+		t.Fatalf("a call after the restart: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("a call after the restart: %d", resp.StatusCode)
+	}
+	if n.asked.Load() != 3 {
+		t.Errorf("the registry was asked %d times; want once and once after each restart", n.asked.Load())
+	}
+}
+
+// movable is a registry whose nodes move, counting its answers.
+type movable struct {
+	mu    sync.Mutex
+	urls  map[string]string
+	asked atomic.Int32
+}
+
+func (m *movable) set(node, u string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.urls[node] = u
+}
+
+func (m *movable) URL(_ context.Context, node string) (*url.URL, error) {
+	m.asked.Add(1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return url.Parse(m.urls[node])
 }
