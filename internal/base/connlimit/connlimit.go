@@ -298,10 +298,11 @@ func (c *conn) WriteTo(w io.Writer) (int64, error) {
 	return io.Copy(w, struct{ io.Reader }{c.Conn})
 }
 
+// Close gives c's place back before it closes the socket, so that a
+// client that saw its connection end may open another in its place.
 func (c *conn) Close() error {
-	err := c.Conn.Close()
 	c.l.mu.Lock()
 	c.l.dropLocked(c)
 	c.l.mu.Unlock()
-	return err
+	return c.Conn.Close()
 }

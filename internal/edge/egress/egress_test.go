@@ -226,9 +226,13 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatalf("idle connection %d of 12 closed; want the newest 4 open", 8+i)
 		}
 	}
-	// A request goes through all the same.
-	if code, body := f.get(t, "http://"+port(f.target)+"/ok", false); code != 200 {
-		t.Fatalf("a request with the cap full of idle connections: %d %q", code, body)
+	// A request goes through all the same, on a connection the proxy
+	// closes after it: the proxy gives its place back before the client
+	// sees it end, so the count below is exact.
+	c := dial()
+	fmt.Fprintf(c, "GET http://%s/ok HTTP/1.1\r\nHost: %[1]s\r\nConnection: close\r\n\r\n", port(f.target))
+	if answer, err := io.ReadAll(c); err != nil || !strings.HasPrefix(string(answer), "HTTP/1.1 200") {
+		t.Fatalf("a request with the cap full of idle connections: %q, %v", answer, err)
 	}
 	// Four tunnels: every connection busy, so the next is refused.
 	var tunnels []net.Conn
