@@ -10,6 +10,12 @@
 // (internal/agent/nsinit), and it ignores every signal a process of the sandbox
 // could send it. It then ends only on POST /shutdown or when the host kills
 // it, which ends every process of the sandbox with it.
+//
+// Under the kubernetes driver (pod.go) an init container runs
+// "hutch-agent -install DST" to copy the agent into the Pod, and the
+// sandbox's container runs "hutch-agent -envelope-env": the envelope comes
+// from $HUTCH_AGENT_ENVELOPE, and the agent listens on the envelope's TCP
+// address, the Pod's, instead of a Unix socket.
 package main
 
 import (
@@ -65,6 +71,13 @@ func run() int {
 		// arguments: it reads an envelope from stdin and fails.
 		return printProtocol()
 	}
+	if len(os.Args) == 3 && os.Args[1] == installArg {
+		if err := install(os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "hutch-agent: install: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if len(os.Args) == 3 && os.Args[1] == nsinit.SpawnArg {
 		// The namespace driver's first stage (nsinit.Spawn): start the
 		// agent in the sandbox's namespaces, report its pid, exit.
@@ -105,7 +118,7 @@ func run() int {
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("agent serving", "socket", env.Socket, "pid", os.Getpid())
+	log.Info("agent serving", "socket", env.Socket, "listen", env.Listen, "pid", os.Getpid())
 
 	select {
 	case s := <-sigs:
@@ -124,7 +137,7 @@ func run() int {
 	}
 	// Under the namespace driver the socket is out of the agent's sight
 	// now, and the driver removes it with the sandbox's directory.
-	if env.Namespace == nil {
+	if env.Namespace == nil && env.Listen == "" {
 		if err := os.Remove(env.Socket); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("remove socket", "err", err)
 		}
@@ -136,7 +149,7 @@ func run() int {
 // start does everything before the ready line: envelope, process
 // attributes, socket, server, confinement. It prints the ready line.
 func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envelope, retErr error) {
-	env, err := envelope.Decode(os.Stdin)
+	env, err := readEnvelope(os.Args)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -157,6 +170,10 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	}
 	var ln net.Listener
 	listenOnce := func() error {
+		if env.Listen != "" {
+			ln, err = listenTCP(env.Listen)
+			return err
+		}
 		socket := env.Socket
 		if env.Namespace != nil {
 			socket = env.Namespace.Path(socket)

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/hutchdev/hutch/internal/agent/confine"
@@ -41,7 +43,12 @@ type Envelope struct {
 	Token string `json:"token"`
 	// Socket is the path of the Unix socket the agent listens on, in the
 	// agent's own view of the filesystem (see Namespace).
-	Socket string `json:"socket"`
+	Socket string `json:"socket,omitempty"`
+	// Listen, instead of Socket, is a TCP address ("host:port", host
+	// often empty) the agent listens on: the kubernetes driver's, whose
+	// control plane dials the Pod's IP. Every request is still signed
+	// with Token and every answer carries the agent's proof.
+	Listen string `json:"listen,omitempty"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
 	Root    string            `json:"root"`
@@ -116,7 +123,11 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope has no sandbox id")
 	case len(e.Token) < 32:
 		return errors.New("envelope token is shorter than 32 characters")
-	case e.Namespace == nil && !path.IsAbs(e.Socket):
+	case e.Listen != "" && (e.Socket != "" || e.Namespace != nil):
+		return errors.New("envelope listen excludes socket and namespace")
+	case e.Listen != "" && !validTCPAddr(e.Listen):
+		return errors.New("envelope listen is not a host:port with a port from 1 to 65535")
+	case e.Listen == "" && e.Namespace == nil && !path.IsAbs(e.Socket):
 		return errors.New("envelope socket path is not absolute")
 	case e.Namespace != nil && (path.IsAbs(e.Socket) || path.Clean(e.Socket) != e.Socket || strings.HasPrefix(e.Socket, "..")):
 		return errors.New("envelope socket path must be relative to the sandbox's directory, and inside it")
@@ -160,6 +171,15 @@ func (e *Envelope) Validate() error {
 		}
 	}
 	return nil
+}
+
+func validTCPAddr(a string) bool {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
 }
 
 func within(root, p string) bool {

@@ -109,6 +109,9 @@ func TestDecodeRefuses(t *testing.T) {
 		{"short token", edit(func(e *envelope.Envelope) { e.Token = strings.Repeat("t", 31) }), "token"},
 		{"relative socket", edit(func(e *envelope.Envelope) { e.Socket = "agent.sock" }), "socket"},
 		{"no socket", edit(func(e *envelope.Envelope) { e.Socket = "" }), "socket"},
+		{"listen and socket", edit(func(e *envelope.Envelope) { e.Listen = ":49982" }), "listen excludes"},
+		{"listen without port", edit(func(e *envelope.Envelope) { e.Socket, e.Listen = "", "10.0.0.1" }), "host:port"},
+		{"listen on port 0", edit(func(e *envelope.Envelope) { e.Socket, e.Listen = "", ":0" }), "host:port"},
 		{"relative root", edit(func(e *envelope.Envelope) { e.Root, e.Workdir = "sandbox", "sandbox/work" }), "root"},
 		{"unclean root", edit(func(e *envelope.Envelope) { e.Root = "/sandbox/" }), "root"},
 		{"root with ..", edit(func(e *envelope.Envelope) { e.Root, e.Workdir = "/a/../sandbox", "/sandbox/work" }), "root"},
@@ -187,4 +190,19 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode, encode, decode changed it (-first +second):\n%s", d)
 		}
 	})
+}
+
+// TestListenInsteadOfSocket: an envelope may name a TCP address for the
+// agent to listen on instead of a socket (the kubernetes driver's).
+func TestListenInsteadOfSocket(t *testing.T) {
+	e := validEnvelope()
+	e.Socket, e.Listen = "", ":49982"
+	var buf bytes.Buffer
+	if err := envelope.Encode(&buf, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := envelope.Decode(&buf)
+	if err != nil || got.Listen != ":49982" || got.Socket != "" {
+		t.Fatalf("decode: %+v, %v", got, err)
+	}
 }
