@@ -17,6 +17,7 @@ import (
 	"github.com/hutchdev/hutch/internal/server/config"
 
 	// The drivers this build runs: each registers itself.
+	_ "github.com/hutchdev/hutch/internal/runtime/driver/kubernetes"
 	_ "github.com/hutchdev/hutch/internal/runtime/driver/namespace"
 	_ "github.com/hutchdev/hutch/internal/runtime/driver/process"
 )
@@ -25,7 +26,7 @@ import (
 // registered driver on it (loadDrivers).
 func (s *Server) openDrivers(ctx context.Context, p *parts) error {
 	p.storage, p.storageInfo = probeStorage(s.cfg.DataDir, s.log)
-	drivers, why, closeDrivers, err := loadDrivers(ctx, s.cfg, driver.Registered(), p.storage, s.log)
+	drivers, why, closeDrivers, err := loadDrivers(ctx, s.cfg, p.node, driver.Registered(), p.storage, s.log)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (s *Server) openDrivers(ctx context.Context, p *parts) error {
 // in the set's Missing, and its sandboxes are unavailable. It returns the
 // set, why the default was chosen, and a close for every opened driver
 // that works after any error. regs is driver.Registered() but in tests.
-func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registration, store storage.Backend, log *slog.Logger) (*driver.Set, string, func(), error) {
+func loadDrivers(ctx context.Context, cfg config.Config, node string, regs []driver.Registration, store storage.Backend, log *slog.Logger) (*driver.Set, string, func(), error) {
 	agent, err := findAgent(cfg.AgentPath)
 	if err != nil {
 		return nil, "", func() {}, err
@@ -61,7 +62,11 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 	var fallbacks []string // why auto passed over a driver
 	def := cfg.Driver
 	for _, reg := range regs {
-		d, err := open(ctx, reg, cfg, agent, store, log)
+		d, err := open(ctx, reg, cfg, node, agent, store, log)
+		if errors.Is(err, driver.ErrNotConfigured) && reg.Name != cfg.Driver {
+			log.Debug("driver not configured", "driver", reg.Name, "err", err)
+			continue
+		}
 		if err != nil {
 			missing[reg.Name] = err.Error()
 			if reg.Name == cfg.Driver {
@@ -121,7 +126,7 @@ func loadDrivers(ctx context.Context, cfg config.Config, regs []driver.Registrat
 
 // open builds one driver and prepares the host for it; a driver that
 // fails to open is closed again.
-func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent string, store storage.Backend, log *slog.Logger) (driver.Driver, error) {
+func open(ctx context.Context, reg driver.Registration, cfg config.Config, node, agent string, store storage.Backend, log *slog.Logger) (driver.Driver, error) {
 	d, err := reg.Factory(driver.Options{
 		Dir:             filepath.Join(cfg.DataDir, "sandboxes", reg.Name),
 		AgentPath:       agent,
@@ -131,6 +136,8 @@ func open(ctx context.Context, reg driver.Registration, cfg config.Config, agent
 		ReservePids:     cfg.ReservePids,
 		Storage:         store,
 		FreezeTimeout:   cfg.FreezeTimeout,
+		Node:            node,
+		Kubernetes:      cfg.Kubernetes,
 		Log:             log.With("driver", reg.Name),
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ func TestAuto(t *testing.T) {
 			cfg.DataDir = testutil.DataDir(t)
 			cfg.AgentPath = filepath.Join(bin, "hutch-agent")
 			cfg.WarmPool = 0
-			set, why, closeAll, err := loadDrivers(context.Background(), cfg, regs, nil, log)
+			set, why, closeAll, err := loadDrivers(context.Background(), cfg, "test-node", regs, nil, log)
 			t.Cleanup(closeAll)
 			if !broken.closed {
 				t.Error("the driver that failed to open was not closed")

@@ -38,6 +38,11 @@ import (
 // start with the fix in its message.
 var ErrHostUnsupported = errors.New("this host cannot run the driver")
 
+// ErrNotConfigured marks an Open error of a driver that was not asked
+// for and has nothing to run on (the kubernetes driver without a
+// cluster): the server leaves it out without a warning.
+var ErrNotConfigured = errors.New("the driver is not configured")
+
 // HandleVersion is the Handle format this build writes.
 const HandleVersion = 1
 

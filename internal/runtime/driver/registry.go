@@ -35,7 +35,37 @@ type Options struct {
 	// pause, a snapshot) waits for their processes to stop; 0 is the
 	// driver's default.
 	FreezeTimeout time.Duration
-	Log           *slog.Logger
+	// Node is this server's node name: a driver whose sandboxes live
+	// outside the host (the kubernetes driver's Pods) labels them with
+	// it, so that each node manages its own.
+	Node string
+	// Kubernetes is the kubernetes driver's settings.
+	Kubernetes KubernetesOptions
+	Log        *slog.Logger
+}
+
+// KubernetesOptions say which cluster the kubernetes driver runs
+// sandboxes on and how.
+type KubernetesOptions struct {
+	// Kubeconfig is a kubeconfig file; "" uses the in-cluster
+	// credentials of a Pod's service account.
+	Kubeconfig string
+	// Namespace is the namespace hutch owns: every Pod, Secret and
+	// NetworkPolicy of a sandbox is made there.
+	Namespace string
+	// Registry is host[:port] of the registry the cluster pulls from,
+	// where hutch pushes its own images and its templates'.
+	Registry string
+	// RuntimeClass, when set, is the runtimeClassName of every
+	// sandbox's Pod (gVisor's, Kata's).
+	RuntimeClass string
+	// UserNamespaces asks for every Pod in a user namespace of its own
+	// (hostUsers: false), which the node's runtime must support.
+	UserNamespaces bool
+	// Required makes the driver open or fail (--driver kubernetes);
+	// otherwise it opens only where a kubeconfig or in-cluster
+	// credentials are there, and says it is not configured elsewhere.
+	Required bool
 }
 
 // Factory builds a driver from its options without touching the host.

@@ -52,6 +52,10 @@ type Config struct {
 	// CgroupParent names the cgroup under which the namespace driver
 	// makes one per sandbox (at the root of each hierarchy).
 	CgroupParent string
+	// Kubernetes is where the kubernetes driver runs sandboxes: a
+	// kubeconfig (or in-cluster credentials), its namespace and the
+	// registry the cluster pulls from.
+	Kubernetes driver.KubernetesOptions
 	LogLevel     string // debug, info, warn, error
 	// LogFormat is "json", "text" or "auto" (text on a terminal, JSON
 	// otherwise).
@@ -172,6 +176,7 @@ func Default() Config {
 		DataDir:              "./hutch-data",
 		Store:                "sqlite",
 		Driver:               "auto",
+		Kubernetes:           driver.KubernetesOptions{Namespace: "hutch"},
 		CgroupParent:         "hutch",
 		WarmPool:             2,
 		LogLevel:             "info",
@@ -254,6 +259,11 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.StoreURL, "store-url", "", "database of --store postgres: postgres://user:password@host:port/database, or libpq's key=value string ($HUTCH_STORE_URL)")
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
+	str(&c.Kubernetes.Kubeconfig, "kubeconfig", "HUTCH_KUBECONFIG", "kubeconfig of the cluster the kubernetes driver runs sandboxes on (default: in-cluster credentials, when hutch runs in a Pod)")
+	str(&c.Kubernetes.Namespace, "kubernetes-namespace", "HUTCH_KUBERNETES_NAMESPACE", "namespace the kubernetes driver owns: it makes every sandbox's Pod, Secret and NetworkPolicy there")
+	str(&c.Kubernetes.Registry, "kubernetes-registry", "HUTCH_KUBERNETES_REGISTRY", "host:port of the registry the cluster pulls from; hutch pushes its agent's image, its base image and its templates there")
+	str(&c.Kubernetes.RuntimeClass, "kubernetes-runtime-class", "HUTCH_KUBERNETES_RUNTIME_CLASS", "runtimeClassName of every sandbox's Pod, for gVisor or Kata (default: the cluster's)")
+	fs.BoolVar(&c.Kubernetes.UserNamespaces, "kubernetes-user-namespaces", getenv("HUTCH_KUBERNETES_USER_NAMESPACES") == "true", "run every sandbox's Pod in a user namespace of its own (hostUsers: false); the nodes' runtime must support it ($HUTCH_KUBERNETES_USER_NAMESPACES=true)")
 	str(&c.Node, "node", "HUTCH_NODE", "name of this control plane in the sandboxes it owns (default: kept in <data>/node)")
 	str(&c.Advertise, "advertise", "HUTCH_ADVERTISE", "base URL other nodes reach this node's API at, http://host:port (default: the listen address)")
 	if v := getenv("HUTCH_NODE_LABELS"); v != "" {
@@ -402,6 +412,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	c.Kubernetes.Required = c.Driver == "kubernetes"
 	return c, c.Validate()
 }
 

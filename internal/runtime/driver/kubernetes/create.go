@@ -1,0 +1,247 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
+	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agent/envelope"
+	"github.com/hutchdev/hutch/internal/base/errdefs"
+	"github.com/hutchdev/hutch/internal/base/logattr"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+)
+
+// Bounds of a create: the Pod's scheduling, image pulls and start, then
+// the agent's first answer; and of a teardown.
+const (
+	startTimeout  = 3 * time.Minute
+	agentTimeout  = 30 * time.Second
+	deleteTimeout = time.Minute
+)
+
+// Create makes the sandbox's Secret and Pod and waits until its agent
+// answers. On error nothing of it is left.
+func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle, retErr error) {
+	image, err := d.template(spec)
+	if err != nil {
+		return h, err
+	}
+	workdir, err := resolveCwd(spec.Cwd)
+	if err != nil {
+		return h, err
+	}
+	uid := int64(userUID)
+	home := workspace
+	if spec.Root {
+		uid, home = 0, "/root"
+	}
+	env := map[string]string{"HOME": home, "PATH": basePath, "USER": "user", "HUTCH_SANDBOX_ID": spec.SandboxID}
+	if spec.Root {
+		env["USER"] = "root"
+	}
+	maps.Copy(env, spec.Env)
+	ev := &envelope.Envelope{
+		Version:      envelope.Version,
+		SandboxID:    spec.SandboxID,
+		Token:        spec.Token,
+		Listen:       ":" + strconv.Itoa(agentPort),
+		Root:         "/",
+		Workdir:      workdir,
+		Env:          env,
+		MaxFileBytes: spec.MaxFileBytes,
+		MaxTarBytes:  spec.MaxTarBytes,
+	}
+	if err := ev.Validate(); err != nil {
+		return h, errdefs.Wrap(errdefs.ErrInvalid, "invalid_sandbox", err, "the sandbox's settings")
+	}
+	var framed bytes.Buffer
+	if err := envelope.Encode(&framed, ev); err != nil {
+		return h, err
+	}
+
+	// From here on, a failure removes what was made, with a context of
+	// its own: the request's may be what ended.
+	defer func() {
+		if retErr != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+			defer cancel()
+			if err := d.remove(dctx, spec.SandboxID); err != nil {
+				d.log.Warn("remove a sandbox that failed to start", logattr.Sandbox(spec.SandboxID), "err", err)
+			}
+		}
+	}()
+	secrets := d.cs.Secrets(d.cfg.Namespace)
+	secret := d.secret(spec.SandboxID, []byte(base64.StdEncoding.EncodeToString(framed.Bytes())))
+	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
+	}
+	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, image, uid, spec.Limits), metav1.CreateOptions{})
+	if err != nil {
+		return h, fmt.Errorf("create the sandbox's Pod: %w", err)
+	}
+	// The Secret goes with its Pod, whoever deletes the Pod.
+	owned := secret.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+	if _, err := secrets.Update(ctx, owned, metav1.UpdateOptions{}); err != nil {
+		d.log.Warn("make the sandbox's Pod own its Secret", logattr.Sandbox(spec.SandboxID), "err", err)
+	}
+
+	ip, err := d.waitRunning(ctx, pod.Name, pod.UID)
+	if err != nil {
+		return h, err
+	}
+	h = driver.Handle{
+		Version: driver.HandleVersion,
+		Driver:  Name,
+		Agent:   driver.Endpoint{Network: "tcp", Address: net.JoinHostPort(ip, strconv.Itoa(agentPort)), Info: agentproto.Current()},
+		Token:   spec.Token,
+		Workdir: workdir,
+	}
+	if h.State, err = json.Marshal(handleState{Pod: pod.Name, UID: string(pod.UID)}); err != nil {
+		return h, err
+	}
+	if err := waitAgent(ctx, h); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// template is the image of spec's template.
+func (d *Driver) template(spec driver.Spec) (string, error) {
+	switch {
+	case spec.Image != nil:
+		return "", errdefs.New(errdefs.ErrUnsupported, "images_unsupported", "the kubernetes driver does not start sandboxes from image templates yet")
+	case spec.Snapshot != "":
+		return "", errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "the kubernetes driver does not take or restore snapshots yet")
+	case len(spec.Volumes) > 0:
+		return "", errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the kubernetes driver does not mount volumes yet")
+	case spec.Template != "" && spec.Template != hostTemplate:
+		return "", errdefs.Invalid("invalid_template", "the kubernetes driver has the %q template (its base image) and image templates", hostTemplate)
+	}
+	return d.images.base, nil
+}
+
+// resolveCwd is the sandbox's working directory: cwd, absolute or
+// relative to the workspace, never above it by "..".
+func resolveCwd(cwd string) (string, error) {
+	switch {
+	case cwd == "":
+		return workspace, nil
+	case strings.ContainsRune(cwd, 0):
+		return "", errdefs.Invalid("invalid_path", "cwd contains a NUL byte")
+	case path.IsAbs(cwd):
+		return path.Clean(cwd), nil
+	}
+	p := path.Join(workspace, cwd)
+	if p != workspace && !strings.HasPrefix(p, workspace+"/") {
+		return "", errdefs.Invalid("path_outside_sandbox", "cwd %q climbs out of %s; give an absolute path", cwd, workspace)
+	}
+	return p, nil
+}
+
+// waitRunning waits until the Pod named name (of uid) runs and has an
+// IP, and returns the IP. A Pod that cannot start (its image cannot be
+// pulled, its container not made or ended) fails at once, with the
+// kubelet's reason.
+func (d *Driver) waitRunning(ctx context.Context, name string, uid types.UID) (string, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, startTimeout, fmt.Errorf("the sandbox's Pod did not run within %v", startTimeout))
+	defer cancel()
+	var ip string
+	err := d.pods.wait(ctx, name, func(p *corev1.Pod) (bool, error) {
+		if p == nil || p.UID != uid {
+			return false, nil
+		}
+		if why := failed(p); why != "" {
+			return false, errdefs.New(errdefs.ErrUnavailable, "sandbox_start_failed", "the sandbox's Pod cannot start: %s", why)
+		}
+		if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			ip = p.Status.PodIP
+			return true, nil
+		}
+		return false, nil
+	})
+	return ip, err
+}
+
+// unstartable are the waiting reasons of a container that will not
+// start without someone's help.
+var unstartable = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+	"CrashLoopBackOff": true,
+}
+
+// failed says why Pod p will not run, or "" while it may.
+func failed(p *corev1.Pod) string {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		why := p.Status.Reason
+		if p.Status.Message != "" {
+			why += ": " + p.Status.Message
+		}
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+				why += fmt.Sprintf(" container %s exited %d (%s) %s", c.Name, t.ExitCode, t.Reason, t.Message)
+			}
+		}
+		if strings.TrimSpace(why) == "" {
+			why = "it ended"
+		}
+		return strings.TrimSpace(why)
+	}
+	for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if w := c.State.Waiting; w != nil && unstartable[w.Reason] {
+			return fmt.Sprintf("container %s: %s: %s", c.Name, w.Reason, w.Message)
+		}
+	}
+	return ""
+}
+
+// waitAgent waits until the agent of h answers a health check.
+func waitAgent(ctx context.Context, h driver.Handle) error {
+	ctx, cancel := context.WithTimeout(ctx, agentTimeout)
+	defer cancel()
+	c := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+	defer c.Close()
+	var last error
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if _, last = c.Health(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", last, "the sandbox's agent at %s did not answer within %v", h.Agent.Address, agentTimeout)
+			}
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// decodeState reads the driver's part of h.
+func decodeState(h driver.Handle) (handleState, error) {
+	var st handleState
+	if h.Driver != Name || h.Version != driver.HandleVersion {
+		return st, fmt.Errorf("handle is for driver %q version %d, not %s version %d", h.Driver, h.Version, Name, driver.HandleVersion)
+	}
+	if err := json.Unmarshal(h.State, &st); err != nil {
+		return st, fmt.Errorf("decode kubernetes handle: %w", err)
+	}
+	return st, nil
+}

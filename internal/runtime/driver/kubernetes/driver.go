@@ -1,0 +1,178 @@
+// Package kubernetes is the kubernetes driver: the cluster places and
+// runs sandboxes, one Pod each, in a namespace hutch owns, and hutch
+// keeps doing the rest (the API, tenancy, templates, previews, apps) as
+// with any driver.
+//
+// A sandbox is a Pod and a Secret, both named hutch-<sandbox id> and
+// labelled with the sandbox and the node that made them (pod.go). The
+// Pod runs the template's image with hutch-agent as its entrypoint: an
+// init container copies the agent from hutch's own small image into an
+// empty volume, so any image works unchanged. The agent's envelope
+// (its token among it) comes from the Secret, and it listens on the
+// Pod's IP, where the control plane dials it; every request is signed
+// with the sandbox's token and every answer carries the agent's proof,
+// so no other Pod can speak for it or replay a request to it.
+//
+// Lifecycle: New checks the options without touching the cluster; Open
+// connects (a kubeconfig, or a Pod's in-cluster credentials), checks the
+// namespace, pushes the agent's and the base template's images to the
+// registry the cluster pulls from (images.go) and starts one informer on
+// this node's Pods (watch.go), which every wait and status reads: nothing
+// polls the API server per sandbox. Close stops the informer; the Pods
+// keep running, and the next server re-attaches with Recover.
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
+)
+
+// Name is the driver's name.
+const Name = "kubernetes"
+
+func init() {
+	driver.Register(driver.Registration{
+		Name:    Name,
+		Summary: "one Pod per sandbox on a Kubernetes cluster (--kubeconfig, --kubernetes-namespace, --kubernetes-registry)",
+		Factory: New,
+	})
+}
+
+// Driver runs sandboxes as Pods. It is safe for concurrent use.
+type Driver struct {
+	opts driver.Options
+	cfg  driver.KubernetesOptions
+	log  *slog.Logger
+
+	// Set by Open.
+	cs     corev1client.CoreV1Interface
+	images images
+	pods   *podWatch
+	caps   driver.Capabilities
+
+	closeOnce sync.Once
+}
+
+// New checks opts; it makes no connection.
+func New(opts driver.Options) (driver.Driver, error) {
+	cfg := opts.Kubernetes
+	if !cfg.Required && cfg.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, fmt.Errorf("%w: no --kubeconfig and not in a Pod", driver.ErrNotConfigured)
+	}
+	switch {
+	case cfg.Namespace == "":
+		return nil, errors.New("the kubernetes driver needs --kubernetes-namespace, the namespace hutch owns")
+	case cfg.Registry == "":
+		return nil, errors.New("the kubernetes driver needs --kubernetes-registry, host:port of a registry the cluster pulls from (hutch pushes its images there)")
+	case strings.Contains(cfg.Registry, "/"):
+		return nil, fmt.Errorf("--kubernetes-registry %q: want host[:port], no scheme or path", cfg.Registry)
+	case opts.Node == "":
+		return nil, errors.New("the kubernetes driver needs the node's name")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Driver{opts: opts, cfg: cfg, log: opts.Log}, nil
+}
+
+// Name is "kubernetes".
+func (d *Driver) Name() string { return Name }
+
+// Open connects to the cluster, checks the namespace, pushes the images
+// and starts the informer.
+func (d *Driver) Open(ctx context.Context) error {
+	rc, err := restConfig(d.cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	d.cs, err = corev1client.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	if _, err := d.cs.Namespaces().Get(ctx, d.cfg.Namespace, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s does not exist: create it (kubectl create namespace %[1]s) or name another with --kubernetes-namespace", d.cfg.Namespace)
+		}
+		return fmt.Errorf("reach the cluster (namespace %s): %w", d.cfg.Namespace, err)
+	}
+	if d.images, err = pushImages(ctx, d.cfg.Registry, d.opts.AgentPath, d.log); err != nil {
+		return err
+	}
+	if d.pods, err = watchPods(ctx, d.cs, d.cfg.Namespace, nodeSelector(d.opts.Node)); err != nil {
+		return err
+	}
+	d.caps = d.capabilities()
+	d.log.Info("kubernetes driver open", "namespace", d.cfg.Namespace, "registry", d.cfg.Registry,
+		"agent_image", d.images.agent, "base_image", d.images.base)
+	return nil
+}
+
+// restConfig is the kubeconfig's, or the Pod's in-cluster one.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster credentials: %w (outside a Pod, give --kubeconfig)", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
+}
+
+// Close stops the informer. The Pods keep running.
+func (d *Driver) Close() error {
+	d.closeOnce.Do(func() {
+		if d.pods != nil {
+			d.pods.stop()
+		}
+	})
+	return nil
+}
+
+// Capabilities says what the driver does on this cluster.
+func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
+
+func (d *Driver) capabilities() driver.Capabilities {
+	degraded := []string{
+		"a sandbox's network is the cluster's: hutch's egress proxy and NetworkPolicies are not applied yet, so a sandbox reaches whatever the Pod network routes to",
+	}
+	if !d.cfg.UserNamespaces {
+		degraded = append(degraded, "sandboxes share the node's user ids (no --kubernetes-user-namespaces): a sandbox's root is uid 0 on the node, without capabilities")
+	}
+	return driver.Capabilities{
+		Isolation: api.IsolationDegraded,
+		Degraded:  degraded,
+		Templates: []string{hostTemplate},
+		RootUser:  true,
+		// Memory and CPU are the container's limits; the kubelet
+		// enforces no pids limit per Pod.
+		Limits: driver.LimitCaps{Memory: true, CPU: true},
+	}
+}
+
+// phaseOf names a Pod's state for messages.
+func phaseOf(p *corev1.Pod) string {
+	if p == nil {
+		return "gone"
+	}
+	return string(p.Status.Phase)
+}
