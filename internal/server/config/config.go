@@ -56,7 +56,7 @@ type Config struct {
 	// kubeconfig (or in-cluster credentials), its namespace and the
 	// registry the cluster pulls from.
 	Kubernetes driver.KubernetesOptions
-	LogLevel     string // debug, info, warn, error
+	LogLevel   string // debug, info, warn, error
 	// LogFormat is "json", "text" or "auto" (text on a terminal, JSON
 	// otherwise).
 	LogFormat string
