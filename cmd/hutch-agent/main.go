@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -65,6 +66,11 @@ func main() {
 }
 
 func run() int {
+	if filepath.Base(os.Args[0]) == prlimitName {
+		err := confine.ExecLimited(os.Args[1:], os.Environ())
+		fmt.Fprintf(os.Stderr, "prlimit: %v\n", err)
+		return 1
+	}
 	if len(os.Args) == 2 && os.Args[1] == "-protocol" {
 		// The control plane asks a binary what it speaks before it writes
 		// the binary an envelope. An agent of protocol 1 knows no
@@ -222,7 +228,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			return nil, nil, nil, err
 		}
 	}
-	if env.Namespace != nil && env.RunAs != nil {
+	if env.RunAs != nil {
 		if err := fileUser(env.RunAs); err != nil {
 			return nil, nil, nil, err
 		}

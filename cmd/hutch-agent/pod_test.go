@@ -34,6 +34,15 @@ func TestPodModes(t *testing.T) {
 	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o555 {
 		t.Fatalf("installed agent: %v, %v; want mode 0555", fi, err)
 	}
+	// Beside it, prlimit(1) for the agent's own command lines.
+	out, err := exec.Command(filepath.Join(filepath.Dir(dst), prlimitName), "--data=67108864:67108864", "--nofile=64:64", "--",
+		"/bin/sh", "-c", "ulimit -d; ulimit -n").CombinedOutput()
+	if err != nil || string(out) != "65536\n64\n" {
+		t.Fatalf("prlimit: %q, %v; want the data and nofile limits set", out, err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(dst), prlimitName), "--data=1", "--", "/bin/true").CombinedOutput(); err == nil {
+		t.Fatalf("prlimit with a malformed limit ran the program: %q", out)
+	}
 
 	ev := newEnvelope(t)
 	ev.Socket, ev.Listen = "", "127.0.0.1:"+freePort(t)
@@ -66,21 +75,21 @@ func TestPodModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var out strings.Builder
+	var got strings.Builder
 	for {
 		e, err := s.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e.Type == api.ExecStdout {
-			out.Write(e.Data)
+			got.Write(e.Data)
 		}
 		if e.Type == api.ExecExit {
 			break
 		}
 	}
-	if !strings.Contains(out.String(), "HUTCH_TEST=1") || strings.Contains(out.String(), envelopeEnv) {
-		t.Errorf("a command's environment over TCP: %q; want the envelope's env and not the envelope", out.String())
+	if !strings.Contains(got.String(), "HUTCH_TEST=1") || strings.Contains(got.String(), envelopeEnv) {
+		t.Errorf("a command's environment over TCP: %q; want the envelope's env and not the envelope", got.String())
 	}
 
 	impostor := agentclient.New("tcp", ev.Listen, strings.Repeat("x", 34))

@@ -18,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/agent/agentproto"
+	"github.com/hutchdev/hutch/internal/agent/confine"
 	"github.com/hutchdev/hutch/internal/agent/envelope"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/base/logattr"
@@ -45,14 +47,12 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 	if err != nil {
 		return h, err
 	}
-	uid := int64(userUID)
-	home := workspace
+	// Commands run as the base template's user, or as root where the
+	// sandbox or a call asks for it.
+	env := map[string]string{"HOME": workspace, "PATH": basePath, "USER": "user", "HUTCH_SANDBOX_ID": spec.SandboxID}
+	runAs := &envelope.RunAs{UID: userUID, GID: userUID}
 	if spec.Root {
-		uid, home = 0, "/root"
-	}
-	env := map[string]string{"HOME": home, "PATH": basePath, "USER": "user", "HUTCH_SANDBOX_ID": spec.SandboxID}
-	if spec.Root {
-		env["USER"] = "root"
+		env["HOME"], env["USER"], runAs = "/root", "root", nil
 	}
 	maps.Copy(env, spec.Env)
 	ev := &envelope.Envelope{
@@ -65,6 +65,11 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 		Env:          env,
 		MaxFileBytes: spec.MaxFileBytes,
 		MaxTarBytes:  spec.MaxTarBytes,
+		RunAs:        runAs,
+		// One command cannot take the container's memory: the agent,
+		// whose memory it shares, could be the kernel's victim then.
+		CommandRlimits: commandRlimits(spec.Limits),
+		Prlimit:        agentDir + "/prlimit",
 	}
 	if err := ev.Validate(); err != nil {
 		return h, errdefs.Wrap(errdefs.ErrInvalid, "invalid_sandbox", err, "the sandbox's settings")
@@ -90,7 +95,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
 	}
-	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, image, uid, spec.Limits), metav1.CreateOptions{})
+	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, image, spec.Limits), metav1.CreateOptions{})
 	if err != nil {
 		return h, fmt.Errorf("create the sandbox's Pod: %w", err)
 	}
@@ -119,6 +124,25 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 		return h, err
 	}
 	return h, nil
+}
+
+// agentReserveMB is what of a sandbox's memory one command may not take,
+// left to the agent and the rest (commandRlimits).
+const agentReserveMB = 24
+
+// commandRlimits cap each command's data (RLIMIT_DATA) below the memory
+// limit by agentReserveMB (half of a small limit), so that one command
+// that runs away fails to allocate instead of bringing the container to
+// the kernel's out-of-memory killer, which may choose the agent: it
+// shares the container's memory cgroup (the namespace driver gives it
+// its own). Several commands together can still fill it.
+func commandRlimits(l api.Limits) []confine.Rlimit {
+	if l.MemoryMB <= 0 {
+		return nil
+	}
+	mb := max(l.MemoryMB-agentReserveMB, l.MemoryMB/2)
+	b := uint64(mb) << 20
+	return []confine.Rlimit{{Resource: "data", Cur: b, Max: b}}
 }
 
 // template is the image of spec's template.
@@ -158,10 +182,10 @@ func resolveCwd(cwd string) (string, error) {
 // IP, and returns the IP. A Pod that cannot start (its image cannot be
 // pulled, its container not made or ended) fails at once, with the
 // kubelet's reason.
-func (d *Driver) waitRunning(ctx context.Context, name string, uid types.UID) (string, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, startTimeout, fmt.Errorf("the sandbox's Pod did not run within %v", startTimeout))
+func (d *Driver) waitRunning(parent context.Context, name string, uid types.UID) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, startTimeout)
 	defer cancel()
-	var ip string
+	var ip, pending string
 	err := d.pods.wait(ctx, name, func(p *corev1.Pod) (bool, error) {
 		if p == nil || p.UID != uid {
 			return false, nil
@@ -173,9 +197,25 @@ func (d *Driver) waitRunning(ctx context.Context, name string, uid types.UID) (s
 			ip = p.Status.PodIP
 			return true, nil
 		}
+		pending = pendingReason(p)
 		return false, nil
 	})
+	if err != nil && parent.Err() == nil && ctx.Err() != nil {
+		return "", errdefs.Wrap(errdefs.ErrUnavailable, "sandbox_start_timeout", err, "the sandbox's Pod did not run within %v (%s)", startTimeout, pending)
+	}
 	return ip, err
+}
+
+// pendingReason says what a Pod that does not run yet waits for: the
+// scheduler's reason it was not placed (no node has room), or its
+// phase.
+func pendingReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return "not scheduled: " + c.Message
+		}
+	}
+	return "Pod " + phaseOf(p)
 }
 
 // unstartable are the waiting reasons of a container that will not

@@ -119,8 +119,8 @@ func plainHTTP(registry string) bool {
 }
 
 // baseImage is the base template's image: the host's static busybox,
-// each of its applets a link in /bin, root and user (uid 1000, home
-// /workspace), and /tmp.
+// each of its applets a link in /bin (bash is ash), root and user (uid
+// 1000, home /workspace), and /tmp.
 func baseImage() (v1.Image, error) {
 	bin, applets, err := staticBusybox()
 	if err != nil {
@@ -143,6 +143,9 @@ func baseImage() (v1.Image, error) {
 			files = append(files, tarFile{name: "bin/" + a, link: "busybox"})
 		}
 	}
+	// Clients run commands as "/bin/bash -l -c ..." (the E2B SDK does):
+	// here bash is busybox's ash, which takes those flags.
+	files = append(files, tarFile{name: "bin/bash", mode: 0o755, body: []byte("#!/bin/sh\n# bash is busybox's ash in hutch's base template\nexec /bin/ash \"$@\"\n")})
 	return imageOf(v1.Config{Env: []string{"PATH=" + basePath}, WorkingDir: workspace}, files)
 }
 

@@ -1,8 +1,6 @@
 package kubernetes
 
 import (
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,20 +58,32 @@ func (d *Driver) secret(id string, envelope []byte) *corev1.Secret {
 	}
 }
 
-// pod is sandbox id's Pod: image with the agent as its entrypoint, as
-// uid, hardened (no service-account token, no capabilities, no privilege
-// escalation, the runtime's default seccomp profile), with the limits as
-// the container's resources.
-func (d *Driver) pod(id, image string, uid int64, limits api.Limits) *corev1.Pod {
+// agentCaps are the only capabilities a sandbox's container keeps, for
+// its agent, which runs as root: to start each command as the sandbox's
+// user (SETUID, SETGID), or as root when a call asks for it, and to
+// signal, own and reach that user's processes and files (KILL, CHOWN,
+// FOWNER, DAC_OVERRIDE). A command of the user has none of them (the
+// kernel clears them as it leaves uid 0); one run as root has these, a
+// subset of a Docker container's default.
+var agentCaps = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
+
+// pod is sandbox id's Pod: image with the agent as its entrypoint,
+// hardened (no service-account token, no capability but agentCaps, none
+// at all for the init container, no privilege escalation, the runtime's
+// default seccomp profile), with the limits as the container's
+// resources.
+func (d *Driver) pod(id, image string, limits api.Limits) *corev1.Pod {
 	f := false
 	grace := int64(0)
-	sc := &corev1.SecurityContext{
-		RunAsUser:                &uid,
-		RunAsGroup:               &uid,
-		RunAsNonRoot:             ptr(uid != 0),
-		AllowPrivilegeEscalation: &f,
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	root := int64(0)
+	hardened := func(add ...corev1.Capability) *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			RunAsUser:                &root,
+			RunAsGroup:               &root,
+			AllowPrivilegeEscalation: &f,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
 	}
 	p := &corev1.Pod{
 		ObjectMeta: d.meta(id),
@@ -92,7 +102,7 @@ func (d *Driver) pod(id, image string, uid int64, limits api.Limits) *corev1.Pod
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{"/hutch-agent", "-install", agentBinary},
 				VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir}},
-				SecurityContext: sc,
+				SecurityContext: hardened(),
 			}},
 			Containers: []corev1.Container{{
 				Name:            "sandbox",
@@ -108,7 +118,7 @@ func (d *Driver) pod(id, image string, uid int64, limits api.Limits) *corev1.Pod
 				}},
 				Ports:           []corev1.ContainerPort{{Name: "hutch-agent", ContainerPort: agentPort, Protocol: corev1.ProtocolTCP}},
 				VolumeMounts:    []corev1.VolumeMount{{Name: agentVolume, MountPath: agentDir, ReadOnly: true}},
-				SecurityContext: sc,
+				SecurityContext: hardened(agentCaps...),
 				Resources:       resources(limits),
 			}},
 		},
@@ -122,20 +132,33 @@ func (d *Driver) pod(id, image string, uid int64, limits api.Limits) *corev1.Pod
 	return p
 }
 
-// resources are the container's limits, each requested as much as it is
-// limited, so the scheduler places the Pod where it fits.
+// The share of a limit a Pod requests. A sandbox mostly waits on its
+// user, so requesting its whole CPU limit would leave a node's cores
+// idle and its sandboxes few (a 2-core node would place two at the
+// default 1 CPU); memory cannot be taken back once used, so more of it is
+// requested, and a node under pressure evicts first the Pods past their
+// requests.
+const (
+	cpuRequestShare    = 0.1
+	memoryRequestShare = 0.25
+)
+
+// resources are the container's limits, and the share of each that the
+// scheduler places the Pod by.
 func resources(l api.Limits) corev1.ResourceRequirements {
-	r := corev1.ResourceList{}
+	limits, requests := corev1.ResourceList{}, corev1.ResourceList{}
 	if l.MemoryMB > 0 {
-		r[corev1.ResourceMemory] = resource.MustParse(strconv.Itoa(l.MemoryMB) + "Mi")
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(int64(l.MemoryMB)<<20, resource.BinarySI)
+		requests[corev1.ResourceMemory] = *resource.NewQuantity(int64(float64(int64(l.MemoryMB)<<20)*memoryRequestShare), resource.BinarySI)
 	}
 	if l.CPU > 0 {
-		r[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(l.CPU*1000), resource.DecimalSI)
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(l.CPU*1000), resource.DecimalSI)
+		requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(int64(l.CPU*1000*cpuRequestShare), 1), resource.DecimalSI)
 	}
-	if len(r) == 0 {
+	if len(limits) == 0 {
 		return corev1.ResourceRequirements{}
 	}
-	return corev1.ResourceRequirements{Limits: r, Requests: r.DeepCopy()}
+	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
 }
 
 func ptr[T any](v T) *T { return &v }
