@@ -69,6 +69,9 @@ const appCloseTimeout = 10 * time.Second
 // bootstrap envelope.
 type Config struct {
 	SandboxID string
+	// OwnNetwork: the driver says the agent's network namespace is the
+	// sandbox's own (envelope.Envelope.OwnNetwork).
+	OwnNetwork bool
 	// Token is the shared secret of the HMAC authentication.
 	Token string
 	// ClientProtocol is the protocol of the control plane that started
@@ -152,6 +155,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		Prlimit:            e.Prlimit,
 		Credential:         credential(e.RunAs),
 		AppCredential:      appCredential(e.RunAs),
+		OwnNetwork:         e.OwnNetwork,
 		Logger:             logger,
 	}
 }
@@ -266,7 +270,7 @@ func New(cfg Config) (*Server, error) {
 		Log:             cfg.Logger,
 	})
 	watches := watch.New(watch.Config{Root: root, Stopping: s.stopping, Log: cfg.Logger})
-	tunnels := tunnel.New(tunnel.Config{Log: cfg.Logger})
+	tunnels := tunnel.New(tunnel.Config{OwnNetwork: cfg.OwnNetwork, Log: cfg.Logger})
 	// HTTP/1.1 for a control plane of protocol 1, and HTTP/2 with prior
 	// knowledge (h2c) on the same socket for protocol 2: one connection
 	// then carries every call, stream and pushed event.

@@ -49,6 +49,10 @@ type Envelope struct {
 	// control plane dials the Pod's IP. Every request is still signed
 	// with Token and every answer carries the agent's proof.
 	Listen string `json:"listen,omitempty"`
+	// OwnNetwork says the sandbox's network namespace is its own even
+	// though it has interfaces beyond loopback (a Pod's): its loopback
+	// reaches only the sandbox, so its ports may be previewed.
+	OwnNetwork bool `json:"own_network,omitempty"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
 	Root    string            `json:"root"`

@@ -95,7 +95,11 @@ func ownLoopback() error {
 
 // Config is what the tunnels and the port list need.
 type Config struct {
-	Log *slog.Logger
+	// OwnNetwork says the driver gave the sandbox a network namespace of
+	// its own with interfaces beyond loopback (a Pod's): tunnels are
+	// served without ownLoopback's check.
+	OwnNetwork bool
+	Log        *slog.Logger
 }
 
 // Service serves tunnels (GET /tunnel/{port}) and the listening ports
@@ -111,10 +115,12 @@ type Service struct {
 // itself, whether it serves tunnels.
 func New(cfg Config) *Service {
 	s := &Service{
-		log:     cfg.Log,
-		refused: netCheck(),
-		slots:   make(chan struct{}, tunnelSlots),
-		dialer:  net.Dialer{Timeout: tunnelDialTimeout},
+		log:    cfg.Log,
+		slots:  make(chan struct{}, tunnelSlots),
+		dialer: net.Dialer{Timeout: tunnelDialTimeout},
+	}
+	if !cfg.OwnNetwork {
+		s.refused = netCheck()
 	}
 	if s.refused != nil {
 		s.log.Info("previews are off: the agent will not open tunnels", "reason", s.refused.Error())

@@ -56,10 +56,13 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 	}
 	maps.Copy(env, spec.Env)
 	ev := &envelope.Envelope{
-		Version:      envelope.Version,
-		SandboxID:    spec.SandboxID,
-		Token:        spec.Token,
-		Listen:       ":" + strconv.Itoa(agentPort),
+		Version:   envelope.Version,
+		SandboxID: spec.SandboxID,
+		Token:     spec.Token,
+		Listen:    ":" + strconv.Itoa(agentPort),
+		// A Pod's network namespace is its own: its loopback is the
+		// sandbox's.
+		OwnNetwork:   true,
 		Root:         "/",
 		Workdir:      workdir,
 		Env:          env,
