@@ -76,6 +76,21 @@ func TestKubernetes(t *testing.T) {
 		t.Fatalf("preview: %d %s", resp.StatusCode, body)
 	}
 
+	// An image template: imported through the API, pushed to the
+	// cluster's registry by its first sandbox, the image's user (root) and
+	// environment inside.
+	importChaosTemplate(t, c)
+	fromImage, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Template: chaosTemplate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Exec(ctx, fromImage.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "id -u; echo $GREETING; pwd"}}); err != nil || res.Stdout != "0\nhello\n/srv\n" {
+		t.Fatalf("exec in a sandbox of an image template = %+v, %v; want the image's user, environment and directory", res, err)
+	}
+	if err := c.DeleteSandbox(ctx, fromImage.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	// What the driver cannot do is refused by name.
 	if _, err := c.StopSandbox(ctx, sb.ID); err == nil {
 		t.Fatal("stop of a sandbox on the kubernetes driver succeeded")

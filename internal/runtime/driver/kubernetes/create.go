@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -39,19 +40,20 @@ const (
 // Create makes the sandbox's Secret and Pod and waits until its agent
 // answers. On error nothing of it is left.
 func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle, retErr error) {
-	image, err := d.template(spec)
+	tpl, err := d.template(ctx, spec)
 	if err != nil {
 		return h, err
 	}
-	workdir, err := resolveCwd(spec.Cwd)
+	workdir, err := resolveCwd(tpl.workdir, spec.Cwd)
 	if err != nil {
 		return h, err
 	}
-	// Commands run as the base template's user, or as root where the
-	// sandbox or a call asks for it.
-	env := map[string]string{"HOME": workspace, "PATH": basePath, "USER": "user", "HUTCH_SANDBOX_ID": spec.SandboxID}
-	runAs := &envelope.RunAs{UID: userUID, GID: userUID}
-	if spec.Root {
+	// Commands run as the template's user, or as root where the sandbox
+	// or a call asks for it.
+	env := tpl.env
+	env["HUTCH_SANDBOX_ID"] = spec.SandboxID
+	runAs := tpl.user
+	if spec.Root || runAs != nil && runAs.UID == 0 {
 		env["HOME"], env["USER"], runAs = "/root", "root", nil
 	}
 	maps.Copy(env, spec.Env)
@@ -98,7 +100,7 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
 	}
-	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, image, spec.Limits), metav1.CreateOptions{})
+	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, tpl.image, spec.Limits), metav1.CreateOptions{})
 	if err != nil {
 		return h, fmt.Errorf("create the sandbox's Pod: %w", err)
 	}
@@ -148,35 +150,61 @@ func commandRlimits(l api.Limits) []confine.Rlimit {
 	return []confine.Rlimit{{Resource: "data", Cur: b, Max: b}}
 }
 
-// template is the image of spec's template.
-func (d *Driver) template(spec driver.Spec) (string, error) {
+// sandboxImage is what a sandbox starts from: an image in the registry,
+// its working directory and environment, and whom commands run as (nil:
+// root).
+type sandboxImage struct {
+	image   string
+	workdir string
+	env     map[string]string
+	user    *envelope.RunAs
+}
+
+// template is what spec's template starts from: the base image, or an
+// image template's, which it pushes the first time.
+func (d *Driver) template(ctx context.Context, spec driver.Spec) (sandboxImage, error) {
 	switch {
-	case spec.Image != nil:
-		return "", errdefs.New(errdefs.ErrUnsupported, "images_unsupported", "the kubernetes driver does not start sandboxes from image templates yet")
 	case spec.Snapshot != "":
-		return "", errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "the kubernetes driver does not take or restore snapshots yet")
+		return sandboxImage{}, errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "the kubernetes driver does not take or restore snapshots yet")
 	case len(spec.Volumes) > 0:
-		return "", errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the kubernetes driver does not mount volumes yet")
+		return sandboxImage{}, errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the kubernetes driver does not mount volumes yet")
+	case spec.Image != nil:
+		ref, err := d.templateRef(ctx, spec.Image)
+		if err != nil {
+			return sandboxImage{}, err
+		}
+		u := spec.Image.User
+		env := imageEnv(spec.Image)
+		env["HOME"], env["USER"] = cmp.Or(u.Home, "/"), cmp.Or(u.Name, strconv.Itoa(int(u.UID)))
+		if env["PATH"] == "" {
+			env["PATH"] = basePath
+		}
+		return sandboxImage{image: ref, workdir: cmp.Or(spec.Image.WorkingDir, "/"), env: env, user: &envelope.RunAs{UID: u.UID, GID: u.GID}}, nil
 	case spec.Template != "" && spec.Template != hostTemplate:
-		return "", errdefs.Invalid("invalid_template", "the kubernetes driver has the %q template (its base image) and image templates", hostTemplate)
+		return sandboxImage{}, errdefs.Invalid("invalid_template", "the kubernetes driver has the %q template (its base image) and image templates", hostTemplate)
 	}
-	return d.images.base, nil
+	return sandboxImage{
+		image:   d.images.base,
+		workdir: workspace,
+		env:     map[string]string{"HOME": workspace, "PATH": basePath, "USER": "user"},
+		user:    &envelope.RunAs{UID: userUID, GID: userUID},
+	}, nil
 }
 
 // resolveCwd is the sandbox's working directory: cwd, absolute or
-// relative to the workspace, never above it by "..".
-func resolveCwd(cwd string) (string, error) {
+// relative to workdir, never above it by "..".
+func resolveCwd(workdir, cwd string) (string, error) {
 	switch {
 	case cwd == "":
-		return workspace, nil
+		return workdir, nil
 	case strings.ContainsRune(cwd, 0):
 		return "", errdefs.Invalid("invalid_path", "cwd contains a NUL byte")
 	case path.IsAbs(cwd):
 		return path.Clean(cwd), nil
 	}
-	p := path.Join(workspace, cwd)
-	if p != workspace && !strings.HasPrefix(p, workspace+"/") {
-		return "", errdefs.Invalid("path_outside_sandbox", "cwd %q climbs out of %s; give an absolute path", cwd, workspace)
+	p := path.Join(workdir, cwd)
+	if p != workdir && !strings.HasPrefix(p, strings.TrimSuffix(workdir, "/")+"/") {
+		return "", errdefs.Invalid("path_outside_sandbox", "cwd %q climbs out of %s; give an absolute path", cwd, workdir)
 	}
 	return p, nil
 }

@@ -60,10 +60,11 @@ type Driver struct {
 	log  *slog.Logger
 
 	// Set by Open.
-	cs     corev1client.CoreV1Interface
-	images images
-	pods   *podWatch
-	caps   driver.Capabilities
+	cs        corev1client.CoreV1Interface
+	images    images
+	templates templateImages
+	pods      *podWatch
+	caps      driver.Capabilities
 
 	closeOnce sync.Once
 }
@@ -83,6 +84,8 @@ func New(opts driver.Options) (driver.Driver, error) {
 		return nil, fmt.Errorf("--kubernetes-registry %q: want host[:port], no scheme or path", cfg.Registry)
 	case opts.Node == "":
 		return nil, errors.New("the kubernetes driver needs the node's name")
+	case opts.Dir == "":
+		return nil, errors.New("the kubernetes driver needs a directory of its own (where it packs templates' images)")
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -163,6 +166,9 @@ func (d *Driver) capabilities() driver.Capabilities {
 		Degraded:  degraded,
 		Templates: []string{hostTemplate},
 		RootUser:  true,
+		// An image template is flattened into one tree, packed as one
+		// layer and pushed to the registry by its first sandbox.
+		Images: true,
 		// Memory and CPU are the container's limits; the kubelet
 		// enforces no pids limit per Pod.
 		Limits: driver.LimitCaps{Memory: true, CPU: true},

@@ -34,9 +34,11 @@ func TestMain(m *testing.M) {
 func TestConformance(t *testing.T) {
 	c := testutil.Kubernetes(t)
 	node := "test-" + ids.Token(4)
+	dir := t.TempDir()
 	drivertest.Run(t, drivertest.Suite{
 		New: func(t *testing.T) driver.Driver {
 			d, err := kubernetes.New(driver.Options{
+				Dir:       dir,
 				AgentPath: filepath.Join(binDir, "hutch-agent"),
 				Node:      node,
 				Kubernetes: driver.KubernetesOptions{

@@ -88,9 +88,11 @@ func (d *Driver) pod(id, image string, limits api.Limits) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: d.meta(id),
 		Spec: corev1.PodSpec{
-			AutomountServiceAccountToken:  &f,
-			EnableServiceLinks:            &f,
-			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: &f,
+			EnableServiceLinks:           &f,
+			RestartPolicy:                corev1.RestartPolicyNever,
+			// A sandbox's hostname is its id, whatever the driver.
+			Hostname:                      id,
 			TerminationGracePeriodSeconds: &grace,
 			Volumes: []corev1.Volume{{
 				Name:         agentVolume,
