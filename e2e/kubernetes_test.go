@@ -95,6 +95,14 @@ func TestKubernetes(t *testing.T) {
 	if _, err := c.StopSandbox(ctx, sb.ID); err == nil {
 		t.Fatal("stop of a sandbox on the kubernetes driver succeeded")
 	}
+	// Pods reach the network directly: no egress policy but public is
+	// taken, at create or later.
+	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Network: &api.NetworkPolicy{Egress: api.EgressNone}}); client.Code(err) != "network_policy_unsupported" {
+		t.Fatalf("a create with egress none: %v; want network_policy_unsupported", err)
+	}
+	if _, err := c.SetNetwork(ctx, sb.ID, api.NetworkPolicy{Egress: api.EgressNone}); client.Code(err) != "network_policy_unsupported" {
+		t.Fatalf("egress none set on a running sandbox: %v; want network_policy_unsupported", err)
+	}
 
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,18 @@ func (s *Service) network(rec *store.Sandbox) api.Network {
 	return n
 }
 
+// confinesEgress refuses a policy other than public egress for a driver
+// whose sandboxes reach the network directly (Capabilities says
+// UnconfinedEgress: the kubernetes driver's Pods): nothing would hold
+// them to it.
+func confinesEgress(d driver.Driver, p api.NetworkPolicy) error {
+	if !d.Capabilities().UnconfinedEgress || p.Egress == api.EgressPublic {
+		return nil
+	}
+	return errdefs.Invalid("network_policy_unsupported",
+		"the %s driver's sandboxes do not reach out through hutch's egress proxy, so egress %q cannot be enforced; leave the network policy public", d.Name(), p.Egress)
+}
+
 // SetNetwork changes a sandbox's egress policy; the next connection sees
 // it, and a stopped sandbox starts with it.
 func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy) (api.Network, error) {
@@ -100,6 +112,11 @@ func (s *Service) SetNetwork(ctx context.Context, id string, p api.NetworkPolicy
 	rec, err := s.store.UpdateSandbox(ctx, id, func(sb *store.Sandbox) error {
 		if err := require(OpNetwork, sb); err != nil {
 			return err
+		}
+		if d, ok := s.drivers.Get(sb.Driver); ok {
+			if err := confinesEgress(d, p); err != nil {
+				return err
+			}
 		}
 		sb.Network = p
 		return nil

@@ -53,6 +53,9 @@ func (s *Service) complete(d driver.Driver, req api.CreateSandboxRequest) (compl
 	} else {
 		out.network = api.NetworkPolicy{Egress: api.EgressPublic}
 	}
+	if err := confinesEgress(d, out.network); err != nil {
+		return out, err
+	}
 	if req.Root && !caps.RootUser {
 		return out, errdefs.Invalid("root_unsupported", "the %s driver cannot run commands as root inside a sandbox; the namespace driver can", d.Name())
 	}

@@ -201,6 +201,10 @@ type Capabilities struct {
 	Snapshots bool
 	// Volumes says the driver mounts volumes (Spec.Volumes).
 	Volumes bool
+	// UnconfinedEgress says the driver's sandboxes reach the network
+	// directly, not through hutch's egress proxy: only public egress is
+	// accepted for them (network_policy_unsupported otherwise).
+	UnconfinedEgress bool
 }
 
 // LimitCaps says which of api.Limits a driver enforces.

@@ -169,6 +169,8 @@ func (d *Driver) capabilities() driver.Capabilities {
 		// An image template is flattened into one tree, packed as one
 		// layer and pushed to the registry by its first sandbox.
 		Images: true,
+		// Pods reach the network directly (degraded above).
+		UnconfinedEgress: true,
 		// Memory and CPU are the container's limits; the kubelet
 		// enforces no pids limit per Pod.
 		Limits: driver.LimitCaps{Memory: true, CPU: true},
