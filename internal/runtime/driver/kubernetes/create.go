@@ -37,9 +37,15 @@ const (
 	deleteTimeout = time.Minute
 )
 
-// Create makes the sandbox's Secret and Pod and waits until its agent
-// answers. On error nothing of it is left.
-func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle, retErr error) {
+// Create makes the sandbox's NetworkPolicy, Secret and Pod and waits
+// until its agent answers. On error nothing of it is left.
+func (d *Driver) Create(ctx context.Context, spec driver.Spec) (driver.Handle, error) {
+	return d.create(ctx, spec, false)
+}
+
+// create is Create; a probe's objects carry labelProbe, so that a sweep
+// leaves them to the probe.
+func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h driver.Handle, retErr error) {
 	tpl, err := d.template(ctx, spec)
 	if err != nil {
 		return h, err
@@ -95,12 +101,23 @@ func (d *Driver) Create(ctx context.Context, spec driver.Spec) (h driver.Handle,
 			}
 		}
 	}()
+	// The policy first: the Pod never runs without it.
+	policy := d.networkPolicy(spec.SandboxID)
 	secrets := d.cs.Secrets(d.cfg.Namespace)
 	secret := d.secret(spec.SandboxID, []byte(base64.StdEncoding.EncodeToString(framed.Bytes())))
+	pod := d.pod(spec.SandboxID, tpl.image, spec.Limits)
+	if probe {
+		for _, m := range []*metav1.ObjectMeta{&policy.ObjectMeta, &secret.ObjectMeta, &pod.ObjectMeta} {
+			m.Labels[labelProbe] = "true"
+		}
+	}
+	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		return h, fmt.Errorf("create the sandbox's NetworkPolicy: %w", err)
+	}
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
 	}
-	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, d.pod(spec.SandboxID, tpl.image, spec.Limits), metav1.CreateOptions{})
+	pod, err = d.cs.Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return h, fmt.Errorf("create the sandbox's Pod: %w", err)
 	}

@@ -30,11 +30,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -61,10 +63,18 @@ type Driver struct {
 
 	// Set by Open.
 	cs        corev1client.CoreV1Interface
+	nets      networkingv1client.NetworkingV1Interface
 	images    images
 	templates templateImages
 	pods      *podWatch
-	caps      driver.Capabilities
+
+	// The NetworkPolicy probe (netpol.go), run once after Open by a
+	// goroutine the driver owns: Close cancels it and waits.
+	stopProbe context.CancelFunc
+	probed    chan struct{}
+	mu        sync.Mutex
+	netpol    int    // netpolUnknown until the probe answers
+	netpolErr string // why the probe could not tell
 
 	closeOnce sync.Once
 }
@@ -107,6 +117,9 @@ func (d *Driver) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	if d.nets, err = networkingv1client.NewForConfig(rc); err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 	if _, err := d.cs.Namespaces().Get(ctx, d.cfg.Namespace, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s does not exist: create it (kubectl create namespace %[1]s) or name another with --kubernetes-namespace", d.cfg.Namespace)
@@ -119,7 +132,20 @@ func (d *Driver) Open(ctx context.Context) error {
 	if d.pods, err = watchPods(ctx, d.cs, d.cfg.Namespace, nodeSelector(d.opts.Node)); err != nil {
 		return err
 	}
-	d.caps = d.capabilities()
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopProbe, d.probed = cancel, make(chan struct{})
+	go func() {
+		defer close(d.probed)
+		start := time.Now()
+		st, err := d.probeNetworkPolicy(pctx)
+		d.mu.Lock()
+		d.netpol = st
+		if err != nil {
+			d.netpolErr = err.Error()
+		}
+		d.mu.Unlock()
+		d.log.Info("NetworkPolicy probe", "enforced", st == netpolEnforced, "took", time.Since(start).Round(time.Millisecond), "err", err)
+	}()
 	d.log.Info("kubernetes driver open", "namespace", d.cfg.Namespace, "registry", d.cfg.Registry,
 		"agent_image", d.images.agent, "base_image", d.images.base)
 	return nil
@@ -144,6 +170,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // Close stops the informer. The Pods keep running.
 func (d *Driver) Close() error {
 	d.closeOnce.Do(func() {
+		if d.stopProbe != nil {
+			d.stopProbe()
+			<-d.probed
+		}
 		if d.pods != nil {
 			d.pods.stop()
 		}
@@ -151,12 +181,22 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-// Capabilities says what the driver does on this cluster.
-func (d *Driver) Capabilities() driver.Capabilities { return d.caps }
-
-func (d *Driver) capabilities() driver.Capabilities {
-	degraded := []string{
-		"a sandbox's network is the cluster's: hutch's egress proxy and NetworkPolicies are not applied yet, so a sandbox reaches whatever the Pod network routes to",
+// Capabilities says what the driver does on this cluster; what the
+// NetworkPolicy probe found once it has.
+func (d *Driver) Capabilities() driver.Capabilities {
+	d.mu.Lock()
+	netpol, why := d.netpol, d.netpolErr
+	d.mu.Unlock()
+	var degraded []string
+	switch {
+	case netpol == netpolEnforced:
+		degraded = append(degraded, "a sandbox's egress is its NetworkPolicy's (DNS, and public addresses only), not hutch's egress proxy: network policies other than public egress are not offered")
+	case netpol == netpolIgnored:
+		degraded = append(degraded, "the cluster's network plugin does not enforce NetworkPolicies (probed): a sandbox reaches whatever the Pod network routes to, the node and other Pods included")
+	case why != "":
+		degraded = append(degraded, "whether the cluster enforces NetworkPolicies could not be probed ("+why+"): a sandbox may reach whatever the Pod network routes to")
+	default:
+		degraded = append(degraded, "whether the cluster enforces NetworkPolicies is being probed: until then a sandbox may reach whatever the Pod network routes to")
 	}
 	if !d.cfg.UserNamespaces {
 		degraded = append(degraded, "sandboxes share the node's user ids (no --kubernetes-user-namespaces): a sandbox's root is uid 0 on the node, without capabilities")

@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,7 +74,64 @@ func TestConformance(t *testing.T) {
 			for _, s := range secrets.Items {
 				left = append(left, "secret "+s.Name)
 			}
+			policies, err := c.Client.NetworkingV1().NetworkPolicies(c.Namespace).List(context.Background(), sel)
+			if err != nil {
+				return []string{err.Error()}
+			}
+			for _, p := range policies.Items {
+				left = append(left, "networkpolicy "+p.Name)
+			}
 			return left
 		},
 	})
+}
+
+// TestNetworkPolicy: every sandbox's Pod gets a NetworkPolicy (in, the
+// agent's port; out, DNS and public addresses) made before it and
+// deleted with it, and the probe after Open finds that the test
+// cluster's bridge plugin does not enforce them, which the driver then
+// reports.
+func TestNetworkPolicy(t *testing.T) {
+	c := testutil.Kubernetes(t)
+	d, err := kubernetes.New(driver.Options{
+		Dir: t.TempDir(), AgentPath: filepath.Join(binDir, "hutch-agent"), Node: "test-" + ids.Token(4),
+		Kubernetes: driver.KubernetesOptions{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Registry: c.Registry, Required: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx := context.Background()
+	if err := d.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sp := driver.Spec{SandboxID: ids.New(), Token: ids.Token(32), MaxFileBytes: 1 << 20}
+	h, err := d.Create(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := c.Client.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, "hutch-"+sp.SandboxID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Spec.Ingress) != 1 || pol.Spec.Ingress[0].Ports[0].Port.IntVal != 49982 || len(pol.Spec.Egress) != 2 ||
+		pol.Spec.Egress[1].To[0].IPBlock.CIDR != "0.0.0.0/0" || !slices.Contains(pol.Spec.Egress[1].To[0].IPBlock.Except, "10.0.0.0/8") {
+		t.Errorf("the sandbox's NetworkPolicy: %+v", pol.Spec)
+	}
+	if err := d.Destroy(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, "hutch-"+sp.SandboxID, metav1.GetOptions{}); err == nil {
+		t.Error("the NetworkPolicy outlived its sandbox")
+	}
+
+	const ignored = "does not enforce NetworkPolicies (probed)"
+	deadline := time.Now().Add(3 * time.Minute)
+	for !slices.ContainsFunc(d.Capabilities().Degraded, func(s string) bool { return strings.Contains(s, ignored) }) {
+		probing := slices.ContainsFunc(d.Capabilities().Degraded, func(s string) bool { return strings.Contains(s, "is being probed") })
+		if !probing || time.Now().After(deadline) {
+			t.Fatalf("the driver reports %q; want the probe's finding that the bridge plugin %s", d.Capabilities().Degraded, ignored)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,9 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 	}
 	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
 		return fmt.Errorf("delete the sandbox's Secret: %w", err)
+	}
+	if err := d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		return fmt.Errorf("delete the sandbox's NetworkPolicy: %w", err)
 	}
 	return d.pods.wait(ctx, name, func(p *corev1.Pod) (bool, error) { return p == nil, nil })
 }
@@ -76,17 +80,22 @@ func (d *Driver) Stop(context.Context, driver.Handle) error {
 	return errdefs.New(errdefs.ErrUnsupported, "start_stop_unsupported", "the kubernetes driver cannot stop and start a sandbox yet")
 }
 
-// Sweep removes this node's Pods and Secrets that no sandbox known
-// claims: what a create cut short or a lost record left.
+// Sweep removes this node's Pods, Secrets and NetworkPolicies that no
+// sandbox known claims: what a create cut short or a lost record left.
+// A probe's are its own while it may still run.
 func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) ([]string, error) {
 	orphans := map[string]bool{}
+	claimed := func(m metav1.ObjectMeta) bool {
+		id := m.Labels[labelSandbox]
+		return id == "" || known(id) || m.Labels[labelProbe] != "" && time.Since(m.CreationTimestamp.Time) < probeTimeout+deleteTimeout
+	}
 	pods, err := d.pods.list()
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range pods {
-		if id := p.Labels[labelSandbox]; id != "" && !known(id) {
-			orphans[id] = true
+		if !claimed(p.ObjectMeta) {
+			orphans[p.Labels[labelSandbox]] = true
 		}
 	}
 	secrets, err := d.cs.Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodeSelector(d.opts.Node)})
@@ -94,8 +103,17 @@ func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) (
 		return nil, fmt.Errorf("list the sandboxes' Secrets: %w", err)
 	}
 	for _, s := range secrets.Items {
-		if id := s.Labels[labelSandbox]; id != "" && !known(id) {
-			orphans[id] = true
+		if !claimed(s.ObjectMeta) {
+			orphans[s.Labels[labelSandbox]] = true
+		}
+	}
+	policies, err := d.nets.NetworkPolicies(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodeSelector(d.opts.Node)})
+	if err != nil {
+		return nil, fmt.Errorf("list the sandboxes' NetworkPolicies: %w", err)
+	}
+	for _, p := range policies.Items {
+		if !claimed(p.ObjectMeta) {
+			orphans[p.Labels[labelSandbox]] = true
 		}
 	}
 	var removed []string

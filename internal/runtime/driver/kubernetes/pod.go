@@ -16,6 +16,8 @@ const (
 	managedBy    = "hutch"
 	labelSandbox = "hutch.dev/sandbox"
 	labelNode    = "hutch.dev/node"
+	// labelProbe marks the NetworkPolicy probe's sandbox (netpol.go).
+	labelProbe = "hutch.dev/probe"
 )
 
 // agentPort is where the agent listens in each Pod.
