@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hutchdev/hutch/api"
@@ -207,6 +208,30 @@ func (s *ExecStream) Next() (api.ExecEvent, error) {
 		s.err = io.EOF
 	}
 	return apiExecEvent(ev), nil
+}
+
+// Collect reads the stream to its exit and returns the result with the
+// whole of stdout and stderr: for a caller of its own that runs a short
+// command (the API's exec buffers through the sandbox service instead,
+// under its output bound).
+func (s *ExecStream) Collect() (api.ExecResult, error) {
+	var out, errb strings.Builder
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			return api.ExecResult{}, err
+		}
+		switch ev.Type {
+		case api.ExecStdout:
+			out.Write(ev.Data)
+		case api.ExecStderr:
+			errb.Write(ev.Data)
+		case api.ExecExit:
+			res := *ev.Exit
+			res.Stdout, res.Stderr = out.String(), errb.String()
+			return res, nil
+		}
+	}
 }
 
 // Recycle hands back the Data of an event this stream returned, once the

@@ -173,23 +173,11 @@ func runReq(t *testing.T, sb *sandbox, req api.ExecRequest) api.ExecResult {
 		t.Fatalf("exec %q: %v", req.Cmd, err)
 	}
 	defer st.Close()
-	var out, errb strings.Builder
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			t.Fatalf("exec %q: stream: %v", req.Cmd, err)
-		}
-		switch ev.Type {
-		case api.ExecStdout:
-			out.Write(ev.Data)
-		case api.ExecStderr:
-			errb.Write(ev.Data)
-		case api.ExecExit:
-			res := *ev.Exit
-			res.Stdout, res.Stderr = out.String(), errb.String()
-			return res
-		}
+	res, err := st.Collect()
+	if err != nil {
+		t.Fatalf("exec %q: stream: %v", req.Cmd, err)
 	}
+	return res
 }
 
 // sh runs a shell script and fails the test unless it exits 0.

@@ -109,21 +109,5 @@ func run(ctx context.Context, c *agentclient.Client, cmd ...string) (api.ExecRes
 		return api.ExecResult{}, err
 	}
 	defer st.Close()
-	var out, errb strings.Builder
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			return api.ExecResult{}, err
-		}
-		switch ev.Type {
-		case api.ExecStdout:
-			out.Write(ev.Data)
-		case api.ExecStderr:
-			errb.Write(ev.Data)
-		case api.ExecExit:
-			res := *ev.Exit
-			res.Stdout, res.Stderr = out.String(), errb.String()
-			return res, nil
-		}
-	}
+	return st.Collect()
 }
