@@ -28,7 +28,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -66,11 +65,6 @@ func main() {
 }
 
 func run() int {
-	if filepath.Base(os.Args[0]) == prlimitName {
-		err := confine.ExecLimited(os.Args[1:], os.Environ())
-		fmt.Fprintf(os.Stderr, "prlimit: %v\n", err)
-		return 1
-	}
 	if len(os.Args) == 2 && os.Args[1] == "-protocol" {
 		// The control plane asks a binary what it speaks before it writes
 		// the binary an envelope. An agent of protocol 1 knows no

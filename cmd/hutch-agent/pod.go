@@ -25,24 +25,9 @@ const (
 	envelopeEnv = "HUTCH_AGENT_ENVELOPE"
 )
 
-// prlimitName is the link -install makes beside the agent: run by that
-// name, the agent is prlimit(1) for its own command lines
-// (confine.ExecLimited), which a template's image need not have.
-const prlimitName = "prlimit"
-
 // install copies the running binary to dst, executable by all, as a new
-// file renamed into place (a half-copied agent is never run), and links
-// prlimit to it.
+// file renamed into place (a half-copied agent is never run).
 func install(dst string) error {
-	if err := copySelf(dst); err != nil {
-		return err
-	}
-	link := filepath.Join(filepath.Dir(dst), prlimitName)
-	os.Remove(link)
-	return os.Symlink(filepath.Base(dst), link)
-}
-
-func copySelf(dst string) error {
 	src, err := os.Open("/proc/self/exe")
 	if err != nil {
 		return err

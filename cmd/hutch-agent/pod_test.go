@@ -34,15 +34,6 @@ func TestPodModes(t *testing.T) {
 	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o555 {
 		t.Fatalf("installed agent: %v, %v; want mode 0555", fi, err)
 	}
-	// Beside it, prlimit(1) for the agent's own command lines.
-	out, err := exec.Command(filepath.Join(filepath.Dir(dst), prlimitName), "--data=67108864:67108864", "--nofile=64:64", "--",
-		"/bin/sh", "-c", "ulimit -d; ulimit -n").CombinedOutput()
-	if err != nil || string(out) != "65536\n64\n" {
-		t.Fatalf("prlimit: %q, %v; want the data and nofile limits set", out, err)
-	}
-	if out, err := exec.Command(filepath.Join(filepath.Dir(dst), prlimitName), "--data=1", "--", "/bin/true").CombinedOutput(); err == nil {
-		t.Fatalf("prlimit with a malformed limit ran the program: %q", out)
-	}
 
 	ev := newEnvelope(t)
 	ev.Socket, ev.Listen = "", "127.0.0.1:"+freePort(t)

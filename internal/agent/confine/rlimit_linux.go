@@ -2,7 +2,6 @@ package confine
 
 import (
 	"fmt"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,7 +38,9 @@ func applyRlimits(rs []Rlimit) error {
 }
 
 // Prlimit sets rs on the process pid (prlimit(2)): how the agent limits a
-// command it has just started without limiting itself.
+// command it has just started without limiting itself. The kernel allows
+// it when the two processes' user and group ids match, or with
+// CAP_SYS_RESOURCE; the error otherwise is EPERM.
 func Prlimit(pid int, rs []Rlimit) error {
 	for _, r := range rs {
 		res, ok := rlimitResources[r.Resource]
@@ -61,35 +62,4 @@ func PrlimitArgs(prlimit string, rs []Rlimit) []string {
 		args = append(args, fmt.Sprintf("--%s=%d:%d", r.Resource, r.Cur, r.Max))
 	}
 	return append(args, "--")
-}
-
-// ExecLimited is prlimit(1) for the command lines PrlimitArgs writes,
-// for a sandbox without util-linux (the kubernetes driver's image of any
-// template): args are what follows the program's name. It sets each limit
-// on itself and execs the program after "--" (an absolute path, as the
-// agent resolved it) with env. It returns only on error.
-func ExecLimited(args []string, env []string) error {
-	var rs []Rlimit
-	for i, a := range args {
-		if a == "--" {
-			if i+1 >= len(args) {
-				return fmt.Errorf("confine: no program after --")
-			}
-			if err := applyRlimits(rs); err != nil {
-				return err
-			}
-			return syscall.Exec(args[i+1], args[i+1:], env)
-		}
-		var r Rlimit
-		name, limits, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if !ok || !strings.HasPrefix(a, "--") {
-			return fmt.Errorf("confine: %q is not --<limit>=<soft>:<hard>", a)
-		}
-		if _, err := fmt.Sscanf(limits, "%d:%d", &r.Cur, &r.Max); err != nil {
-			return fmt.Errorf("confine: %q is not --<limit>=<soft>:<hard>", a)
-		}
-		r.Resource = name
-		rs = append(rs, r)
-	}
-	return fmt.Errorf("confine: no -- before the program")
 }

@@ -285,7 +285,7 @@ func (s *Service) withRlimits(argv []string, prog string) ([]string, string) {
 // rlimits (unless prlimit(1) set them already) and its cgroup.
 func (s *Service) settle(pid int) error {
 	if len(s.cfg.CommandRlimits) > 0 && s.cfg.Prlimit == "" {
-		if err := confine.Prlimit(pid, s.cfg.CommandRlimits); err != nil {
+		if err := setRlimits(pid, s.cfg.CommandRlimits); err != nil {
 			return err
 		}
 	}

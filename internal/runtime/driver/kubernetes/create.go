@@ -80,7 +80,6 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 		// One command cannot take the container's memory: the agent,
 		// whose memory it shares, could be the kernel's victim then.
 		CommandRlimits: commandRlimits(spec.Limits),
-		Prlimit:        agentDir + "/prlimit",
 	}
 	if err := ev.Validate(); err != nil {
 		return h, errdefs.Wrap(errdefs.ErrInvalid, "invalid_sandbox", err, "the sandbox's settings")
