@@ -39,24 +39,7 @@ func TestConformance(t *testing.T) {
 	node := "test-" + ids.Token(4)
 	dir := t.TempDir()
 	drivertest.Run(t, drivertest.Suite{
-		New: func(t *testing.T) driver.Driver {
-			d, err := kubernetes.New(driver.Options{
-				Dir:       dir,
-				AgentPath: filepath.Join(binDir, "hutch-agent"),
-				Node:      node,
-				Kubernetes: driver.KubernetesOptions{
-					Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Registry: c.Registry, Required: true,
-				},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
-			if err := d.Open(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
+		New: func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
 		Leftovers: func(id string) []string {
 			var left []string
 			sel := metav1.ListOptions{LabelSelector: "hutch.dev/sandbox=" + id}
@@ -93,18 +76,8 @@ func TestConformance(t *testing.T) {
 // reports.
 func TestNetworkPolicy(t *testing.T) {
 	c := testutil.Kubernetes(t)
-	d, err := kubernetes.New(driver.Options{
-		Dir: t.TempDir(), AgentPath: filepath.Join(binDir, "hutch-agent"), Node: "test-" + ids.Token(4),
-		Kubernetes: driver.KubernetesOptions{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Registry: c.Registry, Required: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := open(t, c, "test-"+ids.Token(4), t.TempDir())
 	ctx := context.Background()
-	if err := d.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	sp := driver.Spec{SandboxID: ids.New(), Token: ids.Token(32), MaxFileBytes: 1 << 20}
 	h, err := d.Create(ctx, sp)
 	if err != nil {
@@ -134,4 +107,22 @@ func TestNetworkPolicy(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// open is a driver on the test cluster's namespace as node, opened, and
+// closed when t ends.
+func open(t *testing.T, c testutil.Cluster, node, dir string) driver.Driver {
+	t.Helper()
+	d, err := kubernetes.New(driver.Options{
+		Dir: dir, AgentPath: filepath.Join(binDir, "hutch-agent"), Node: node,
+		Kubernetes: driver.KubernetesOptions{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Registry: c.Registry, Required: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
