@@ -82,8 +82,8 @@ type Driver struct {
 // New checks opts; it makes no connection.
 func New(opts driver.Options) (driver.Driver, error) {
 	cfg := opts.Kubernetes
-	if !cfg.Required && cfg.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, fmt.Errorf("%w: no --kubeconfig and not in a Pod", driver.ErrNotConfigured)
+	if !cfg.Required && (cfg.Registry == "" || cfg.Kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "") {
+		return nil, fmt.Errorf("%w: no --kubernetes-registry, or neither --kubeconfig nor a Pod's credentials", driver.ErrNotConfigured)
 	}
 	switch {
 	case cfg.Namespace == "":
