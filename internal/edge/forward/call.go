@@ -35,8 +35,7 @@ func (f *Forwarder) Call(req *http.Request, to string) (*http.Response, error) {
 	if err != nil && kept && dialFailed(err) && (req.Body == nil || req.Body == http.NoBody) {
 		// The address kept may be stale (forward): once more on the
 		// registry's, if it says another.
-		f.nodes.forget(to, u)
-		if fresh, _, ferr := f.resolve(req.Context(), to); ferr == nil && fresh.String() != u.String() {
+		if fresh, ok := f.moved(req.Context(), to, u); ok {
 			resp, err = f.call(req, fresh, to)
 		}
 	}

@@ -200,9 +200,8 @@ func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, d dest) {
 		if unreached == nil {
 			return
 		}
-		f.nodes.forget(d.to, u)
-		fresh, _, err := f.resolve(r.Context(), d.to)
-		if err != nil || fresh.String() == u.String() {
+		fresh, ok := f.moved(r.Context(), d.to, u)
+		if !ok {
 			f.unreached(w, r, d, unreached)
 			return
 		}
@@ -218,6 +217,14 @@ func (f *Forwarder) resolve(ctx context.Context, node string) (*url.URL, bool, e
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.DialTimeout)
 	defer cancel()
 	return f.nodes.url(ctx, node)
+}
+
+// moved is node's address as the registry says it now, when u, the one
+// kept, could not be connected to: ok only if it is another address.
+func (f *Forwarder) moved(ctx context.Context, node string, u *url.URL) (*url.URL, bool) {
+	f.nodes.forget(node, u)
+	fresh, _, err := f.resolve(ctx, node)
+	return fresh, err == nil && fresh.String() != u.String()
 }
 
 // unreached answers err, a hop's that reached nothing, or hands it to

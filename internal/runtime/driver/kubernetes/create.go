@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -281,7 +282,7 @@ func failed(p *corev1.Pod) string {
 		if p.Status.Message != "" {
 			why += ": " + p.Status.Message
 		}
-		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
 				why += fmt.Sprintf(" container %s exited %d (%s) %s", c.Name, t.ExitCode, t.Reason, t.Message)
 			}
@@ -291,7 +292,9 @@ func failed(p *corev1.Pod) string {
 		}
 		return strings.TrimSpace(why)
 	}
-	for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+	// slices.Concat, not append: p is the informer's cached object, whose
+	// slices must not be written.
+	for _, c := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 		if w := c.State.Waiting; w != nil && unstartable[w.Reason] {
 			return fmt.Sprintf("container %s: %s: %s", c.Name, w.Reason, w.Message)
 		}

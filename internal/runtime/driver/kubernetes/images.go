@@ -216,8 +216,14 @@ func imageOf(config v1.Config, files []tarFile) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ociImage(config, layer)
+}
+
+// ociImage is an OCI image of this host's platform with config and one
+// layer.
+func ociImage(config v1.Config, layer v1.Layer) (v1.Image, error) {
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+	img, err := mutate.ConfigFile(img, &v1.ConfigFile{
 		OS: "linux", Architecture: runtime.GOARCH, Config: config, RootFS: v1.RootFS{Type: "layers"},
 	})
 	if err != nil {

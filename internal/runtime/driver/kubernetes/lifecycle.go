@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,18 +12,20 @@ import (
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 )
 
-// Destroy deletes the sandbox's Pod and Secret and waits until the Pod
-// is gone, its processes with it. What is gone already is no error.
+// Destroy deletes the sandbox's Pod, Secret and NetworkPolicy and waits
+// until the Pod is gone, its processes with it. What is gone already is
+// no error.
 func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 	st, err := decodeState(h)
 	if err != nil {
 		return err
 	}
-	return d.remove(ctx, strings.TrimPrefix(st.Pod, "hutch-"))
+	return d.remove(ctx, sandboxOf(st.Pod))
 }
 
-// remove deletes sandbox id's Pod (at once: no grace) and Secret and
-// waits, within deleteTimeout, until the cache has the Pod no more.
+// remove deletes sandbox id's Pod (at once: no grace), Secret and
+// NetworkPolicy and waits, within deleteTimeout, until the cache has the
+// Pod no more.
 func (d *Driver) remove(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, deleteTimeout, fmt.Errorf("the sandbox's Pod was not gone within %v", deleteTimeout))
 	defer cancel()

@@ -1,6 +1,8 @@
 package kubernetes
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +35,15 @@ const (
 
 var everything = labels.Everything()
 
-// objectName is the Pod's and the Secret's name for sandbox id (ids are
-// lower-case ULIDs, valid in a DNS label).
-func objectName(id string) string { return "hutch-" + id }
+// objectPrefix begins the name of every object of a sandbox.
+const objectPrefix = "hutch-"
+
+// objectName is the name of sandbox id's Pod, Secret and NetworkPolicy
+// (ids are lower-case ULIDs, valid in a DNS label).
+func objectName(id string) string { return objectPrefix + id }
+
+// sandboxOf is the sandbox id of an object named name (objectName).
+func sandboxOf(name string) string { return strings.TrimPrefix(name, objectPrefix) }
 
 // nodeSelector selects what node made.
 func nodeSelector(node string) string {
@@ -164,8 +172,6 @@ func resources(l api.Limits) corev1.ResourceRequirements {
 	}
 	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // handleState is the driver's part of a Handle.
 type handleState struct {

@@ -9,15 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -71,7 +68,16 @@ func (d *Driver) templateRef(ctx context.Context, img *driver.Image) (string, er
 	ctx, cancel := context.WithTimeout(ctx, imageTimeout)
 	defer cancel()
 	start := time.Now()
-	built, err := d.packImage(ctx, img)
+	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
+		return "", err
+	}
+	// The packed layer lives until the push has read it.
+	f, err := os.CreateTemp(d.opts.Dir, "layer-*.tar.gz")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	built, err := packImage(ctx, f, img)
 	if err != nil {
 		return "", err
 	}
@@ -84,19 +90,9 @@ func (d *Driver) templateRef(ctx context.Context, img *driver.Image) (string, er
 	return ref, nil
 }
 
-// packImage is img's tree as one gzip layer in a file under the
-// driver's directory, with img's config.
-func (d *Driver) packImage(ctx context.Context, img *driver.Image) (v1.Image, error) {
-	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.CreateTemp(d.opts.Dir, "layer-*.tar.gz")
-	if err != nil {
-		return nil, err
-	}
-	path := f.Name()
-	// The file is read again by the push, then no more.
-	context.AfterFunc(ctx, func() { os.Remove(path) })
+// packImage writes img's tree into f as one gzip layer, closes f, and
+// returns the image of that layer with img's config.
+func packImage(ctx context.Context, f *os.File, img *driver.Image) (v1.Image, error) {
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
 	if err := packTree(ctx, zw, img.Layers[0]); err != nil {
 		f.Close()
@@ -109,17 +105,11 @@ func (d *Driver) packImage(ctx context.Context, img *driver.Image) (v1.Image, er
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromFile(path, tarball.WithMediaType(types.OCILayer))
+	layer, err := tarball.LayerFromFile(f.Name(), tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	cfg := v1.Config{Env: img.Env, WorkingDir: img.WorkingDir}
-	base, err = mutate.ConfigFile(base, &v1.ConfigFile{OS: "linux", Architecture: runtime.GOARCH, Config: cfg, RootFS: v1.RootFS{Type: "layers"}})
-	if err != nil {
-		return nil, err
-	}
-	return mutate.AppendLayers(base, layer)
+	return ociImage(v1.Config{Env: img.Env, WorkingDir: img.WorkingDir}, layer)
 }
 
 // packTree writes the tree at root as a tar: every directory, file,
