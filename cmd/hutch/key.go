@@ -7,11 +7,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/auth"
 )
 
 // newKeyCmd is `hutch key`: API keys.
 func newKeyCmd(e *env) *cobra.Command {
-	return newGroup("key", "Manage API keys", "", newKeyCreateCmd(e), newKeyListCmd(e), newKeyRemoveCmd(e))
+	return newGroup("key", "Manage API keys", "", newKeyCreateCmd(e), newKeyListCmd(e), newKeyRemoveCmd(e), newKeyGenerateCmd(e))
+}
+
+// newKeyGenerateCmd is `hutch key generate`: a new key, made here, that
+// no server holds until a fleet's first start takes it as its admin key
+// ($HUTCH_ADMIN_KEY).
+func newKeyGenerateCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "generate",
+		Short: "Print a new admin key for $HUTCH_ADMIN_KEY (a fleet's first start makes it its admin key; no server is asked)",
+		Args:  nArgs(0, 0, "key generate takes no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(e.stdout, auth.GenerateKey())
+			return nil
+		},
+	}
 }
 
 func newKeyCreateCmd(e *env) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,8 @@ func (s *Server) openDrivers(ctx context.Context, p *parts) error {
 // driver other than the default that does not open is left out and named
 // in the set's Missing, and its sandboxes are unavailable. It returns the
 // set, why the default was chosen, and a close for every opened driver
-// that works after any error. regs is driver.Registered() but in tests.
+// that works after any error. Only cfg.Drivers are opened when it names
+// any. regs is driver.Registered() but in tests.
 func loadDrivers(ctx context.Context, cfg config.Config, node string, regs []driver.Registration, store storage.Backend, log *slog.Logger) (*driver.Set, string, func(), error) {
 	agent, err := findAgent(cfg.AgentPath)
 	if err != nil {
@@ -62,6 +64,9 @@ func loadDrivers(ctx context.Context, cfg config.Config, node string, regs []dri
 	var fallbacks []string // why auto passed over a driver
 	def := cfg.Driver
 	for _, reg := range regs {
+		if len(cfg.Drivers) > 0 && !slices.Contains(cfg.Drivers, reg.Name) {
+			continue
+		}
 		d, err := open(ctx, reg, cfg, node, agent, store, log)
 		if errors.Is(err, driver.ErrNotConfigured) && reg.Name != cfg.Driver {
 			log.Debug("driver not configured", "driver", reg.Name, "err", err)

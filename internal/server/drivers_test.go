@@ -83,3 +83,37 @@ func TestAuto(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyDrivers: with --drivers only the drivers named are opened; the
+// others are neither opened nor listed as missing, and a create cannot
+// name them.
+func TestOnlyDrivers(t *testing.T) {
+	bin, err := testutil.Build("cmd/hutch-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	procReg, _ := driver.Lookup(process.Name)
+	other := &brokenDriver{err: errors.New("opened though --drivers leaves it out")}
+	regs := []driver.Registration{
+		{Name: "namespace", Auto: 1, Factory: func(driver.Options) (driver.Driver, error) { return other, nil }},
+		procReg,
+	}
+	cfg := config.Default()
+	cfg.DataDir = testutil.DataDir(t)
+	cfg.AgentPath = filepath.Join(bin, "hutch-agent")
+	cfg.WarmPool = 0
+	cfg.Drivers = []string{process.Name}
+	set, _, closeAll, err := loadDrivers(context.Background(), cfg, "test-node", regs, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeAll)
+	if other.closed || len(set.Missing()) != 0 || set.Names() != process.Name || set.Default().Name() != process.Name {
+		t.Errorf("with --drivers process: opened %v, missing %v, default %s; want only process", set.Names(), set.Missing(), set.Default().Name())
+	}
+	cfg.Driver = "namespace"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "not among --drivers") {
+		t.Errorf("--driver namespace --drivers process: %v; want it refused", err)
+	}
+}

@@ -39,6 +39,7 @@ func readOnly(cfg config.Config) []settings.Fixed {
 		{Key: "store", Flag: "--store", Value: cfg.Store},
 		{Key: "store_url", Flag: "--store-url", Value: cfg.StoreURLRedacted()},
 		{Key: "driver", Flag: "--driver", Value: cfg.Driver},
+		{Key: "drivers", Flag: "--drivers", Value: cfg.Drivers},
 		{Key: "log_level", Flag: "--log-level", Value: cfg.LogLevel},
 		{Key: "warm_pool", Flag: "--warm-pool", Value: cfg.WarmPool},
 		{Key: "default_template", Flag: "--default-template", Value: cfg.DefaultTemplate},

@@ -97,3 +97,39 @@ func privateDir(dir string, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// BootstrapKey is Bootstrap for a fleet whose operator chose the admin
+// key ($HUTCH_ADMIN_KEY, as `hutch key generate` prints one): when the
+// store has no tenant it creates the tenant "admin" with full as its
+// admin key, and writes no file (a replica's data directory may not
+// outlive it); otherwise it changes nothing. created says it made the
+// tenant. A key that is not well formed is refused before anything is
+// made; one another replica's bootstrap beat is no error.
+func BootstrapKey(ctx context.Context, st store.Tenants, full string, log *slog.Logger) (created bool, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx = tenancy.System(ctx)
+	id, secret, err := ParseKey(full)
+	if err != nil {
+		return false, errors.New("$HUTCH_ADMIN_KEY is not a hutch API key (hk_<id>_<secret>): make one with `hutch key generate`")
+	}
+	tenants, err := st.ListTenants(ctx)
+	if err != nil {
+		return false, fmt.Errorf("bootstrap: list tenants: %w", err)
+	}
+	if len(tenants) > 0 {
+		return false, nil
+	}
+	tenant := store.Tenant{ID: ids.New(), Name: AdminTenant}
+	key, _ := NewKey(tenant.ID, "bootstrap", api.RoleAdmin)
+	key.ID, key.Prefix, key.Hash = id, keyPrefix+id, HashSecret(secret)
+	if err := st.CreateTenant(ctx, tenant, key); err != nil {
+		if errors.Is(err, errdefs.ErrConflict) {
+			return false, nil // another replica sharing the store bootstrapped first
+		}
+		return false, fmt.Errorf("bootstrap: create admin tenant: %w", err)
+	}
+	log.InfoContext(ctx, "created the admin tenant with the key of $HUTCH_ADMIN_KEY", logattr.Tenant(tenant.ID), logattr.Key(key.ID))
+	return true, nil
+}

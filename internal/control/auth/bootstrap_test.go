@@ -176,3 +176,28 @@ func TestBootstrapRemovesKeyWhenCommitFails(t *testing.T) {
 		t.Errorf("Bootstrap after the failure = %v, %v; want true, nil", created, err)
 	}
 }
+
+// TestBootstrapKey: a first start with $HUTCH_ADMIN_KEY makes the admin
+// tenant with that key and writes no file; a second replica's start, and
+// a malformed key, make nothing.
+func TestBootstrapKey(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	if _, err := BootstrapKey(ctx, st, "hk_not_a_key", nil); err == nil || !strings.Contains(err.Error(), "hutch key generate") {
+		t.Errorf("a malformed key: %v; want it refused with how to make one", err)
+	}
+	key := GenerateKey()
+	if created, err := BootstrapKey(ctx, st, key, nil); err != nil || !created {
+		t.Fatalf("BootstrapKey = %v, %v; want the tenant made", created, err)
+	}
+	p, err := authenticate(&Authenticator{Store: st}, ctx, "Bearer "+key)
+	if err != nil || p.Role != api.RoleAdmin {
+		t.Fatalf("the chosen key authenticates as %+v, %v; want an admin", p, err)
+	}
+	if created, err := BootstrapKey(ctx, st, GenerateKey(), nil); err != nil || created {
+		t.Errorf("a second BootstrapKey = %v, %v; want nothing made", created, err)
+	}
+	if _, err := authenticate(&Authenticator{Store: st}, ctx, "Bearer "+GenerateKey()); err == nil {
+		t.Error("a key no store holds authenticates")
+	}
+}

@@ -50,6 +50,13 @@ func NewKey(tenantID, name, role string) (store.Key, string) {
 	}, keyPrefix + id + "_" + secret
 }
 
+// GenerateKey is a new, well-formed API key that no store holds yet: for
+// $HUTCH_ADMIN_KEY, the admin key a fleet's first start makes.
+func GenerateKey() string {
+	_, full := NewKey("", "", "")
+	return full
+}
+
 // HashSecret is what the store keeps of a key's secret. A plain SHA-256 is
 // right here, not a slow password hash: the secret is 256 random bits, so
 // there is nothing to guess by brute force, and a fast hash keeps every

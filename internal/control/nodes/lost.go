@@ -8,9 +8,11 @@ import (
 	"github.com/hutchdev/hutch/internal/store"
 )
 
-// sweepLost, every period until ctx ends, marks unavailable the running
-// and paused sandboxes of every node lost (store.Node.Lost: its last
-// heartbeat older than store.LostAfter on the store's clock). A node is
+// sweepLost, every period until ctx ends, takes over the sandboxes of
+// every node lost (store.Node.Lost: its last heartbeat older than
+// store.LostAfter on the store's clock) whose driver reaches them from
+// any node (sandbox.Service.Adopt), and marks the other running and
+// paused ones unavailable. A node is
 // swept once per silence: until it heartbeats again, nothing of it
 // changes, so its sandboxes are listed once, not every period.
 func (n *Node) sweepLost(ctx context.Context) {
@@ -52,23 +54,30 @@ func (n *Node) sweepOnce(ctx context.Context, swept map[string]time.Time) {
 	if len(lost) == 0 {
 		return
 	}
-	recs, err := n.cfg.Store.AllSandboxes(ctx, api.StateRunning, api.StatePaused)
+	recs, err := n.cfg.Store.AllSandboxes(ctx, api.StateRunning, api.StatePaused, api.StateUnavailable)
 	if err != nil {
 		n.log.Warn("lost nodes: list the sandboxes", "err", err)
 		return
 	}
-	marked := map[string]int{}
+	of := map[string][]*store.Sandbox{}
 	for _, rec := range recs {
-		if _, ok := lost[rec.Node]; ok && ctx.Err() == nil && n.cfg.Sandboxes.MarkUnavailable(ctx, rec.ID, rec.Node) {
-			marked[rec.Node]++
+		if _, ok := lost[rec.Node]; ok {
+			of[rec.Node] = append(of[rec.Node], rec)
 		}
 	}
-	if ctx.Err() != nil {
-		return
-	}
 	for name, nd := range lost {
+		adopted, rest := n.cfg.Sandboxes.Adopt(ctx, name, of[name])
+		marked := 0
+		for _, rec := range rest {
+			if ctx.Err() == nil && rec.State != api.StateUnavailable && n.cfg.Sandboxes.MarkUnavailable(ctx, rec.ID, rec.Node) {
+				marked++
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
 		swept[name] = nd.HeartbeatAt
-		n.log.Warn("node lost: its sandboxes are unavailable until it returns", "lost", name,
-			"heartbeat_age", nd.HeartbeatAge.Round(time.Millisecond), "sandboxes", marked[name])
+		n.log.Warn("node lost: its sandboxes are unavailable until it returns, but those this node took over", "lost", name,
+			"heartbeat_age", nd.HeartbeatAge.Round(time.Millisecond), "unavailable", marked, "taken_over", adopted)
 	}
 }

@@ -82,7 +82,11 @@ func (s *Service) MarkUnavailable(ctx context.Context, id, node string) bool {
 // live here goes back to the state it was in (running, or paused if it
 // was frozen), one not is recovered as a restart recovers it
 // (re-attached if its agent lives, else stopped). Each under its lock.
+// Those another node took over meanwhile (Adopt) are let go.
 func (s *Service) Reclaim(ctx context.Context) error {
+	if err := s.letGoMoved(ctx); err != nil {
+		return fmt.Errorf("reclaim: %w", err)
+	}
 	recs, err := s.Owned(ctx, api.StateUnavailable)
 	if err != nil {
 		return fmt.Errorf("reclaim: %w", err)

@@ -171,6 +171,16 @@ type Stats struct {
 	Unsupported             []string
 }
 
+// Adopter is implemented by drivers whose sandboxes run outside the node
+// that made them (a cluster's Pods), where every node that opened the
+// driver reaches them: a lost node's sandboxes are taken over by another
+// node rather than left unavailable until it returns. Adopt marks what
+// the driver made of the sandbox as this node's; the node then
+// re-attaches to it with Recover.
+type Adopter interface {
+	Adopt(ctx context.Context, h Handle) error
+}
+
 // Sweeper is implemented by drivers that can find what they made outside
 // the store (directories, cgroups, processes) and remove what known does not
 // claim. It runs at start-up and on a timer.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,13 @@ type Config struct {
 	// It may hold a password: log or show only StoreURLRedacted.
 	StoreURL string
 	Driver   string // auto, or a registered driver: the default for new sandboxes
+	// AdminKey, from $HUTCH_ADMIN_KEY only, is the admin key a first
+	// start makes (auth.BootstrapKey) instead of one in <data>/admin.key.
+	AdminKey string
+	// Drivers are the only drivers opened; none means every registered
+	// one that can run here. A control plane in a Pod names only
+	// kubernetes, so that no sandbox runs inside its own Pod.
+	Drivers []string
 	// MetricsListen is an address of its own where GET /metrics is served
 	// without a key, for a scraper on a private network; "" serves them
 	// only on the API, to admin keys.
@@ -258,6 +266,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	// password in the flag help.
 	fs.StringVar(&c.StoreURL, "store-url", "", "database of --store postgres: postgres://user:password@host:port/database, or libpq's key=value string ($HUTCH_STORE_URL)")
 	str(&c.Driver, "driver", "HUTCH_DRIVER", driverUsage())
+	c.AdminKey = getenv("HUTCH_ADMIN_KEY")
+	if v := getenv("HUTCH_DRIVERS"); v != "" {
+		c.Drivers = splitList(v)
+	}
+	fs.Func("drivers", "comma-separated drivers to open, the only ones sandboxes may run on (default: every one that can run here) ($HUTCH_DRIVERS)", func(v string) error {
+		c.Drivers = splitList(v)
+		return nil
+	})
 	str(&c.CgroupParent, "cgroup-parent", "HUTCH_CGROUP_PARENT", "cgroup under which the namespace driver makes one per sandbox")
 	str(&c.Kubernetes.Kubeconfig, "kubeconfig", "HUTCH_KUBECONFIG", "kubeconfig of the cluster the kubernetes driver runs sandboxes on (default: in-cluster credentials, when hutch runs in a Pod)")
 	str(&c.Kubernetes.Namespace, "kubernetes-namespace", "HUTCH_KUBERNETES_NAMESPACE", "namespace the kubernetes driver owns: it makes every sandbox's Pod, Secret and NetworkPolicy there")
@@ -446,6 +462,14 @@ func (c Config) Validate() error {
 	}
 	if _, ok := driver.Lookup(c.Driver); !ok && c.Driver != "auto" {
 		errs = append(errs, fmt.Errorf("driver %q: this build has auto, %s", c.Driver, strings.Join(driver.Names(), ", ")))
+	}
+	for _, name := range c.Drivers {
+		if _, ok := driver.Lookup(name); !ok {
+			errs = append(errs, fmt.Errorf("drivers: %q: this build has %s", name, strings.Join(driver.Names(), ", ")))
+		}
+	}
+	if len(c.Drivers) > 0 && c.Driver != "auto" && !slices.Contains(c.Drivers, c.Driver) {
+		errs = append(errs, fmt.Errorf("driver %s is not among --drivers %s", c.Driver, strings.Join(c.Drivers, ",")))
 	}
 	if c.CgroupParent == "" || strings.ContainsAny(c.CgroupParent, "/\x00") || c.CgroupParent[0] == '.' {
 		errs = append(errs, fmt.Errorf("cgroup parent %q must be one plain name", c.CgroupParent))

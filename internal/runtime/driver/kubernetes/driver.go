@@ -17,8 +17,9 @@
 // connects (a kubeconfig, or a Pod's in-cluster credentials), checks the
 // namespace, pushes the agent's and the base template's images to the
 // registry the cluster pulls from (images.go) and starts one informer on
-// this node's Pods (watch.go), which every wait and status reads: nothing
-// polls the API server per sandbox. Close stops the informer; the Pods
+// the sandboxes' Pods (watch.go), which every wait and status reads:
+// nothing polls the API server per sandbox. Every node sees every Pod,
+// so a node takes over a lost node's sandboxes (Adopt). Close stops the informer; the Pods
 // keep running, and the next server re-attaches with Recover.
 package kubernetes
 
@@ -129,7 +130,7 @@ func (d *Driver) Open(ctx context.Context) error {
 	if d.images, err = pushImages(ctx, d.cfg.Registry, d.opts.AgentPath, d.log); err != nil {
 		return err
 	}
-	if d.pods, err = watchPods(ctx, d.cs, d.cfg.Namespace, nodeSelector(d.opts.Node)); err != nil {
+	if d.pods, err = watchPods(ctx, d.cs, d.cfg.Namespace, managed); err != nil {
 		return err
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -109,6 +109,61 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 }
 
+// TestAdopt: a sandbox node a made runs on for node b, which sees its
+// Pod as a does; b's Adopt labels its objects b's; a sweep by either
+// node keeps a sandbox the store knows, whichever node made it, and
+// removes one it does not.
+func TestAdopt(t *testing.T) {
+	c := testutil.Kubernetes(t)
+	want := "test-b-" + ids.Token(4)
+	a, b := open(t, c, "test-a-"+ids.Token(4), t.TempDir()), open(t, c, want, t.TempDir())
+	ctx := context.Background()
+	sp := driver.Spec{SandboxID: ids.New(), Token: ids.Token(32), MaxFileBytes: 1 << 20}
+	h, err := a.Create(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Destroy(ctx, h)
+	if st, err := b.Recover(ctx, h); err != nil || st.State != driver.Running {
+		t.Fatalf("node b's Recover of node a's sandbox = %+v, %v; want running", st, err)
+	}
+	if err := b.(driver.Adopter).Adopt(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	name, node := "hutch-"+sp.SandboxID, "hutch.dev/node"
+	pod, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := c.Client.CoreV1().Secrets(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := c.Client.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels[node] != want || sec.Labels[node] != want || pol.Labels[node] != want {
+		t.Errorf("after node b's Adopt the labels say %q, %q, %q; want %q", pod.Labels[node], sec.Labels[node], pol.Labels[node], want)
+	}
+	known := func(id string) bool { return id == sp.SandboxID }
+	for _, d := range []driver.Driver{a, b} {
+		if removed, err := d.(driver.Sweeper).Sweep(ctx, known); err != nil || len(removed) != 0 {
+			t.Fatalf("a sweep of a known sandbox removed %v, %v", removed, err)
+		}
+	}
+	if st, err := a.Status(ctx, h); err != nil || st.State != driver.Running {
+		t.Fatalf("after the sweeps the sandbox is %+v, %v; want running", st, err)
+	}
+	removed, err := a.(driver.Sweeper).Sweep(ctx, func(string) bool { return false })
+	if err != nil || !slices.Contains(removed, sp.SandboxID) {
+		t.Fatalf("node a's sweep of node b's unknown sandbox removed %v, %v", removed, err)
+	}
+	if st, err := b.Status(ctx, h); err != nil || st.State != driver.Gone {
+		t.Errorf("after the sweep node b finds the sandbox %+v, %v; want gone", st, err)
+	}
+}
+
 // open is a driver on the test cluster's namespace as node, opened, and
 // closed when t ends.
 func open(t *testing.T, c testutil.Cluster, node, dir string) driver.Driver {

@@ -81,9 +81,10 @@ func (d *Driver) Stop(context.Context, driver.Handle) error {
 	return errdefs.New(errdefs.ErrUnsupported, "start_stop_unsupported", "the kubernetes driver cannot stop and start a sandbox yet")
 }
 
-// Sweep removes this node's Pods, Secrets and NetworkPolicies that no
-// sandbox known claims: what a create cut short or a lost record left.
-// A probe's are its own while it may still run.
+// Sweep removes the Pods, Secrets and NetworkPolicies of the namespace
+// that no sandbox known claims (whichever node made them: known asks the
+// shared store): what a create cut short or a lost record left. A
+// probe's are its own while it may still run.
 func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) ([]string, error) {
 	orphans := map[string]bool{}
 	claimed := func(m metav1.ObjectMeta) bool {
@@ -99,7 +100,7 @@ func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) (
 			orphans[p.Labels[labelSandbox]] = true
 		}
 	}
-	secrets, err := d.cs.Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodeSelector(d.opts.Node)})
+	secrets, err := d.cs.Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managed})
 	if err != nil {
 		return nil, fmt.Errorf("list the sandboxes' Secrets: %w", err)
 	}
@@ -108,7 +109,7 @@ func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) (
 			orphans[s.Labels[labelSandbox]] = true
 		}
 	}
-	policies, err := d.nets.NetworkPolicies(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodeSelector(d.opts.Node)})
+	policies, err := d.nets.NetworkPolicies(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managed})
 	if err != nil {
 		return nil, fmt.Errorf("list the sandboxes' NetworkPolicies: %w", err)
 	}

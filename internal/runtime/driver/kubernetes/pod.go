@@ -45,10 +45,11 @@ func objectName(id string) string { return objectPrefix + id }
 // sandboxOf is the sandbox id of an object named name (objectName).
 func sandboxOf(name string) string { return strings.TrimPrefix(name, objectPrefix) }
 
-// nodeSelector selects what node made.
-func nodeSelector(node string) string {
-	return labels.Set{labelManaged: managedBy, labelNode: node}.String()
-}
+// managed selects everything the driver makes in its namespace, any
+// node's: a Pod runs on whatever node made it, so every node sees every
+// sandbox (a lost node's are taken over: Adopt), and a sweep asks the
+// store, which every node shares, whether any node's sandbox claims it.
+var managed = labels.Set{labelManaged: managedBy}.String()
 
 // meta is the metadata of sandbox id's objects.
 func (d *Driver) meta(id string) metav1.ObjectMeta {

@@ -19,7 +19,7 @@ import (
 // syncTimeout bounds the informer's first list at Open.
 const syncTimeout = time.Minute
 
-// podWatch is one informer on this node's sandbox Pods: every status
+// podWatch is one informer on the sandboxes' Pods: every status
 // and every wait reads its cache, and a wait wakes on the changes of its
 // Pod, so nothing polls the API server per sandbox.
 type podWatch struct {
@@ -45,6 +45,16 @@ func watchPods(ctx context.Context, cs corev1client.CoreV1Interface, namespace, 
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// The cache keeps what a status and a wait read, not each field's
+	// writers: a Pod's managedFields are about a third of it.
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
 	w := &podWatch{lister: corelisters.NewPodLister(inf.GetIndexer()).Pods(namespace), done: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
 	changed := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
