@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchdev/hutch/api"
-	"github.com/hutchdev/hutch/internal/control/auth"
+	"github.com/hutchdev/hutch/internal/server"
 )
 
 // newKeyCmd is `hutch key`: API keys.
@@ -24,7 +24,7 @@ func newKeyGenerateCmd(e *env) *cobra.Command {
 		Short: "Print a new admin key for $HUTCH_ADMIN_KEY (a fleet's first start makes it its admin key; no server is asked)",
 		Args:  nArgs(0, 0, "key generate takes no arguments"),
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintln(e.stdout, auth.GenerateKey())
+			fmt.Fprintln(e.stdout, server.GenerateKey())
 			return nil
 		},
 	}

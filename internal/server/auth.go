@@ -32,3 +32,7 @@ func (s *Server) openAuth(ctx context.Context, p *parts) error {
 	p.auth = &auth.Authenticator{Store: p.store, Log: s.log, Quotas: p.quotas}
 	return nil
 }
+
+// GenerateKey is a new admin key for $HUTCH_ADMIN_KEY (`hutch key
+// generate`): well formed, held by no store until a first start takes it.
+func GenerateKey() string { return auth.GenerateKey() }

@@ -54,7 +54,8 @@ func (n *Node) sweepOnce(ctx context.Context, swept map[string]time.Time) {
 	if len(lost) == 0 {
 		return
 	}
-	recs, err := n.cfg.Store.AllSandboxes(ctx, api.StateRunning, api.StatePaused, api.StateUnavailable)
+	recs, err := n.cfg.Store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
+		api.StateStopping, api.StateDestroying, api.StateUnavailable)
 	if err != nil {
 		n.log.Warn("lost nodes: list the sandboxes", "err", err)
 		return
@@ -69,7 +70,7 @@ func (n *Node) sweepOnce(ctx context.Context, swept map[string]time.Time) {
 		adopted, rest := n.cfg.Sandboxes.Adopt(ctx, name, of[name])
 		marked := 0
 		for _, rec := range rest {
-			if ctx.Err() == nil && rec.State != api.StateUnavailable && n.cfg.Sandboxes.MarkUnavailable(ctx, rec.ID, rec.Node) {
+			if ctx.Err() == nil && (rec.State == api.StateRunning || rec.State == api.StatePaused) && n.cfg.Sandboxes.MarkUnavailable(ctx, rec.ID, rec.Node) {
 				marked++
 			}
 		}

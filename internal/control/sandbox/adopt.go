@@ -15,11 +15,13 @@ import (
 // Adopt takes over the sandboxes in recs of lost node from whose driver
 // runs them outside their node (driver.Adopter: a cluster's Pods) and is
 // loaded here, and returns the others, which stay from's. Each is moved
-// to this node in the store first, only if it is still from's and
-// running or unavailable, so that no other node takes it too; its
-// driver then marks what it made as this node's, and it is re-attached
-// as a restart re-attaches it (running if its agent answers, else
-// stopped). It returns how many it moved.
+// to this node in the store first, only if it is still from's and in a
+// state a restart settles (recoverable), so that no other node takes it
+// too; a running or paused one is unavailable until it is re-attached.
+// Its driver then marks what it made as this node's, and it is settled
+// as a restart settles it: re-attached (running) if its agent answers,
+// else stopped; a create the lost node left unfinished fails, a destroy
+// is finished. It returns how many it moved.
 func (s *Service) Adopt(ctx context.Context, from string, recs []*store.Sandbox) (int, []*store.Sandbox) {
 	if from == s.cfg.Node {
 		return 0, recs
@@ -51,9 +53,15 @@ func (s *Service) Adopt(ctx context.Context, from string, recs []*store.Sandbox)
 	return n, rest
 }
 
-// claim moves sandbox id from node from to this one, under its lock,
-// unavailable until it is re-attached, and has its driver mark it this
-// node's; it returns the record as moved.
+// recoverable are the states Recover settles after a restart, and so
+// those Adopt takes a lost node's sandbox over in.
+var recoverable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
+	api.StateStopping, api.StateDestroying, api.StateUnavailable}
+
+// claim moves sandbox id from node from to this one, under its lock (a
+// running or paused one unavailable until it is re-attached: OpAdopt),
+// and has its driver mark it this node's; it returns the record as
+// moved.
 func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) (*store.Sandbox, bool) {
 	unlock := s.locks.Lock(id)
 	defer unlock()
@@ -63,13 +71,13 @@ func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) 
 		if sb.Node != from {
 			return errdefs.Conflict("sandbox_moved", "sandbox %s is node %s's, not %s's", id, sb.Node, from)
 		}
-		if !slices.Contains(e.from, sb.State) {
-			return store.StateConflict(sb, e.from)
+		if !slices.Contains(recoverable, sb.State) {
+			return store.StateConflict(sb, recoverable)
 		}
-		if sb.State != api.StateUnavailable {
-			sb.Error = why
+		if slices.Contains(e.from, sb.State) {
+			sb.State, sb.Error = api.StateUnavailable, why
 		}
-		sb.State, sb.Node = api.StateUnavailable, s.cfg.Node
+		sb.Node = s.cfg.Node
 		return nil
 	})
 	if rec, err = s.updated(id, rec, err); err != nil {
@@ -78,7 +86,9 @@ func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) 
 		}
 		return nil, false
 	}
-	s.emit(ctx, rec, api.EventSandboxUnavailable, "sandbox unavailable: "+why, map[string]any{"node": from, "adopted_by": s.cfg.Node})
+	if rec.State == api.StateUnavailable {
+		s.emit(ctx, rec, api.EventSandboxUnavailable, "sandbox unavailable: "+why, map[string]any{"node": from, "adopted_by": s.cfg.Node})
+	}
 	h, err := s.seals.decodeHandle(rec)
 	if err == nil {
 		err = a.Adopt(ctx, h)
@@ -87,15 +97,14 @@ func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) 
 		// It runs where it ran: the labels only say who looks after it.
 		s.log.Warn("mark a taken-over sandbox this node's in its driver", logattr.Sandbox(id), "err", err)
 	}
-	s.log.Info("sandbox taken over from a lost node", logattr.Sandbox(id), "node", from)
+	s.log.Info("sandbox taken over from a lost node", logattr.Sandbox(id), "node", from, "state", rec.State)
 	return rec, true
 }
 
 // letGoMoved lets go of the sandboxes live here whose records another
 // node took over (Adopt) while this one was cut off from the store.
 func (s *Service) letGoMoved(ctx context.Context) error {
-	owned, err := s.Owned(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
-		api.StateStopping, api.StateDestroying, api.StateUnavailable)
+	owned, err := s.Owned(ctx, recoverable...)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,7 @@ const recoverAtOnce = 32
 // as many round trips.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
-	recs, err := s.store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused, api.StateStopping, api.StateDestroying,
-		api.StateUnavailable)
+	recs, err := s.store.AllSandboxes(ctx, recoverable...)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}

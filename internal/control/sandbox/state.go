@@ -94,7 +94,7 @@ var table = []edge{
 	{OpRecover, states(lostS), pausedS, "its node, cut off from the store, returned with it frozen"},
 	{OpAbandon, states(creating, starting, running, pausedS, stopping, stopped, destroying, lostS), failed, "its node was removed for good: nothing of it can be reached"},
 	{OpRecover, states(destroying), failed, "a restart cut its destroy short; the destroy is done again"},
-	{OpAdopt, states(running, lostS), lostS, "its node was lost and another node, whose driver reaches it too, takes it over and re-attaches it"},
+	{OpAdopt, states(running, pausedS), lostS, "its node was lost and another node, whose driver reaches it too, takes it over and re-attaches it"},
 }
 
 // edgeOf is the edge of op to state to.
