@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hutchdev/hutch/internal/control/nodes"
+	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -24,14 +25,18 @@ func (s *Server) openNodes(ctx context.Context, p *parts) error {
 			"advertise", advertise, "listen", s.cfg.Listen)
 	}
 	var drivers []string
+	leave := true // every sandbox here can be taken over by another node
 	for _, d := range p.drivers.Loaded() {
 		drivers = append(drivers, d.Name())
+		_, adopter := d.(driver.Adopter)
+		leave = leave && adopter
 	}
 	n, err := nodes.New(nodes.Config{
 		Store:     p.store,
 		Sandboxes: p.sandboxes,
 		Self:      store.Node{Name: p.node, Advertise: advertise, Drivers: drivers, Labels: s.cfg.NodeLabels},
 		Fleet:     []func(context.Context){p.events.Run},
+		Leave:     leave,
 		Log:       s.log,
 	})
 	if err != nil {

@@ -34,6 +34,13 @@ type Nodes interface {
 	// the node learns of a drain). A node without a row is
 	// ErrNotFound (node_not_found): removed, it stays removed.
 	HeartbeatNode(ctx context.Context, name string, load NodeLoad) (*Node, error)
+	// LeaveNode sets name's HeartbeatAt back past LostAfter, so that
+	// the node reads lost at once: it is shutting down and every sandbox
+	// it has can be taken over by another node (sandbox.Service.Adopt),
+	// which need not wait out its silence. Its next RegisterNode or
+	// HeartbeatNode makes it alive again. A node without a row is
+	// ErrNotFound.
+	LeaveNode(ctx context.Context, name string) error
 	// GetNode returns one node.
 	GetNode(ctx context.Context, name string) (*Node, error)
 	// ListNodes returns every node, by name.

@@ -46,6 +46,13 @@ type Config struct {
 	// besides the lost nodes' sweep: each function runs until its
 	// context ends (the event log's trim).
 	Fleet []func(context.Context)
+	// Leave says every sandbox this node runs can be taken over by
+	// another node (its drivers are all driver.Adopters): when Run ends
+	// it leaves the fleet (store.LeaveNode), so the lease holder takes
+	// them over at its next sweep instead of after store.LostAfter. A
+	// node whose sandboxes run on its own machine does not: they wait
+	// for it, re-attached when it restarts.
+	Leave bool
 	// Every is the heartbeat's and the lease's period; 0 is
 	// store.HeartbeatEvery.
 	Every time.Duration
@@ -94,7 +101,8 @@ func (n *Node) Register(ctx context.Context) error {
 	return nil
 }
 
-// Run heartbeats and holds the fleet lease until ctx ends.
+// Run heartbeats and holds the fleet lease until ctx ends, then leaves
+// the fleet if Config.Leave says so.
 func (n *Node) Run(ctx context.Context) {
 	ctx = tenancy.System(ctx)
 	d := &drain{n: n}
@@ -106,4 +114,13 @@ func (n *Node) Run(ctx context.Context) {
 	}()
 	n.heartbeat(ctx, d)
 	<-done
+	if n.cfg.Leave {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Every)
+		defer cancel()
+		if err := n.cfg.Store.LeaveNode(lctx, n.cfg.Self.Name); err != nil {
+			n.log.Warn("leave the fleet: other nodes take this one's sandboxes over once it counts as lost", "err", err)
+			return
+		}
+		n.log.Info("left the fleet: another node takes this one's sandboxes over")
+	}
 }

@@ -78,6 +78,21 @@ func (s *Store) HeartbeatNode(ctx context.Context, name string, load store.NodeL
 	return out, err
 }
 
+// LeaveNode implements store.Store.
+func (s *Store) LeaveNode(ctx context.Context, name string) error {
+	if err := store.RequireSystem(ctx); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE nodes SET heartbeat_at = now() - make_interval(secs => $1) WHERE name = $2`,
+			(store.LostAfter + time.Second).Seconds(), name)
+		if err == nil && tag.RowsAffected() == 0 {
+			return store.NodeNotFound(name)
+		}
+		return err
+	})
+}
+
 // GetNode implements store.Store.
 func (s *Store) GetNode(ctx context.Context, name string) (*store.Node, error) {
 	if err := store.CheckAdminScope(ctx); err != nil {

@@ -74,6 +74,24 @@ func (s *Store) HeartbeatNode(ctx context.Context, name string, load store.NodeL
 	return out, err
 }
 
+// LeaveNode implements store.Store.
+func (s *Store) LeaveNode(ctx context.Context, name string) error {
+	if err := store.RequireSystem(ctx); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE name = ?`,
+			formatTime(time.Now().Add(-store.LostAfter-time.Second)), name)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return store.NodeNotFound(name)
+		}
+		return err
+	})
+}
+
 // GetNode implements store.Store.
 func (s *Store) GetNode(ctx context.Context, name string) (*store.Node, error) {
 	if err := store.CheckAdminScope(ctx); err != nil {

@@ -87,6 +87,17 @@ func testNodes(t *testing.T, s store.Store) {
 	_, err = s.ActivateNode(ctx, "nobody")
 	wantErr(t, "ActivateNode of a node never registered", err, errdefs.ErrNotFound, "node_not_found")
 
+	if err := s.LeaveNode(ctx, in.Name); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.GetNode(ctx, in.Name); err != nil || !n.Lost() {
+		t.Errorf("a node that left = %+v, %v; want it lost at once", n, err)
+	}
+	if hb, err := s.HeartbeatNode(ctx, in.Name, load); err != nil || hb.Lost() {
+		t.Errorf("the heartbeat of a node that left = %+v, %v; want it alive again", hb, err)
+	}
+	wantErr(t, "LeaveNode of a node never registered", s.LeaveNode(ctx, "nobody"), errdefs.ErrNotFound, "node_not_found")
+	wantErr(t, "an admin's LeaveNode", s.LeaveNode(as("t", api.RoleAdmin), in.Name), errdefs.ErrForbidden, "system_only")
 	_, err = s.HeartbeatNode(ctx, "nobody", load)
 	wantErr(t, "HeartbeatNode of a node never registered", err, errdefs.ErrNotFound, "node_not_found")
 	_, err = s.DrainNode(ctx, "nobody", nil)
