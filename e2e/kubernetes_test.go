@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,10 +26,25 @@ import (
 // namespace.
 func TestKubernetes(t *testing.T) {
 	cl := testutil.Kubernetes(t)
+	ctx := context.Background()
+	// A server on the node's address, which a Pod's own route reaches:
+	// it counts the requests that reach it.
+	nodeIP, err := cl.NodeAddress(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })}
+	go hs.Serve(ln)
+	defer hs.Close()
+	egressURL := "http://" + ln.Addr().String() + "/"
 	s := startServer(t, "", "--driver", "kubernetes", "--kubeconfig", cl.Kubeconfig,
 		"--kubernetes-namespace", cl.Namespace, "--kubernetes-registry", cl.Registry)
 	c := s.client()
-	ctx := context.Background()
 
 	info, err := c.Info(ctx)
 	if err != nil || info.Driver != "kubernetes" || info.Isolation != api.IsolationDegraded {
@@ -95,8 +112,17 @@ func TestKubernetes(t *testing.T) {
 	if _, err := c.StopSandbox(ctx, sb.ID); err == nil {
 		t.Fatal("stop of a sandbox on the kubernetes driver succeeded")
 	}
-	// Pods reach the network directly: no egress policy but public is
-	// taken, at create or later.
+	// Egress goes through hutch's proxy, carried by the agent, and its
+	// policy holds: public egress does not reach the node's address,
+	// which the Pod's own route would (TestEgressStreams in the driver's
+	// tests shows the bytes of an allowed connection).
+	res, err = c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"wget", "-q", "-O-", egressURL}, TimeoutMS: 30000})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(res.Stderr, "403") || hits.Load() != 0 {
+		t.Fatalf("wget %s = %+v, %v (%d requests reached it); want the proxy's 403 for a private address", egressURL, res, err, hits.Load())
+	}
+	// The test cluster does not enforce NetworkPolicies, so a process
+	// that ignores the proxy could go around a policy: no egress policy
+	// but public is taken, at create or later.
 	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Network: &api.NetworkPolicy{Egress: api.EgressNone}}); client.Code(err) != "network_policy_unsupported" {
 		t.Fatalf("a create with egress none: %v; want network_policy_unsupported", err)
 	}
@@ -135,5 +161,55 @@ func TestKubernetes(t *testing.T) {
 	page, err := c.ListSandboxes(context.Background(), client.ListOptions{State: api.StateRunning})
 	if err != nil || len(page.Sandboxes) > 0 {
 		t.Errorf("the script left sandboxes running: %+v, %v", page, err)
+	}
+}
+
+// TestKubernetesApp runs an app from a preset on Pods: the static
+// preset on a Debian image template with Debian's nodejs (the presets'
+// userland: the driver's base image has none), pulled through the API
+// and pushed to the cluster's registry by its first sandbox. Its dev
+// and live sandboxes are Pods; dev serves through the app's /dev route,
+// a task's edit reloads dev, and live is untouched until a promotion.
+func TestKubernetesApp(t *testing.T) {
+	cl := testutil.Kubernetes(t)
+	lay := testutil.DebianNodeLayout(t)
+	reg := testutil.StartRegistry(t, testutil.RegistryOpts{})
+	reg.Push(t, lay, "library/debian-nodejs:"+testutil.DebianSuite)
+	s := startServer(t, "", "--driver", "kubernetes", "--kubeconfig", cl.Kubeconfig,
+		"--kubernetes-namespace", cl.Namespace, "--kubernetes-registry", cl.Registry, "--registry-insecure", reg.Host)
+	start := time.Now()
+	if _, err := s.client().PullTemplate(t.Context(), api.CreateTemplateRequest{Name: "node", Ref: reg.Ref("library/debian-nodejs:" + testutil.DebianSuite)}); err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	t.Logf("template pulled in %v", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	a := createApp(t, s, api.CreateAppRequest{Name: "site", Preset: "static", Template: "node"}, 5*time.Minute)
+	t.Logf("app created in %v", time.Since(start).Round(time.Second))
+	pods, err := cl.Client.CoreV1().Pods(cl.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "hutch.dev/sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pods.Items); n < 2 {
+		t.Errorf("the app's sandboxes are %d Pods; want its dev and live", n)
+	}
+	auth := map[string]string{"Authorization": "Bearer " + s.key}
+	waitFor(t, "the dev preview", 2*time.Minute, func() bool {
+		st, body, _ := appGet(t, s, "site", "/dev/", auth)
+		return st == 200 && strings.Contains(body, "Hello from hutch")
+	})
+	if st, body, _ := appGet(t, s, "site", "/", auth); st != 200 || !strings.Contains(body, "Hello from hutch") {
+		t.Fatalf("live: %d %.200s", st, body)
+	}
+	task := runTask(t, s, a.ID, "sed", "-i", "s/Hello from hutch/Hello reloaded/", "public/index.html")
+	if task.Status != api.TaskSucceeded || !task.AppHealthy {
+		t.Fatalf("task: %+v", task)
+	}
+	waitFor(t, "dev reloaded", time.Minute, func() bool {
+		_, body, _ := appGet(t, s, "site", "/dev/", auth)
+		return strings.Contains(body, "Hello reloaded")
+	})
+	if _, body, _ := appGet(t, s, "site", "/", auth); !strings.Contains(body, "Hello from hutch") {
+		t.Errorf("live changed with dev: %.200s", body)
 	}
 }

@@ -123,6 +123,11 @@ type Config struct {
 	// proxy, and the agent forwards agentproto.EgressAddr inside the
 	// sandbox to it.
 	EgressDial func(ctx context.Context) (net.Conn, error)
+	// EgressStreams, instead of EgressDial, carries the sandbox's egress
+	// on requests the control plane keeps open (GET /egress,
+	// tunnel.EgressStreams): for an agent its control plane dials (TCP)
+	// and the sandbox cannot reach.
+	EgressStreams bool
 	// EgressPass hands each connection to the control plane whole, as a
 	// descriptor over its channel (agentproto.EgressPassed), instead of
 	// copying its bytes; the channel must then be a Unix socket.
@@ -156,6 +161,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		Credential:         credential(e.RunAs),
 		AppCredential:      appCredential(e.RunAs),
 		OwnNetwork:         e.OwnNetwork,
+		EgressStreams:      e.EgressStreams,
 		Logger:             logger,
 	}
 }
@@ -197,6 +203,9 @@ type Server struct {
 	procs  *proc.Service
 	app    *supervisor.Supervisor // the app's processes, inert until PUT /app
 	egress *tunnel.Forwarder      // nil without EgressDial
+	// egressStreams carry the forwarder's connections with
+	// Config.EgressStreams; nil otherwise.
+	egressStreams *tunnel.EgressStreams
 	http   *http.Server
 
 	shutdownOnce sync.Once
@@ -271,6 +280,10 @@ func New(cfg Config) (*Server, error) {
 	})
 	watches := watch.New(watch.Config{Root: root, Stopping: s.stopping, Log: cfg.Logger})
 	tunnels := tunnel.New(tunnel.Config{OwnNetwork: cfg.OwnNetwork, Log: cfg.Logger})
+	if cfg.EgressStreams {
+		s.egressStreams = tunnel.NewEgressStreams(cfg.Logger)
+		cfg.EgressDial, cfg.EgressPass = s.egressStreams.Dial, false
+	}
 	// HTTP/1.1 for a control plane of protocol 1, and HTTP/2 with prior
 	// knowledge (h2c) on the same socket for protocol 2: one connection
 	// then carries every call, stream and pushed event.
@@ -321,6 +334,9 @@ func (s *Server) routes(fileAPI *files.Service, watches *watch.Service, tunnels 
 	watches.Routes(mux) // /files/watch
 	tunnels.Routes(mux) // /tunnel/{port}, /ports
 	s.app.Routes(mux)   // /app
+	if s.egressStreams != nil {
+		s.egressStreams.Routes(mux) // /egress
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))
 	})

@@ -119,7 +119,7 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 		return fds.take()
 	}
 	conn.SetDeadline(time.Time{})
-	return &tunnelConn{Conn: conn, r: br}, nil
+	return &TunnelConn{Conn: conn, r: br}, nil
 }
 
 // roundTrip writes req and reads the answer's head.
@@ -142,14 +142,14 @@ func hasCode(err error, code string) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
-// tunnelConn is the upgraded connection; reads first drain what the
+// TunnelConn is an upgraded connection (a tunnel, an egress stream); reads first drain what the
 // handshake's reader already buffered.
-type tunnelConn struct {
+type TunnelConn struct {
 	net.Conn
 	r *bufio.Reader
 }
 
-func (t *tunnelConn) Read(p []byte) (int, error) {
+func (t *TunnelConn) Read(p []byte) (int, error) {
 	if t.r != nil {
 		if t.r.Buffered() > 0 {
 			return t.r.Read(p)
@@ -160,7 +160,7 @@ func (t *tunnelConn) Read(p []byte) (int, error) {
 }
 
 // CloseWrite shuts the sending side: the sandbox's program reads EOF.
-func (t *tunnelConn) CloseWrite() error {
+func (t *TunnelConn) CloseWrite() error {
 	if cw, ok := t.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}

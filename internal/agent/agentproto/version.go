@@ -64,10 +64,15 @@ const (
 	// asked (nsinit.Config.EgressPass, agentproto.EgressPassed); an agent
 	// without it refuses an envelope that asks.
 	FeatureEgressFD = "egress.fd"
+	// FeatureEgressStreams: an agent listening on TCP forwards the
+	// sandbox's egress over GET /egress requests its control plane keeps
+	// open (envelope egress_streams); an agent without it refuses an
+	// envelope that asks.
+	FeatureEgressStreams = "egress.streams"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn, FeatureEgressFD}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn, FeatureEgressFD, FeatureEgressStreams}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

@@ -53,6 +53,11 @@ type Envelope struct {
 	// though it has interfaces beyond loopback (a Pod's): its loopback
 	// reaches only the sandbox, so its ports may be previewed.
 	OwnNetwork bool `json:"own_network,omitempty"`
+	// EgressStreams, with Listen, has the agent forward the sandbox's
+	// egress (agentproto.EgressAddr) over requests its control plane
+	// keeps open on it (GET /egress) rather than dial out: a Pod needs
+	// no route to its control plane.
+	EgressStreams bool `json:"egress_streams,omitempty"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
 	Root    string            `json:"root"`
@@ -129,6 +134,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope token is shorter than 32 characters")
 	case e.Listen != "" && (e.Socket != "" || e.Namespace != nil):
 		return errors.New("envelope listen excludes socket and namespace")
+	case e.EgressStreams && e.Listen == "":
+		return errors.New("envelope egress_streams needs listen")
 	case e.Listen != "" && !validTCPAddr(e.Listen):
 		return errors.New("envelope listen is not a host:port with a port from 1 to 65535")
 	case e.Listen == "" && e.Namespace == nil && !path.IsAbs(e.Socket):

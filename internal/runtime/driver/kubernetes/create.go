@@ -63,6 +63,9 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 	if spec.Root || runAs != nil && runAs.UID == 0 {
 		env["HOME"], env["USER"], runAs = "/root", "root", nil
 	}
+	// Everything leaves through the agent's forwarder to the control
+	// plane's egress proxy (egress.go): the Pod has no other way out.
+	maps.Copy(env, driver.ProxyEnv("http://"+agentproto.EgressAddr))
 	maps.Copy(env, spec.Env)
 	ev := &envelope.Envelope{
 		Version:   envelope.Version,
@@ -71,13 +74,14 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 		Listen:    ":" + strconv.Itoa(agentPort),
 		// A Pod's network namespace is its own: its loopback is the
 		// sandbox's.
-		OwnNetwork:   true,
-		Root:         "/",
-		Workdir:      workdir,
-		Env:          env,
-		MaxFileBytes: spec.MaxFileBytes,
-		MaxTarBytes:  spec.MaxTarBytes,
-		RunAs:        runAs,
+		OwnNetwork:    true,
+		EgressStreams: true,
+		Root:          "/",
+		Workdir:       workdir,
+		Env:           env,
+		MaxFileBytes:  spec.MaxFileBytes,
+		MaxTarBytes:   spec.MaxTarBytes,
+		RunAs:         runAs,
 		// One command cannot take the container's memory: the agent,
 		// whose memory it shares, could be the kernel's victim then.
 		CommandRlimits: commandRlimits(spec.Limits),

@@ -191,27 +191,33 @@ func (d *Driver) Capabilities() driver.Capabilities {
 	var degraded []string
 	switch {
 	case netpol == netpolEnforced:
-		degraded = append(degraded, "a sandbox's egress is its NetworkPolicy's (DNS, and public addresses only), not hutch's egress proxy: network policies other than public egress are not offered")
+		// Egress is confined: the Pod has no route out but its agent's
+		// streams to hutch's egress proxy.
 	case netpol == netpolIgnored:
-		degraded = append(degraded, "the cluster's network plugin does not enforce NetworkPolicies (probed): a sandbox reaches whatever the Pod network routes to, the node and other Pods included")
+		degraded = append(degraded, "the cluster's network plugin does not enforce NetworkPolicies (probed): a process that ignores the sandbox's proxy settings reaches whatever the Pod network routes to, the node and other Pods included, so egress policies other than public are refused")
 	case why != "":
-		degraded = append(degraded, "whether the cluster enforces NetworkPolicies could not be probed ("+why+"): a sandbox may reach whatever the Pod network routes to")
+		degraded = append(degraded, "whether the cluster enforces NetworkPolicies could not be probed ("+why+"): a process that ignores the sandbox's proxy settings may reach whatever the Pod network routes to, so egress policies other than public are refused")
 	default:
-		degraded = append(degraded, "whether the cluster enforces NetworkPolicies is being probed: until then a sandbox may reach whatever the Pod network routes to")
+		degraded = append(degraded, "whether the cluster enforces NetworkPolicies is being probed: until then a process that ignores the sandbox's proxy settings may reach whatever the Pod network routes to, and egress policies other than public are refused")
 	}
 	if !d.cfg.UserNamespaces {
 		degraded = append(degraded, "sandboxes share the node's user ids (no --kubernetes-user-namespaces): a sandbox's root is uid 0 on the node, without capabilities")
 	}
+	isolation := api.IsolationDegraded
+	if len(degraded) == 0 {
+		isolation = api.IsolationFull
+	}
 	return driver.Capabilities{
-		Isolation: api.IsolationDegraded,
+		Isolation: isolation,
 		Degraded:  degraded,
 		Templates: []string{hostTemplate},
 		RootUser:  true,
 		// An image template is flattened into one tree, packed as one
 		// layer and pushed to the registry by its first sandbox.
 		Images: true,
-		// Pods reach the network directly (degraded above).
-		UnconfinedEgress: true,
+		// Egress goes through hutch's proxy, but only a NetworkPolicy
+		// the cluster enforces keeps a process from going around it.
+		UnconfinedEgress: netpol != netpolEnforced,
 		// Memory and CPU are the container's limits; the kubelet
 		// enforces no pids limit per Pod.
 		Limits: driver.LimitCaps{Memory: true, CPU: true},

@@ -1,7 +1,10 @@
 package kubernetes_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/agent/agentclient"
 	"github.com/hutchdev/hutch/internal/base/ids"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 	"github.com/hutchdev/hutch/internal/runtime/driver/drivertest"
@@ -70,7 +75,7 @@ func TestConformance(t *testing.T) {
 }
 
 // TestNetworkPolicy: every sandbox's Pod gets a NetworkPolicy (in, the
-// agent's port; out, DNS and public addresses) made before it and
+// agent's port; out, nothing) made before it and
 // deleted with it, and the probe after Open finds that the test
 // cluster's bridge plugin does not enforce them, which the driver then
 // reports.
@@ -87,8 +92,8 @@ func TestNetworkPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pol.Spec.Ingress) != 1 || pol.Spec.Ingress[0].Ports[0].Port.IntVal != 49982 || len(pol.Spec.Egress) != 2 ||
-		pol.Spec.Egress[1].To[0].IPBlock.CIDR != "0.0.0.0/0" || !slices.Contains(pol.Spec.Egress[1].To[0].IPBlock.Except, "10.0.0.0/8") {
+	if len(pol.Spec.Ingress) != 1 || pol.Spec.Ingress[0].Ports[0].Port.IntVal != 49982 || len(pol.Spec.Egress) != 0 ||
+		!slices.Contains(pol.Spec.PolicyTypes, "Egress") {
 		t.Errorf("the sandbox's NetworkPolicy: %+v", pol.Spec)
 	}
 	if err := d.Destroy(ctx, h); err != nil {
@@ -161,6 +166,60 @@ func TestAdopt(t *testing.T) {
 	}
 	if st, err := b.Status(ctx, h); err != nil || st.State != driver.Gone {
 		t.Errorf("after the sweep node b finds the sandbox %+v, %v; want gone", st, err)
+	}
+}
+
+// TestEgressStreams: a sandbox's connection to its HTTP proxy (its
+// environment's http_proxy, the agent's forwarder on its loopback)
+// reaches the control plane's egress listener over the streams the
+// control plane keeps open on the agent, though the Pod has no route to
+// the control plane; a second listener, as a node that took the sandbox
+// over opens, gets the next connection once the first is closed.
+func TestEgressStreams(t *testing.T) {
+	c := testutil.Kubernetes(t)
+	d := open(t, c, "test-"+ids.Token(4), t.TempDir())
+	ctx := context.Background()
+	h, err := d.Create(ctx, driver.Spec{SandboxID: ids.New(), Token: ids.Token(32), MaxFileBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Destroy(ctx, h)
+	agent := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token, agentclient.Speaking(h.Agent.Info))
+	defer agent.Close()
+	for _, via := range []string{"first", "second"} {
+		ln, err := d.(driver.Egresser).ListenEgress(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			conn, err := ln.Accept()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			defer conn.Close()
+			req, err := http.ReadRequest(bufio.NewReader(conn))
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- req.Method + " " + req.URL.String()
+			body := "via " + via + "\n"
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		}()
+		st, err := agent.Exec(ctx, api.ExecRequest{Cmd: []string{"wget", "-q", "-O-", "http://example.invalid/path"}, TimeoutMS: 30000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Collect()
+		if err != nil || res.ExitCode != 0 || res.Stdout != "via "+via+"\n" {
+			t.Errorf("wget through the %s listener = %+v, %v", via, res, err)
+		}
+		ln.Close() // ends a wait for a connection that never came
+		if r := <-got; r != "GET http://example.invalid/path" {
+			t.Errorf("the %s listener got %q", via, r)
+		}
 	}
 }
 

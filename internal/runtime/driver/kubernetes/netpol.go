@@ -18,18 +18,15 @@ import (
 	"github.com/hutchdev/hutch/internal/runtime/driver"
 )
 
-// privateRanges are what a sandbox's public egress leaves out: the
-// node, other Pods and Services, and everything else on a private
-// network.
-var privateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "127.0.0.0/8"}
-
 // networkPolicy is sandbox id's NetworkPolicy: in, only the agent's port
-// (the agent authenticates every request); out, DNS and the internet,
-// no private address. It holds only where the cluster's network plugin
-// enforces NetworkPolicies (probeNetworkPolicy).
+// (the agent authenticates every request); out, nothing. The sandbox's
+// egress leaves by its agent, on streams the control plane opens to it
+// (egress.go), so it needs no route of its own, not even DNS (the proxy
+// resolves). It holds only where the cluster's network plugin enforces
+// NetworkPolicies (probeNetworkPolicy).
 func (d *Driver) networkPolicy(id string) *networkingv1.NetworkPolicy {
-	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
-	agent, dns := intstr.FromInt32(agentPort), intstr.FromInt32(53)
+	tcp := corev1.ProtocolTCP
+	agent := intstr.FromInt32(agentPort)
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: d.meta(id),
 		Spec: networkingv1.NetworkPolicySpec{
@@ -38,10 +35,6 @@ func (d *Driver) networkPolicy(id string) *networkingv1.NetworkPolicy {
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &agent}},
 			}},
-			Egress: []networkingv1.NetworkPolicyEgressRule{
-				{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}}},
-				{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: privateRanges}}}},
-			},
 		},
 	}
 }
