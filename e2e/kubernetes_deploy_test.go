@@ -192,7 +192,7 @@ func TestKubernetesDeploy(t *testing.T) {
 // overlayConfig is what writeOverlay changes in deploy/kubernetes.
 type overlayConfig struct {
 	image, digest, registry, storeURL, admin string
-	apiHost, apiPort                        string
+	apiHost, apiPort                         string
 }
 
 // writeOverlay writes a kustomization over deploy/kubernetes with the

@@ -206,7 +206,7 @@ type Server struct {
 	// egressStreams carry the forwarder's connections with
 	// Config.EgressStreams; nil otherwise.
 	egressStreams *tunnel.EgressStreams
-	http   *http.Server
+	http          *http.Server
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{}
