@@ -80,6 +80,8 @@ func TestKubernetesDeploy(t *testing.T) {
 		Entrypoint: []string{"/usr/local/bin/hutch"}, User: "65532:65532",
 	}, map[string]string{
 		"/usr/local/bin/hutch": filepath.Join(binDir, "hutch"), "/usr/local/bin/hutch-agent": filepath.Join(binDir, "hutch-agent"),
+		// The driver's base template is a static busybox.
+		"/bin/busybox": "/bin/busybox",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +92,7 @@ func TestKubernetesDeploy(t *testing.T) {
 		t.Fatalf("hutch key generate: %v", err)
 	}
 	admin := strings.TrimSpace(string(out))
+	t.Logf("admin key %s…", admin[:15])
 	overlay := writeOverlay(t, overlayConfig{
 		image: name, digest: digest, registry: cl.Registry, storeURL: pgURL.String(), admin: admin,
 		apiHost: node, apiPort: apiPort,
@@ -109,6 +112,9 @@ func TestKubernetesDeploy(t *testing.T) {
 	}
 	t.Cleanup(func() { removeDeploy(t, cl, kubectl, overlay) })
 	eventuallyDo(t, deployReadyWithin, "two replicas Ready", func() error {
+		if crashed := restarted(ctx, cl); crashed != "" {
+			t.Fatalf("replica %s restarted before it was Ready", crashed)
+		}
 		if ips := replicas(ctx, cl, ""); len(ips) != 2 {
 			return fmt.Errorf("%d replicas Ready", len(ips))
 		}
@@ -311,6 +317,22 @@ func replicas(ctx context.Context, cl testutil.Cluster, not string) map[string]s
 		}
 	}
 	return out
+}
+
+// restarted names a replica whose container has restarted, if any.
+func restarted(ctx context.Context, cl testutil.Cluster) string {
+	pods, err := cl.Client.CoreV1().Pods(deployNamespace).List(ctx, metav1.ListOptions{LabelSelector: deploySelector})
+	if err != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount > 0 {
+				return p.Name
+			}
+		}
+	}
+	return ""
 }
 
 // replicasAll names every replica's Pod, Ready or not.

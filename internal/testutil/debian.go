@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -32,26 +31,11 @@ const DebianMirror = "http://deb.debian.org/debian"
 // debootstrap); it fails t when debootstrap cannot reach the mirror.
 func DebianLayout(t testing.TB) string {
 	t.Helper()
-	return debianLayout(t, "debian-"+DebianSuite+"-oci")
-}
-
-// DebianNodeLayout is DebianLayout with Debian's nodejs in it: the
-// userland the app presets run on, for a driver that does not run
-// sandboxes on the host's (the kubernetes driver's Pods).
-func DebianNodeLayout(t testing.TB) string {
-	t.Helper()
-	return debianLayout(t, "debian-"+DebianSuite+"-nodejs-oci", "nodejs")
-}
-
-// debianLayout makes (once) and returns the layout named name under the
-// cache: debootstrap's minbase with the packages include.
-func debianLayout(t testing.TB, name string, include ...string) string {
-	t.Helper()
 	cache := os.Getenv(CacheEnv)
 	if cache == "" {
 		cache = "/var/cache/hutch-ci"
 	}
-	dir := filepath.Join(cache, name)
+	dir := filepath.Join(cache, "debian-"+DebianSuite+"-oci")
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		return dir
 	}
@@ -83,11 +67,7 @@ func debianLayout(t testing.TB, name string, include ...string) string {
 	}
 	defer os.RemoveAll(work)
 	rootfs := filepath.Join(work, "rootfs")
-	args := []string{"--variant=minbase"}
-	if len(include) > 0 {
-		args = append(args, "--include="+strings.Join(include, ","))
-	}
-	cmd := exec.Command(bin, append(args, DebianSuite, rootfs, DebianMirror)...)
+	cmd := exec.Command(bin, "--variant=minbase", DebianSuite, rootfs, DebianMirror)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("debootstrap: %v\n%s", err, out)
 	}
