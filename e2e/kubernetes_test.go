@@ -163,4 +163,3 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("the script left sandboxes running: %+v, %v", page, err)
 	}
 }
-
