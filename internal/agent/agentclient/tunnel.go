@@ -83,32 +83,10 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 		defer fds.closeAll()
 		src = fds
 	}
-	req, nonce, err := c.newRequest(context.WithoutCancel(ctx), http.MethodGet, "/tunnel/"+strconv.Itoa(port), q, nil)
+	br := bufio.NewReader(src)
+	resp, err := c.upgrade(ctx, conn, br, "/tunnel/"+strconv.Itoa(port), q, "tunnel request")
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", TunnelProtocol)
-	br := bufio.NewReader(src)
-	resp, err := roundTrip(conn, br, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent did not answer the tunnel request")
-	}
-	if !agentproto.Equal(resp.Header.Get(agentproto.HeaderProof), agentproto.Proof(c.token, nonce)) {
-		return nil, errdefs.New(errdefs.ErrUnavailable, "agent_unverified", "the peer on the agent's socket did not prove it is this sandbox's agent")
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		if resp.StatusCode < 300 {
-			return nil, errdefs.New(errdefs.ErrUnavailable, "agent_bad_answer", "the agent answered a tunnel request with %d", resp.StatusCode)
-		}
-		return nil, answerError(resp)
-	}
-	if !strings.EqualFold(resp.Header.Get("Upgrade"), TunnelProtocol) {
-		return nil, errdefs.New(errdefs.ErrUnavailable, "agent_bad_answer", "the agent switched to %q, not %s", resp.Header.Get("Upgrade"), TunnelProtocol)
 	}
 	if !stop() {
 		// ctx ended during the handshake: the deadline is already past.
@@ -120,6 +98,40 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	}
 	conn.SetDeadline(time.Time{})
 	return &TunnelConn{Conn: conn, r: br}, nil
+}
+
+// upgrade sends a signed GET path?q on conn, upgrading to
+// TunnelProtocol, and reads the answer's head through br: a 101 whose
+// proof is the agent's, or the agent's refusal as an errdefs error; what
+// names the request in messages.
+func (c *Client) upgrade(ctx context.Context, conn net.Conn, br *bufio.Reader, path string, q url.Values, what string) (*http.Response, error) {
+	req, nonce, err := c.newRequest(context.WithoutCancel(ctx), http.MethodGet, path, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", TunnelProtocol)
+	resp, err := roundTrip(conn, br, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent did not answer the %s", what)
+	}
+	if !agentproto.Equal(resp.Header.Get(agentproto.HeaderProof), agentproto.Proof(c.token, nonce)) {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "agent_unverified", "the peer at the agent's address did not prove it is this sandbox's agent")
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer resp.Body.Close()
+		if resp.StatusCode < 300 {
+			return nil, errdefs.New(errdefs.ErrUnavailable, "agent_bad_answer", "the agent answered a %s with %d", what, resp.StatusCode)
+		}
+		return nil, answerError(resp)
+	}
+	if !strings.EqualFold(resp.Header.Get("Upgrade"), TunnelProtocol) {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "agent_bad_answer", "the agent switched to %q, not %s", resp.Header.Get("Upgrade"), TunnelProtocol)
+	}
+	return resp, nil
 }
 
 // roundTrip writes req and reads the answer's head.
