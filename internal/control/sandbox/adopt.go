@@ -13,15 +13,16 @@ import (
 )
 
 // Adopt takes over the sandboxes in recs of lost node from whose driver
-// runs them outside their node (driver.Adopter: a cluster's Pods) and is
-// loaded here, and returns the others, which stay from's. Each is moved
-// to this node in the store first, only if it is still from's and in a
-// state a restart settles (recoverable), so that no other node takes it
-// too; a running or paused one is unavailable until it is re-attached.
-// Its driver then marks what it made as this node's, and it is settled
-// as a restart settles it: re-attached (running) if its agent answers,
-// else stopped; a create the lost node left unfinished fails, a destroy
-// is finished. It returns how many it moved.
+// runs them outside their node (driver.Adopter: a cluster's Pods), is
+// loaded here and finds them running (reaches), and returns the others,
+// which stay from's. Each is moved to this node in the store first, only
+// if it is still from's and in a state a restart settles (recoverable),
+// so that no other node takes it too; a running or paused one is
+// unavailable until it is re-attached. Its driver then marks what it
+// made as this node's, and it is settled as a restart settles it:
+// re-attached (running) if its agent answers, else stopped; a create the
+// lost node left unfinished fails, a destroy is finished. It returns how
+// many it moved.
 func (s *Service) Adopt(ctx context.Context, from string, recs []*store.Sandbox) (int, []*store.Sandbox) {
 	if from == s.cfg.Node {
 		return 0, recs
@@ -36,7 +37,7 @@ func (s *Service) Adopt(ctx context.Context, from string, recs []*store.Sandbox)
 		}
 		d, err := s.drivers.of(rec)
 		a, ok := d.(driver.Adopter)
-		if err != nil || !ok || rec.Node != from {
+		if err != nil || !ok || rec.Node != from || !s.reaches(ctx, d, rec) {
 			rest = append(rest, rec)
 			continue
 		}
@@ -51,6 +52,23 @@ func (s *Service) Adopt(ctx context.Context, from string, recs []*store.Sandbox)
 	}
 	s.checkRecovered(attached)
 	return n, rest
+}
+
+// reaches says whether this node's driver d finds sandbox rec running,
+// or rec is in a state that needs nothing running (a create or destroy
+// left unfinished): a node whose driver does not see another's sandbox
+// (one configured for another namespace, say) leaves it to a node that
+// does, rather than take it over and find it gone.
+func (s *Service) reaches(ctx context.Context, d driver.Driver, rec *store.Sandbox) bool {
+	if rec.State == api.StateCreating || rec.State == api.StateDestroying {
+		return true
+	}
+	h, err := s.seals.decodeHandle(rec)
+	if err != nil {
+		return false
+	}
+	st, err := d.Status(ctx, h)
+	return err == nil && st.State == driver.Running
 }
 
 // recoverable are the states Recover settles after a restart, and so

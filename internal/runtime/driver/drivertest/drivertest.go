@@ -41,6 +41,10 @@ type Suite struct {
 	// driver's directory; the escape suite adds /root and its own working
 	// directory.
 	HostPaths []string
+	// SkipEscape names the escape suite's tests (HostFiles, Network, …)
+	// that do not apply to the driver where it runs, each with the reason
+	// its skip gives: what the driver reports degraded there.
+	SkipEscape map[string]string
 	// Skip names the tests a driver cannot pass by its nature, each with
 	// the reason its skip gives: the fake driver's Isolation. What a
 	// driver's Capabilities say it lacks is skipped without it.

@@ -67,7 +67,7 @@ func escapeAgentProc(t *testing.T, s Suite, d driver.Driver) {
 	// And as the sandbox's own commands see them.
 	res := run(t, a, "/bin/sh", "-c", "cat /proc/net/unix; ls -l /proc/1/fd /proc/1/cwd /proc/1/exe /proc/1/root /dev/fd/ 2>&1; cat /proc/1/mountinfo /proc/1/environ /proc/1/maps 2>&1")
 	fmt.Fprintf(&seen, "commands: %s %s\n", res.Stdout, res.Stderr)
-	for _, p := range append(forbidden(s), hostDirOf(a), "/sys/fs/cgroup") {
+	for _, p := range append(append(forbidden(s), hostDirsOf(a)...), "/sys/fs/cgroup") {
 		if namesPath(seen.String(), p) {
 			t.Errorf("the agent's /proc shows host path %s:\n%s", p, seen.String())
 			break

@@ -44,7 +44,8 @@ func TestConformance(t *testing.T) {
 	node := "test-" + ids.Token(4)
 	dir := t.TempDir()
 	drivertest.Run(t, drivertest.Suite{
-		New: func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
+		New:    func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
+		Escape: true,
 		Leftovers: func(id string) []string {
 			var left []string
 			sel := metav1.ListOptions{LabelSelector: "hutch.dev/sandbox=" + id}
