@@ -147,16 +147,23 @@ func sandboxProcesses(parent string) map[string]bool {
 
 // agentPid finds the host pid of sandbox id's agent: the one process
 // whose cgroup is the sandbox's own (its commands are in box below it).
+// A scan of /proc races processes that start and end meanwhile (a read
+// of one that ended fails, and the scan goes on), so it is tried again
+// for a while before the agent counts as missing.
 func agentPid(t *testing.T, id string) int {
 	t.Helper()
-	pid := 0
-	eachProcCgroup(func(p int, cgroup string) {
-		if strings.HasSuffix(cgroup, "/"+id) {
-			pid = p
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		pid := 0
+		eachProcCgroup(func(p int, cgroup string) {
+			if strings.HasSuffix(cgroup, "/"+id) {
+				pid = p
+			}
+		})
+		if pid != 0 {
+			return pid
 		}
-	})
-	if pid == 0 {
-		t.Fatalf("no agent of sandbox %s found", id)
+		if time.Now().After(deadline) {
+			t.Fatalf("no agent of sandbox %s found", id)
+		}
 	}
-	return pid
 }
