@@ -41,6 +41,11 @@ type Suite struct {
 	// driver's directory; the escape suite adds /root and its own working
 	// directory.
 	HostPaths []string
+	// MemoryRlimit says one command's memory is bounded by an rlimit
+	// below the sandbox's limit (the kubernetes driver's, whose agent
+	// shares the Pod's memory): a memory hog then fails its allocation
+	// rather than being killed by the kernel.
+	MemoryRlimit bool
 	// SkipEscape names the escape suite's tests (HostFiles, Network, …)
 	// that do not apply to the driver where it runs, each with the reason
 	// its skip gives: what the driver reports degraded there.

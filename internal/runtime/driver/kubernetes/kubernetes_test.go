@@ -44,8 +44,18 @@ func TestConformance(t *testing.T) {
 	node := "test-" + ids.Token(4)
 	dir := t.TempDir()
 	drivertest.Run(t, drivertest.Suite{
-		New:    func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
-		Escape: true,
+		New:          func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
+		Escape:       true,
+		MemoryRlimit: true,
+		// What a Pod cannot pass here, each reported by the driver or
+		// said in docs/KUBERNETES.md.
+		SkipEscape: map[string]string{
+			"Network":     "a Pod has eth0 by nature, and the test cluster's network plugin does not enforce NetworkPolicies (the driver probes it, reports it degraded and refuses egress policies but public); egress through hutch's proxy is TestEgressStreams",
+			"Syscalls":    "RuntimeDefault seccomp allows what a container runtime's default allows (PTRACE_TRACEME among it); hutch's own allowlist would need a Localhost profile on every node",
+			"NoHostPaths": "on cgroup v1 without cgroup namespaces a Pod sees its cgroup path (/kubepods/…/pod<uid>/…), and its mount table names the kubelet's directories (here under /root)",
+			"AgentProc":   "the agent's mount table names the kubelet's directories (here under /root), as every container's does",
+			"Identity":    "without user namespaces (--kubernetes-user-namespaces; containerd 1.6 here has none) a sandbox's root is root on the node (reported degraded), and the user keeps the agent's six capabilities in its bounding set (no_new_privs keeps it from gaining them; dropping them needs CAP_SETPCAP)",
+		},
 		Leftovers: func(id string) []string {
 			var left []string
 			sel := metav1.ListOptions{LabelSelector: "hutch.dev/sandbox=" + id}
