@@ -3,8 +3,6 @@ package agentclient
 import (
 	"bufio"
 	"context"
-
-	"github.com/hutchdev/hutch/internal/base/errdefs"
 )
 
 // AcceptEgress waits for the sandbox to open a connection to its egress
@@ -15,12 +13,9 @@ import (
 // behind; the caller closes what it returns. For an agent whose envelope
 // asked for egress streams (agentproto.FeatureEgressStreams).
 func (c *Client) AcceptEgress(ctx context.Context) (_ *TunnelConn, retErr error) {
-	conn, err := c.dial(ctx)
+	conn, err := c.dialOwn(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent is unreachable")
+		return nil, err
 	}
 	defer func() {
 		if retErr != nil {

@@ -48,12 +48,9 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	if port < 1 || port > 65535 {
 		return nil, errdefs.Invalid("invalid_port", "port %d is not from 1 to 65535", port)
 	}
-	conn, err := c.dial(ctx)
+	conn, err := c.dialOwn(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent is unreachable")
+		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
@@ -98,6 +95,19 @@ func (c *Client) Tunnel(ctx context.Context, port int) (_ net.Conn, retErr error
 	}
 	conn.SetDeadline(time.Time{})
 	return &TunnelConn{Conn: conn, r: br}, nil
+}
+
+// dialOwn opens a connection to the agent of its own (a tunnel's, an
+// egress stream's), the failure an errdefs error.
+func (c *Client) dialOwn(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errdefs.Wrap(errdefs.ErrUnavailable, "agent_unreachable", err, "the sandbox's agent is unreachable")
+	}
+	return conn, nil
 }
 
 // upgrade sends a signed GET path?q on conn, upgrading to
