@@ -25,8 +25,10 @@ var _ driver.Egresser = (*Driver)(nil)
 
 // egressStreams is how many egress requests the control plane keeps
 // waiting on each agent: a burst of the sandbox's connections beyond it
-// waits a round trip per connection for the next.
-const egressStreams = 4
+// waits a round trip per connection for the next. Each is an idle
+// connection and a goroutine on both sides for as long as the sandbox
+// runs, so it is kept small.
+const egressStreams = 2
 
 // ListenEgress returns the sandbox's egress connections as its agent
 // hands them over, until the listener is closed.
