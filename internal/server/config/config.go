@@ -428,6 +428,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if len(c.Drivers) == 1 && c.Driver == "auto" {
+		// One driver opened is the default: auto chooses among several.
+		c.Driver = c.Drivers[0]
+	}
 	c.Kubernetes.Required = c.Driver == "kubernetes"
 	return c, c.Validate()
 }

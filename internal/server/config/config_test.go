@@ -7,7 +7,8 @@ import (
 
 	"github.com/hutchdev/hutch/api"
 
-	// The stores Validate looks up.
+	// The stores and a driver Validate looks up.
+	_ "github.com/hutchdev/hutch/internal/runtime/driver/process"
 	_ "github.com/hutchdev/hutch/internal/store/postgres"
 	_ "github.com/hutchdev/hutch/internal/store/sqlite"
 )
@@ -48,6 +49,7 @@ func TestLoadRejects(t *testing.T) {
 		"bad listen":                  {args: []string{"--listen", "nope"}, want: "listen"},
 		"bad metrics listen":          {args: []string{"--metrics-listen", "9090"}, want: "metrics listen"},
 		"bad driver":                  {args: []string{"--driver", "vmware"}, want: "driver"},
+		"unknown drivers":             {args: []string{"--drivers", "vmware"}, want: `drivers: "vmware"`},
 		"unknown store":               {args: []string{"--store", "oracle"}, want: `store "oracle": this build has postgres, sqlite`},
 		"unknown store from env":      {env: map[string]string{"HUTCH_STORE": "mysql"}, want: `store "mysql"`},
 		"bad env duration":            {env: map[string]string{"HUTCH_DEFAULT_TIMEOUT": "soon"}, want: "HUTCH_DEFAULT_TIMEOUT"},
@@ -187,5 +189,21 @@ func TestStoreURL(t *testing.T) {
 		if got := (Config{StoreURL: in}).StoreURLRedacted(); got != want {
 			t.Errorf("StoreURLRedacted(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDrivers: --drivers names the only drivers opened; one alone is the
+// default when --driver is left to auto, and --driver must be among them.
+func TestDrivers(t *testing.T) {
+	c, err := Load([]string{"--drivers", "process"}, env(nil))
+	if err != nil || c.Driver != "process" || strings.Join(c.Drivers, ",") != "process" {
+		t.Errorf("--drivers process: driver %q, drivers %v, %v; want process alone, the default", c.Driver, c.Drivers, err)
+	}
+	c, err = Load(nil, env(map[string]string{"HUTCH_DRIVERS": " process , "}))
+	if err != nil || strings.Join(c.Drivers, ",") != "process" {
+		t.Errorf("$HUTCH_DRIVERS: %v, %v", c.Drivers, err)
+	}
+	if _, err := Load([]string{"--drivers", "process", "--driver", "vmware"}, env(nil)); err == nil || !strings.Contains(err.Error(), "not among --drivers") {
+		t.Errorf("--driver outside --drivers: %v", err)
 	}
 }
