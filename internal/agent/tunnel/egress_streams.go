@@ -3,11 +3,11 @@ package tunnel
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/hutchdev/hutch/internal/agent/httpio"
 	"github.com/hutchdev/hutch/internal/base/errdefs"
@@ -82,41 +82,24 @@ func (e *EgressStreams) handle(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	w.Header().Set("Connection", "Upgrade")
-	w.Header().Set("Upgrade", TunnelProtocol)
-	w.WriteHeader(http.StatusSwitchingProtocols)
-	conn, brw, err := http.NewResponseController(w).Hijack()
+	conn, client, err := switchProtocols(w)
 	if err != nil {
 		s.conn <- nil
 		return
 	}
-	conn.SetDeadline(time.Time{})
-	if err := brw.Flush(); err != nil {
-		conn.Close()
-		s.conn <- nil
-		return
-	}
-	if n := brw.Reader.Buffered(); n > 0 {
+	if client != io.Reader(conn) {
 		// What the control plane sent after its request is the
 		// sandbox's peer's, read ahead by the server.
-		b, _ := brw.Reader.Peek(n)
-		s.conn <- &prefixConn{Conn: conn, prefix: append([]byte(nil), b...)}
-		return
+		conn = &readAheadConn{Conn: conn, r: client}
 	}
 	s.conn <- conn
 }
 
-// prefixConn reads prefix before its connection.
-type prefixConn struct {
+// readAheadConn reads through r: what the server read ahead, then the
+// connection itself.
+type readAheadConn struct {
 	net.Conn
-	prefix []byte
+	r io.Reader
 }
 
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
+func (c *readAheadConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -178,27 +178,38 @@ func (s *Service) handleTunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	defer backend.Close()
 
+	conn, client, err := switchProtocols(w)
+	if err != nil {
+		s.log.Warn("tunnel: switch protocols", "port", port, "err", err)
+		return
+	}
+	defer conn.Close()
+	splice(conn, client, backend)
+}
+
+// switchProtocols answers 101, upgrading to TunnelProtocol, and returns
+// the request's connection, the server's deadlines off it, and what to
+// read the client from: the connection, after what the server read
+// ahead of the client's request.
+func switchProtocols(w http.ResponseWriter) (net.Conn, io.Reader, error) {
 	w.Header().Set("Connection", "Upgrade")
 	w.Header().Set("Upgrade", TunnelProtocol)
 	w.WriteHeader(http.StatusSwitchingProtocols)
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		s.log.Warn("tunnel: hijack failed", "port", port, "err", err)
-		return
+		return nil, nil, err
 	}
-	defer conn.Close()
-	// The server's deadlines do not apply to the tunnel.
 	conn.SetDeadline(time.Time{})
 	// The 101 is buffered until the hijack flushes it; anything the
 	// client sent after its request is already in brw's reader.
 	if err := brw.Flush(); err != nil {
-		return
+		conn.Close()
+		return nil, nil, err
 	}
-	var client io.Reader = conn
 	if n := brw.Reader.Buffered(); n > 0 {
-		client = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), conn)
+		return conn, io.MultiReader(io.LimitReader(brw.Reader, int64(n)), conn), nil
 	}
-	splice(conn, client, backend)
+	return conn, conn, nil
 }
 
 // dial connects to port on each of loopbacks in turn and, when nothing
