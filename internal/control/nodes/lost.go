@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hutchdev/hutch/api"
+	"github.com/hutchdev/hutch/internal/control/sandbox"
 	"github.com/hutchdev/hutch/internal/store"
 )
 
@@ -12,9 +13,9 @@ import (
 // every node lost (store.Node.Lost: its last heartbeat older than
 // store.LostAfter on the store's clock) whose driver reaches them from
 // any node (sandbox.Service.Adopt), and marks the other running and
-// paused ones unavailable. A node is
-// swept once per silence: until it heartbeats again, nothing of it
-// changes, so its sandboxes are listed once, not every period.
+// paused ones unavailable. A node is swept once per silence: until it
+// heartbeats again, nothing of it changes, so its sandboxes are listed
+// once, not every period.
 func (n *Node) sweepLost(ctx context.Context) {
 	swept := map[string]time.Time{} // lost node → the heartbeat its sweep followed
 	t := time.NewTicker(n.cfg.Every)
@@ -54,8 +55,7 @@ func (n *Node) sweepOnce(ctx context.Context, swept map[string]time.Time) {
 	if len(lost) == 0 {
 		return
 	}
-	recs, err := n.cfg.Store.AllSandboxes(ctx, api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
-		api.StateStopping, api.StateDestroying, api.StateUnavailable)
+	recs, err := n.cfg.Store.AllSandboxes(ctx, sandbox.Recoverable...)
 	if err != nil {
 		n.log.Warn("lost nodes: list the sandboxes", "err", err)
 		return

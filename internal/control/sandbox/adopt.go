@@ -16,7 +16,7 @@ import (
 // runs them outside their node (driver.Adopter: a cluster's Pods), is
 // loaded here and finds them running (reaches), and returns the others,
 // which stay from's. Each is moved to this node in the store first, only
-// if it is still from's and in a state a restart settles (recoverable),
+// if it is still from's and in a state a restart settles (Recoverable),
 // so that no other node takes it too; a running or paused one is
 // unavailable until it is re-attached. Its driver then marks what it
 // made as this node's, and it is settled as a restart settles it:
@@ -71,9 +71,9 @@ func (s *Service) reaches(ctx context.Context, d driver.Driver, rec *store.Sandb
 	return err == nil && st.State == driver.Running
 }
 
-// recoverable are the states Recover settles after a restart, and so
+// Recoverable are the states Recover settles after a restart, and so
 // those Adopt takes a lost node's sandbox over in.
-var recoverable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
+var Recoverable = []api.SandboxState{api.StateCreating, api.StateStarting, api.StateRunning, api.StatePaused,
 	api.StateStopping, api.StateDestroying, api.StateUnavailable}
 
 // claim moves sandbox id from node from to this one, under its lock (a
@@ -89,8 +89,8 @@ func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) 
 		if sb.Node != from {
 			return errdefs.Conflict("sandbox_moved", "sandbox %s is node %s's, not %s's", id, sb.Node, from)
 		}
-		if !slices.Contains(recoverable, sb.State) {
-			return store.StateConflict(sb, recoverable)
+		if !slices.Contains(Recoverable, sb.State) {
+			return store.StateConflict(sb, Recoverable)
 		}
 		if slices.Contains(e.from, sb.State) {
 			sb.State, sb.Error = api.StateUnavailable, why
@@ -122,7 +122,7 @@ func (s *Service) claim(ctx context.Context, id, from string, a driver.Adopter) 
 // letGoMoved lets go of the sandboxes live here whose records another
 // node took over (Adopt) while this one was cut off from the store.
 func (s *Service) letGoMoved(ctx context.Context) error {
-	owned, err := s.Owned(ctx, recoverable...)
+	owned, err := s.Owned(ctx, Recoverable...)
 	if err != nil {
 		return err
 	}

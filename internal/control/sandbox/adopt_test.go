@@ -43,7 +43,7 @@ func TestAdopt(t *testing.T) {
 	t.Cleanup(b.Close)
 
 	sys := tenancy.System(context.Background())
-	recs, err := a.st.AllSandboxes(sys, recoverable...)
+	recs, err := a.st.AllSandboxes(sys, Recoverable...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAdopt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
-	recs, _ = c.st.AllSandboxes(sys, recoverable...)
+	recs, _ = c.st.AllSandboxes(sys, Recoverable...)
 	if n, rest := d.Adopt(sys, "node-a", recs); n != 0 || len(rest) != 1 || rest[0].ID != other.ID {
 		t.Errorf("Adopt on a driver that is no Adopter = %d, %v", n, rest)
 	}

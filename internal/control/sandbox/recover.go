@@ -46,7 +46,7 @@ const recoverAtOnce = 32
 // as many round trips.
 func (s *Service) Recover(ctx context.Context) error {
 	ctx = tenancy.System(ctx)
-	recs, err := s.store.AllSandboxes(ctx, recoverable...)
+	recs, err := s.store.AllSandboxes(ctx, Recoverable...)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}

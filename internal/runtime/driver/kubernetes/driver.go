@@ -19,8 +19,9 @@
 // registry the cluster pulls from (images.go) and starts one informer on
 // the sandboxes' Pods (watch.go), which every wait and status reads:
 // nothing polls the API server per sandbox. Every node sees every Pod,
-// so a node takes over a lost node's sandboxes (Adopt). Close stops the informer; the Pods
-// keep running, and the next server re-attaches with Recover.
+// so a node takes over a lost node's sandboxes (Adopt). Close stops the
+// informer; the Pods keep running, and the next server re-attaches with
+// Recover.
 package kubernetes
 
 import (
@@ -153,10 +154,11 @@ func (d *Driver) Open(ctx context.Context) error {
 }
 
 // The client's own bound on its calls to the API server. client-go's
-// default, 5 a second with bursts of 10, was the whole of the driver's
-// creates a second (0.7 with 8 clients): a create and a destroy are
-// seven calls. These are the scheduler's; the API server's priority and
-// fairness still protects it from any one client.
+// default, 5 a second with bursts of 10, held a call of a create for
+// 1.1 s with 8 clients creating at once (a create and a destroy are
+// seven calls); creates a second stayed 0.7 without it, bound by the
+// node (bench/README, "kubernetes"). These are the scheduler's; the API
+// server's priority and fairness still protects it from any one client.
 const (
 	apiQPS   = 50
 	apiBurst = 100
