@@ -126,8 +126,16 @@ func TestEventsOfALife(t *testing.T) {
 	if _, err := f.svc.Stop(f.ctx, sb.ID); err != nil { // already stopped: no event
 		t.Fatal(err)
 	}
-	if _, err := f.svc.Start(f.ctx, sb.ID); err != nil {
+	// So does a start (a forwarding node that died took the request
+	// with it: the sandbox was left starting, its agent running).
+	reqCtx, cancel = context.WithCancel(f.ctx)
+	f.drv.Hook(fake.OpStart, func(context.Context, string) error { cancel(); return nil })
+	if _, err := f.svc.Start(reqCtx, sb.ID); err != nil {
 		t.Fatal(err)
+	}
+	f.drv.Hook(fake.OpStart, nil)
+	if got, err := f.svc.Get(f.ctx, sb.ID); err != nil || got.State != api.StateRunning {
+		t.Fatalf("after a start whose request went: %s, %v; want running", got.State, err)
 	}
 	if err := f.svc.Destroy(f.ctx, sb.ID); err != nil {
 		t.Fatal(err)

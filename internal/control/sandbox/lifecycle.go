@@ -175,12 +175,16 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	}); err != nil {
 		return api.Sandbox{}, err
 	}
-	if h, err = d.Start(ctx, h); err != nil {
+	// From here the start finishes, or goes back to stopped, whatever
+	// becomes of its request: a caller that went (or the node that
+	// forwarded it) must not leave the sandbox starting with its agent
+	// running.
+	tctx, cancel := s.teardownContext(ctx)
+	defer cancel()
+	if h, err = d.Start(tctx, h); err != nil {
 		err = errdefs.Wrap(errdefs.ErrUnavailable, "driver_failed", err, "the %s driver could not start sandbox %s", d.Name(), id)
 		// Its files are there still: it is stopped, and may start later.
 		_, _, msg := errdefs.Classify(err)
-		tctx, cancel := s.teardownContext(ctx)
-		defer cancel()
 		if _, terr := s.transition(tctx, id, OpStart, api.StateStopped,
 			func(sb *store.Sandbox) { sb.Error = msg }); terr != nil {
 			s.log.Error("mark sandbox stopped after a failed start", logattr.Sandbox(id), "err", terr)
@@ -191,15 +195,15 @@ func (s *Service) Start(ctx context.Context, id string) (api.Sandbox, error) {
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	rec, err = s.transition(ctx, id, OpStart, api.StateRunning, func(sb *store.Sandbox) {
+	rec, err = s.transition(tctx, id, OpStart, api.StateRunning, func(sb *store.Sandbox) {
 		sb.Handle, sb.Error = raw, ""
 		runClock(sb, time.Now())
 	})
 	if err != nil {
 		return api.Sandbox{}, err
 	}
-	s.attach(ctx, rec, d, h)
-	s.emit(ctx, rec, api.EventSandboxStarted, "sandbox started", nil)
+	s.attach(tctx, rec, d, h)
+	s.emit(tctx, rec, api.EventSandboxStarted, "sandbox started", nil)
 	return s.toAPI(rec), nil
 }
 
