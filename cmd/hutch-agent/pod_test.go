@@ -1,11 +1,13 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hutchdev/hutch/api"
 	"github.com/hutchdev/hutch/internal/agent/agentclient"
@@ -37,27 +40,7 @@ func TestPodModes(t *testing.T) {
 
 	ev := newEnvelope(t)
 	ev.Socket, ev.Listen = "", "127.0.0.1:"+freePort(t)
-	var framed bytes.Buffer
-	if err := envelope.Encode(&framed, ev); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(dst, envelopeArg)
-	cmd.Env = append(os.Environ(), envelopeEnv+"="+base64.StdEncoding.EncodeToString(framed.Bytes()))
-	stderr := &testutil.Buffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	var ready agentproto.Ready
-	if err != nil || json.Unmarshal([]byte(line), &ready) != nil || !ready.Ready {
-		t.Fatalf("ready line %q, %v; stderr:\n%s", line, err, stderr)
-	}
+	startPodAgent(t, ev, dst)
 
 	c := agentclient.New("tcp", ev.Listen, ev.Token)
 	defer c.Close()
@@ -87,6 +70,142 @@ func TestPodModes(t *testing.T) {
 	defer impostor.Close()
 	if _, err := impostor.Stat(context.Background(), "."); err == nil {
 		t.Error("a client with another token was answered")
+	}
+}
+
+// TestPodSnapshot: an agent asked for layer snapshots, pid 1 of its pid
+// namespace as in a Pod, writes what changed in its root since it
+// started as a layer, with the sandbox's processes stopped meanwhile and
+// going on after.
+func TestPodSnapshot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a pid namespace of its own needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1)")
+	}
+	ev := newEnvelope(t)
+	ev.Socket, ev.Listen, ev.LayerSnapshots = "", "127.0.0.1:"+freePort(t), true
+	// Commands and the file API as a user; the layer is the agent's,
+	// and reaches what that user may not.
+	ev.RunAs = &envelope.RunAs{UID: 65534, GID: 65534}
+	if err := os.WriteFile(filepath.Join(ev.Workdir, "old"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for dir, mode := range map[string]os.FileMode{filepath.Dir(ev.Root): 0o755, ev.Root: 0o755, ev.Workdir: 0o777} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	private := filepath.Join(ev.Root, "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // the image's files are older than the agent
+	startPodAgent(t, ev, unshare, "--pid", "--fork", "--kill-child", "--mount-proc", agentBin)
+	c := agentclient.New("tcp", ev.Listen, ev.Token)
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.WriteFile(ctx, "new", "", false, strings.NewReader("new")); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := c.Exec(ctx, api.ExecRequest{Cmd: []string{"sh", "-c", "while :; do echo x >> busy; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := c.Stat(ctx, "busy"); err == nil && fi.Size > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			ev, err := busy.Next()
+			t.Fatalf("the writer wrote nothing within 10s: %+v, %v", ev, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	// Something new where the user cannot look.
+	if err := os.WriteFile(filepath.Join(private, "key"), []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var layer bytes.Buffer
+	st, err := c.SnapshotLayer(ctx, &layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pause <= 0 || !st.Frozen {
+		t.Errorf("snapshot %+v; want its processes stopped for a while", st)
+	}
+	names := map[string]int64{}
+	tr := tar.NewReader(&layer)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[h.Name] = h.Size
+	}
+	if _, ok := names["work/old"]; ok || names["work/new"] != 3 || names["work/busy"] == 0 || names["private/key"] != 1 || len(names) != int(st.Entries) {
+		t.Errorf("the layer holds %v (%d entries said); want work/new, work/busy and private/key, not work/old", names, st.Entries)
+	}
+	// Going on: the writer was continued.
+	before, _ := c.Stat(ctx, "busy")
+	deadline = time.Now().Add(10 * time.Second)
+	for fi, _ := c.Stat(ctx, "busy"); fi.Size <= before.Size; fi, _ = c.Stat(ctx, "busy") {
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox's writer did not go on after the snapshot")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startPodAgent runs the agent as the kubernetes driver does, with ev in
+// its environment, by argv, and waits for its ready line.
+func startPodAgent(t *testing.T, ev *envelope.Envelope, argv ...string) {
+	t.Helper()
+	var framed bytes.Buffer
+	if err := envelope.Encode(&framed, ev); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], append(argv[1:], envelopeArg)...)
+	cmd.Env = append(os.Environ(), envelopeEnv+"="+base64.StdEncoding.EncodeToString(framed.Bytes()))
+	stderr := &testutil.Buffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// unshare(1) waits for its child with SIGTERM blocked, and its
+		// --kill-child is lost as the agent changes its file-system ids:
+		// the child, the agent, is killed first.
+		pid := cmd.Process.Pid
+		kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+		if argv[0] != agentBin && !strings.HasSuffix(argv[0], "hutch-agent") {
+			for _, k := range strings.Fields(string(kids)) {
+				if kid, err := strconv.Atoi(k); err == nil {
+					syscall.Kill(kid, syscall.SIGKILL)
+				}
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		t := time.AfterFunc(time.Second, func() { cmd.Process.Kill() })
+		defer t.Stop()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var ready agentproto.Ready
+	if err != nil || json.Unmarshal([]byte(line), &ready) != nil || !ready.Ready {
+		t.Fatalf("ready line %q, %v; stderr:\n%s", line, err, stderr)
 	}
 }
 

@@ -132,6 +132,11 @@ type Config struct {
 	// descriptor over its channel (agentproto.EgressPassed), instead of
 	// copying its bytes; the channel must then be a Unix socket.
 	EgressPass bool
+	// LayerSnapshots records what Root holds before the server serves and
+	// answers GET /snapshot (envelope.Envelope.LayerSnapshots); the agent
+	// must be pid 1 of the sandbox's pid namespace, whose processes it
+	// stops for the copy.
+	LayerSnapshots bool
 	// HistoryDir is where the file histories of tracked directories are
 	// kept (internal/agent/files), in the agent's view; empty means
 	// <Root>/.hutch-history (mode 0700): in the namespace driver the
@@ -162,6 +167,7 @@ func ConfigFromEnvelope(e *envelope.Envelope, logger *slog.Logger) Config {
 		AppCredential:      appCredential(e.RunAs),
 		OwnNetwork:         e.OwnNetwork,
 		EgressStreams:      e.EgressStreams,
+		LayerSnapshots:     e.LayerSnapshots,
 		Logger:             logger,
 	}
 }
@@ -206,7 +212,11 @@ type Server struct {
 	// egressStreams carry the forwarder's connections with
 	// Config.EgressStreams; nil otherwise.
 	egressStreams *tunnel.EgressStreams
-	http          *http.Server
+	// layers writes GET /snapshot's layer against baseline, recorded at
+	// New; both nil without Config.LayerSnapshots.
+	layers   *files.Service
+	baseline *files.Baseline
+	http     *http.Server
 
 	shutdownOnce sync.Once
 	shutdownReq  chan struct{}
@@ -278,6 +288,13 @@ func New(cfg Config) (*Server, error) {
 		HistoryDir:      cfg.HistoryDir,
 		Log:             cfg.Logger,
 	})
+	if cfg.LayerSnapshots {
+		if s.baseline, err = files.RecordBaseline(root); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("agent: record the root for snapshots: %w", err)
+		}
+		s.layers = fileAPI
+	}
 	watches := watch.New(watch.Config{Root: root, Stopping: s.stopping, Log: cfg.Logger})
 	tunnels := tunnel.New(tunnel.Config{OwnNetwork: cfg.OwnNetwork, Log: cfg.Logger})
 	if cfg.EgressStreams {
@@ -336,6 +353,9 @@ func (s *Server) routes(fileAPI *files.Service, watches *watch.Service, tunnels 
 	s.app.Routes(mux)   // /app
 	if s.egressStreams != nil {
 		s.egressStreams.Routes(mux) // /egress
+	}
+	if s.baseline != nil {
+		mux.HandleFunc("GET /snapshot", s.handleSnapshot)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errdefs.NotFound("unknown_route", "the agent has no route %s %s", r.Method, r.URL.Path))

@@ -42,3 +42,15 @@ const EgressAddr = "127.0.0.1:3128"
 // egress socket carries nothing more. Without it, each connection to the
 // egress socket carries one sandbox connection's bytes.
 const EgressPassed = 'P'
+
+// The trailers of a GET /snapshot answer (a layer of what changed in the
+// sandbox's root, as a tar): how long the sandbox's processes were
+// stopped, in nanoseconds, whether all were seen stopped ("true"), and
+// the layer's entries and files' bytes; or why the layer was cut short.
+const (
+	TrailerSnapshotError   = "X-Hutch-Snapshot-Error"
+	TrailerSnapshotPause   = "X-Hutch-Snapshot-Pause"
+	TrailerSnapshotFrozen  = "X-Hutch-Snapshot-Frozen"
+	TrailerSnapshotEntries = "X-Hutch-Snapshot-Entries"
+	TrailerSnapshotBytes   = "X-Hutch-Snapshot-Bytes"
+)

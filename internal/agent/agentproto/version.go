@@ -69,10 +69,14 @@ const (
 	// open (envelope egress_streams); an agent without it refuses an
 	// envelope that asks.
 	FeatureEgressStreams = "egress.streams"
+	// FeatureLayerSnapshots: an agent asked (envelope layer_snapshots)
+	// answers GET /snapshot with what changed in its root since it
+	// started, as an OCI layer, its sandbox's processes stopped meanwhile.
+	FeatureLayerSnapshots = "snapshot.layer"
 )
 
 // Features is what this build's agent reports.
-var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn, FeatureEgressFD, FeatureEgressStreams}
+var Features = []string{FeatureH2, FeatureFrames, FeatureEvents, FeatureStdinStream, FeatureLoopbackV6, FeaturePorts, FeatureTunnelFD, FeatureApp, FeatureHistory, FeatureRoot, FeatureDirFD, FeatureSpawn, FeatureEgressFD, FeatureEgressStreams, FeatureLayerSnapshots}
 
 // Info is an agent's protocol and features, as its ready line and health
 // report them and the control plane records them per sandbox.

@@ -58,6 +58,11 @@ type Envelope struct {
 	// keeps open on it (GET /egress) rather than dial out: a Pod needs
 	// no route to its control plane.
 	EgressStreams bool `json:"egress_streams,omitempty"`
+	// LayerSnapshots has the agent, pid 1 of its own pid namespace, record
+	// what its root holds before it serves and answer GET /snapshot with
+	// what changed since, as an image layer (files.RecordBaseline): the
+	// kubernetes driver's snapshots.
+	LayerSnapshots bool `json:"layer_snapshots,omitempty"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
 	Root    string            `json:"root"`
@@ -136,6 +141,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope listen excludes socket and namespace")
 	case e.EgressStreams && e.Listen == "":
 		return errors.New("envelope egress_streams needs listen")
+	case e.LayerSnapshots && e.Listen == "":
+		return errors.New("envelope layer_snapshots needs listen")
 	case e.Listen != "" && !validTCPAddr(e.Listen):
 		return errors.New("envelope listen is not a host:port with a port from 1 to 65535")
 	case e.Listen == "" && e.Namespace == nil && !path.IsAbs(e.Socket):

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -76,12 +77,15 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 		// sandbox's.
 		OwnNetwork:    true,
 		EgressStreams: true,
-		Root:          "/",
-		Workdir:       workdir,
-		Env:           env,
-		MaxFileBytes:  spec.MaxFileBytes,
-		MaxTarBytes:   spec.MaxTarBytes,
-		RunAs:         runAs,
+		// Snapshots are layers of what changed over the Pod's image
+		// (snapshot.go).
+		LayerSnapshots: true,
+		Root:           "/",
+		Workdir:        workdir,
+		Env:            env,
+		MaxFileBytes:   spec.MaxFileBytes,
+		MaxTarBytes:    spec.MaxTarBytes,
+		RunAs:          runAs,
 		// One command cannot take the container's memory: the agent,
 		// whose memory it shares, could be the kernel's victim then.
 		CommandRlimits: commandRlimits(spec.Limits),
@@ -107,7 +111,6 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 	}()
 	// The policy first: the Pod never runs without it.
 	policy := d.networkPolicy(spec.SandboxID)
-	secrets := d.cs.Secrets(d.cfg.Namespace)
 	secret := d.secret(spec.SandboxID, []byte(base64.StdEncoding.EncodeToString(framed.Bytes())))
 	pod := d.pod(spec.SandboxID, tpl.image, spec.Limits)
 	if probe {
@@ -118,32 +121,33 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		return h, fmt.Errorf("create the sandbox's NetworkPolicy: %w", err)
 	}
-	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	// The Secret outlives the sandbox's Pods: a stop, a start or a
+	// restore replaces the Pod, and the next one reads the same envelope.
+	if _, err := d.cs.Secrets(d.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
 	}
-	pod, err = d.cs.Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	h = driver.Handle{Version: driver.HandleVersion, Driver: Name, Token: spec.Token, Workdir: workdir}
+	return d.runPod(ctx, h, pod, spec.Limits)
+}
+
+// runPod creates pod, a sandbox's, waits until it runs and its agent
+// answers, and returns h reaching it. A Pod of the sandbox that is there
+// already is a conflict (sandbox_running).
+func (d *Driver) runPod(ctx context.Context, h driver.Handle, pod *corev1.Pod, limits api.Limits) (driver.Handle, error) {
+	image := pod.Spec.Containers[0].Image
+	pod, err := d.cs.Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return h, errdefs.Conflict("sandbox_running", "the sandbox's Pod is there already: it runs, or is still being deleted")
+	}
 	if err != nil {
 		return h, fmt.Errorf("create the sandbox's Pod: %w", err)
 	}
-	// The Secret goes with its Pod, whoever deletes the Pod.
-	owned := secret.DeepCopy()
-	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
-	if _, err := secrets.Update(ctx, owned, metav1.UpdateOptions{}); err != nil {
-		d.log.Warn("make the sandbox's Pod own its Secret", logattr.Sandbox(spec.SandboxID), "err", err)
-	}
-
 	ip, err := d.waitRunning(ctx, pod.Name, pod.UID)
 	if err != nil {
 		return h, err
 	}
-	h = driver.Handle{
-		Version: driver.HandleVersion,
-		Driver:  Name,
-		Agent:   driver.Endpoint{Network: "tcp", Address: net.JoinHostPort(ip, strconv.Itoa(agentPort)), Info: agentproto.Current()},
-		Token:   spec.Token,
-		Workdir: workdir,
-	}
-	if h.State, err = json.Marshal(handleState{Pod: pod.Name, UID: string(pod.UID)}); err != nil {
+	h.Agent = driver.Endpoint{Network: "tcp", Address: net.JoinHostPort(ip, strconv.Itoa(agentPort)), Info: agentproto.Current()}
+	if h.State, err = json.Marshal(handleState{Pod: pod.Name, UID: string(pod.UID), Image: image, Limits: limits}); err != nil {
 		return h, err
 	}
 	if err := waitAgent(ctx, h); err != nil {
@@ -184,15 +188,28 @@ type sandboxImage struct {
 // template is what spec's template starts from: the base image, or an
 // image template's, which it pushes the first time.
 func (d *Driver) template(ctx context.Context, spec driver.Spec) (sandboxImage, error) {
+	tpl, err := d.templateOf(ctx, spec)
+	if err != nil || spec.Snapshot == "" {
+		return tpl, err
+	}
+	// From a snapshot: the template's settings, the snapshot's image.
+	tpl.image, err = d.snapshotRef(spec.Snapshot)
+	return tpl, err
+}
+
+// templateOf is what spec's template starts from (its image pushed only
+// when spec starts from it, not from a snapshot of it).
+func (d *Driver) templateOf(ctx context.Context, spec driver.Spec) (sandboxImage, error) {
 	switch {
-	case spec.Snapshot != "":
-		return sandboxImage{}, errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "the kubernetes driver does not take or restore snapshots yet")
 	case len(spec.Volumes) > 0:
 		return sandboxImage{}, errdefs.New(errdefs.ErrUnsupported, "volumes_unsupported", "the kubernetes driver does not mount volumes yet")
 	case spec.Image != nil:
-		ref, err := d.templateRef(ctx, spec.Image)
-		if err != nil {
-			return sandboxImage{}, err
+		var ref string
+		if spec.Snapshot == "" {
+			var err error
+			if ref, err = d.templateRef(ctx, spec.Image); err != nil {
+				return sandboxImage{}, err
+			}
 		}
 		u := spec.Image.User
 		env := imageEnv(spec.Image)

@@ -226,6 +226,10 @@ func (d *Driver) Capabilities() driver.Capabilities {
 		// An image template is flattened into one tree, packed as one
 		// layer and pushed to the registry by its first sandbox.
 		Images: true,
+		// A snapshot, and a stop, is a layer over the Pod's image in the
+		// registry (snapshot.go).
+		Snapshots: true,
+		StartStop: true,
 		// Egress goes through hutch's proxy, but only a NetworkPolicy
 		// the cluster enforces keeps a process from going around it.
 		UnconfinedEgress: netpol != netpolEnforced,

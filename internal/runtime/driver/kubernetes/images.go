@@ -82,26 +82,41 @@ func pushImages(ctx context.Context, registry, agentPath string, log *slog.Logge
 	return out, nil
 }
 
-// push writes img to repo in registry and returns its reference by
-// digest. A registry on a loopback or private address is spoken to over
-// plain HTTP, as the cluster's own test registries are.
+// push writes img to repo in registry, tagged by its digest, and
+// returns its reference by digest.
 func push(ctx context.Context, registry, repo string, img v1.Image) (string, error) {
-	var opts []name.Option
-	if plainHTTP(registry) {
-		opts = append(opts, name.Insecure)
-	}
 	digest, err := img.Digest()
 	if err != nil {
 		return "", err
 	}
-	tag, err := name.NewTag(registry+"/"+repo+":"+digest.Hex[:16], opts...)
+	return pushTagged(ctx, registry, repo, digest.Hex[:16], img)
+}
+
+// pushTagged writes img to repo in registry, tagged tag, and returns its
+// reference by digest. A registry on a loopback or private address is
+// spoken to over plain HTTP, as the cluster's own test registries are.
+func pushTagged(ctx context.Context, registry, repo, tag string, img v1.Image) (string, error) {
+	digest, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	ref, err := name.NewTag(registry+"/"+repo+":"+tag, nameOptions(registry)...)
 	if err != nil {
 		return "", fmt.Errorf("--kubernetes-registry %q: %w", registry, err)
 	}
-	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
-		return "", fmt.Errorf("push %s to the cluster's registry: %w", tag, err)
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return "", fmt.Errorf("push %s to the cluster's registry: %w", ref, err)
 	}
 	return registry + "/" + repo + "@" + digest.String(), nil
+}
+
+// nameOptions are how references to registry are parsed: plain HTTP for
+// one on a loopback or private address.
+func nameOptions(registry string) []name.Option {
+	if plainHTTP(registry) {
+		return []name.Option{name.Insecure}
+	}
+	return nil
 }
 
 // plainHTTP says whether the registry at host[:port] is on a loopback

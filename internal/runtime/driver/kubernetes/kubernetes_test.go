@@ -47,6 +47,9 @@ func TestConformance(t *testing.T) {
 		New:          func(t *testing.T) driver.Driver { return open(t, c, node, dir) },
 		Escape:       true,
 		MemoryRlimit: true,
+		Skip: map[string]string{
+			"SnapshotLinks": "a Pod's /etc holds the kubelet's mounts (hosts, hostname, resolv.conf), which no process of it can remove to make /etc a link; the kubelet, not hutch, writes a Pod's /etc/hostname, and the runtime resolves it inside the container",
+		},
 		// What a Pod cannot pass here, each reported by the driver or
 		// said in docs/KUBERNETES.md.
 		SkipEscape: map[string]string{

@@ -2,11 +2,14 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hutchdev/hutch/internal/base/errdefs"
 	"github.com/hutchdev/hutch/internal/runtime/driver"
@@ -23,17 +26,12 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 	return d.remove(ctx, sandboxOf(st.Pod))
 }
 
-// remove deletes sandbox id's Pod (at once: no grace), Secret and
-// NetworkPolicy and waits, within deleteTimeout, until the cache has the
-// Pod no more.
+// remove deletes sandbox id's Pod (deletePod), Secret and
+// NetworkPolicy.
 func (d *Driver) remove(ctx context.Context, id string) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, deleteTimeout, fmt.Errorf("the sandbox's Pod was not gone within %v", deleteTimeout))
-	defer cancel()
 	name := objectName(id)
-	now := int64(0)
-	bg := metav1.DeletePropagationBackground
-	if err := d.cs.Pods(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &now, PropagationPolicy: &bg}); ignoreNotFound(err) != nil {
-		return fmt.Errorf("delete the sandbox's Pod: %w", err)
+	if err := d.deletePod(ctx, name); err != nil {
+		return err
 	}
 	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
 		return fmt.Errorf("delete the sandbox's Secret: %w", err)
@@ -41,21 +39,105 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 	if err := d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
 		return fmt.Errorf("delete the sandbox's NetworkPolicy: %w", err)
 	}
-	return d.pods.wait(ctx, name, func(p *corev1.Pod) (bool, error) { return p == nil, nil })
+	return nil
+}
+
+// Bounds of a Pod's deletion: the kubelet is given killGrace to stop its
+// containers (the agent, sent SIGTERM, ends its whole tree at once) and
+// gracefulTimeout to report them ended, which removes the Pod; a Pod
+// still there then (its node does not answer) is deleted by force, and
+// deleteTimeout bounds it all.
+const (
+	killGrace       = int64(1)
+	gracefulTimeout = 30 * time.Second
+)
+
+// deletePod deletes Pod name and waits until it is gone: its processes
+// have ended, unless its node did not answer within gracefulTimeout.
+func (d *Driver) deletePod(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, deleteTimeout, fmt.Errorf("the sandbox's Pod was not gone within %v", deleteTimeout))
+	defer cancel()
+	gone := func(p *corev1.Pod) (bool, error) { return p == nil, nil }
+	if err := d.deletePodWithin(ctx, name, killGrace); err != nil {
+		return err
+	}
+	gctx, gcancel := context.WithTimeout(ctx, gracefulTimeout)
+	err := d.pods.wait(gctx, name, gone)
+	gcancel()
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	d.log.Warn("a sandbox's Pod was not gone in time: deleting it by force", "pod", name, "within", gracefulTimeout)
+	if err := d.deletePodWithin(ctx, name, 0); err != nil {
+		return err
+	}
+	return d.pods.wait(ctx, name, gone)
+}
+
+// deletePodWithin asks for Pod name's deletion with grace seconds (0:
+// at once, by force).
+func (d *Driver) deletePodWithin(ctx context.Context, name string, grace int64) error {
+	bg := metav1.DeletePropagationBackground
+	if err := d.cs.Pods(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, PropagationPolicy: &bg}); ignoreNotFound(err) != nil {
+		return fmt.Errorf("delete the sandbox's Pod: %w", err)
+	}
+	return nil
+}
+
+// keepSecret makes the sandbox's Secret (named name) outlive its Pod (a
+// sandbox made before it did had its Pod own it) and sets annotations
+// (nil removes one).
+func (d *Driver) keepSecret(ctx context.Context, name string, annotations map[string]any) error {
+	meta := map[string]any{"ownerReferences": nil}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	if _, err := d.cs.Secrets(d.cfg.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errdefs.New(errdefs.ErrUnavailable, "sandbox_gone", "the sandbox's Secret is gone")
+		}
+		return fmt.Errorf("keep the sandbox's Secret: %w", err)
+	}
+	return nil
+}
+
+// stoppedImage is the image the sandbox's last stop kept, from its
+// Secret (named name); "" when none did, and an error when the Secret is
+// gone.
+func (d *Driver) stoppedImage(ctx context.Context, name string) (string, error) {
+	s, err := d.cs.Secrets(d.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", errdefs.New(errdefs.ErrUnavailable, "sandbox_gone", "the sandbox's Secret is gone")
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the sandbox's Secret: %w", err)
+	}
+	return s.Annotations[annotationStopped], nil
 }
 
 // Status is what the informer's cache says of the sandbox's Pod: gone
 // when it is not there (deleted, or another Pod of the same name), or
 // when it ended or cannot run (evicted, its node lost), with the reason.
-func (d *Driver) Status(_ context.Context, h driver.Handle) (driver.Status, error) {
+func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, error) {
 	st, err := decodeState(h)
 	if err != nil {
 		return driver.Status{}, err
 	}
 	p := d.pods.get(st.Pod)
 	switch {
-	case p == nil || string(p.UID) != st.UID:
+	case p == nil:
+		// No Pod: stopped, when a stop kept the files (the Secret says
+		// so), or gone.
+		if ref, err := d.stoppedImage(ctx, st.Pod); err == nil && ref != "" {
+			return driver.Status{State: driver.Stopped, Detail: "stopped, its files kept as " + ref}, nil
+		}
 		return driver.Status{State: driver.Gone, Detail: "its Pod is gone"}, nil
+	case string(p.UID) != st.UID:
+		return driver.Status{State: driver.Gone, Detail: "its Pod is another"}, nil
 	case p.DeletionTimestamp != nil:
 		return driver.Status{State: driver.Gone, Detail: "its Pod is being deleted"}, nil
 	}
@@ -68,17 +150,6 @@ func (d *Driver) Status(_ context.Context, h driver.Handle) (driver.Status, erro
 // Recover is Status: the Pod runs on whatever the control plane did.
 func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, error) {
 	return d.Status(ctx, h)
-}
-
-// Start is refused: a Pod cannot be stopped and started again keeping
-// its files (Capabilities says StartStop false).
-func (d *Driver) Start(context.Context, driver.Handle) (driver.Handle, error) {
-	return driver.Handle{}, errdefs.New(errdefs.ErrUnsupported, "start_stop_unsupported", "the kubernetes driver cannot stop and start a sandbox yet")
-}
-
-// Stop is refused, as Start is.
-func (d *Driver) Stop(context.Context, driver.Handle) error {
-	return errdefs.New(errdefs.ErrUnsupported, "start_stop_unsupported", "the kubernetes driver cannot stop and start a sandbox yet")
 }
 
 // Sweep removes the Pods, Secrets and NetworkPolicies of the namespace

@@ -174,10 +174,14 @@ func resources(l api.Limits) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
 }
 
-// handleState is the driver's part of a Handle.
+// handleState is the driver's part of a Handle: the sandbox's Pod, the
+// image it runs (its template's, a snapshot's, or what its last stop
+// kept), and its limits, for the next Pod of the sandbox.
 type handleState struct {
-	Pod string `json:"pod"`
-	UID string `json:"uid"`
+	Pod    string     `json:"pod"`
+	UID    string     `json:"uid"`
+	Image  string     `json:"image,omitempty"`
+	Limits api.Limits `json:"limits"`
 }
 
 var _ driver.Driver = (*Driver)(nil)
