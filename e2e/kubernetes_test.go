@@ -108,9 +108,41 @@ func TestKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// What the driver cannot do is refused by name.
-	if _, err := c.StopSandbox(ctx, sb.ID); err == nil {
-		t.Fatal("stop of a sandbox on the kubernetes driver succeeded")
+	// Files outlive a stop and a start (a new Pod of an image of them);
+	// a snapshot restores what it took and starts forks of its own.
+	if _, err := c.StopSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.StartSandbox(ctx, sb.ID); err != nil || got.State != api.StateRunning {
+		t.Fatalf("start after stop = %+v, %v", got, err)
+	}
+	if res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"cat", "notes/hello.txt"}}); err != nil || res.Stdout != "hello from the API\n" {
+		t.Fatalf("a file after stop and start = %+v, %v", res, err)
+	}
+	snap, err := c.CreateSnapshot(ctx, sb.ID, api.CreateSnapshotRequest{Name: "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "rm notes/hello.txt && echo later > later.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	forks, err := c.Fork(ctx, sb.ID, api.ForkRequest{Count: 2})
+	if err != nil || len(forks.Sandboxes) != 2 {
+		t.Fatalf("fork = %+v, %v", forks, err)
+	}
+	for _, f := range forks.Sandboxes {
+		if res, err := c.Exec(ctx, f.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "cat later.txt; ls notes; hostname"}}); err != nil || res.Stdout != "later\n"+f.ID+"\n" {
+			t.Fatalf("a fork's files = %+v, %v; want the sandbox's as forked, under the fork's own name", res, err)
+		}
+		if err := c.DeleteSandbox(ctx, f.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Restore(ctx, sb.ID, api.RestoreRequest{Snapshot: snap.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", "cat notes/hello.txt; ls later.txt 2>&1"}}); err != nil || !strings.HasPrefix(res.Stdout, "hello from the API\nls: later.txt: No such file") {
+		t.Fatalf("after a restore = %+v, %v; want the snapshot's files", res, err)
 	}
 	// Egress goes through hutch's proxy, carried by the agent, and its
 	// policy holds: public egress does not reach the node's address,
@@ -140,8 +172,8 @@ func TestKubernetes(t *testing.T) {
 		return err1 == nil && err2 == nil && len(pods.Items) == 0 && len(secrets.Items) == 0
 	})
 
-	// The unmodified E2B SDK: everything but pause, snapshots and
-	// metrics, which the driver does not do yet.
+	// The unmodified E2B SDK: everything but pause and metrics, which
+	// the driver does not do.
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
@@ -151,11 +183,11 @@ func TestKubernetes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-name-pattern=Sandbox:|commands|files|pty|envd", "compat.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-name-pattern=Sandbox:|commands|files|pty|snapshots|envd", "compat.test.mjs")
 	cmd.Dir = "e2b"
 	cmd.Env = append(os.Environ(), "E2B_API_URL="+s.url+"/e2b", "E2B_SANDBOX_URL="+s.url+"/e2b/envd", "E2B_API_KEY="+s.key)
 	e2bOut, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(e2bOut), "pass 9") {
+	if err != nil || !strings.Contains(string(e2bOut), "pass 10") {
 		t.Fatalf("node --test compat.test.mjs: %v\n%s", err, e2bOut)
 	}
 	page, err := c.ListSandboxes(context.Background(), client.ListOptions{State: api.StateRunning})
