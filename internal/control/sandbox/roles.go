@@ -74,6 +74,9 @@ type Snapshots interface {
 	DeleteSnapshot(ctx context.Context, id string) error
 	Restore(ctx context.Context, id string, req api.RestoreRequest) (api.Sandbox, error)
 	Fork(ctx context.Context, id string, req api.ForkRequest) (api.ForkResult, error)
+	// SnapshotNode is the node whose disk keeps a snapshot's files, where
+	// a sandbox starts from it; "" when any node can.
+	SnapshotNode(ctx context.Context, id string) (string, error)
 }
 
 // Network shows and changes a sandbox's egress policy.

@@ -341,13 +341,35 @@ func snapshotToAPI(s *store.Snapshot) api.Snapshot {
 // restore from snap when its files are on another node's disk (that of
 // the sandbox it was taken of): 409 snapshot_elsewhere.
 func (s *Service) snapshotHere(ctx context.Context, snap *store.Snapshot) error {
-	of, err := s.store.GetSandbox(ctx, snap.SandboxID)
-	if err != nil {
+	node, err := s.snapshotNode(ctx, snap)
+	if err != nil || node == "" || node == s.cfg.Node {
 		return err
 	}
-	if of.Node == "" || of.Node == s.cfg.Node {
-		return nil
-	}
 	return errdefs.Conflict("snapshot_elsewhere", "snapshot %s is on node %s's disk, and this sandbox runs on node %s: restore a sandbox of node %s from it, or create a new sandbox from it (it is made there)",
-		snap.ID, of.Node, s.cfg.Node, of.Node)
+		snap.ID, node, s.cfg.Node, node)
+}
+
+// SnapshotNode is the node whose disk keeps the caller's snapshot id's
+// files (snapshotNode).
+func (s *Service) SnapshotNode(ctx context.Context, id string) (string, error) {
+	snap, err := s.store.GetSnapshot(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return s.snapshotNode(ctx, snap)
+}
+
+// snapshotNode is the node whose disk keeps snap's files: the node of the
+// sandbox it was taken of (a sandbox's record, and so its node, outlives
+// it); "" when its driver keeps snapshots off any node's disk
+// (Capabilities.SharedSnapshots), so that any node starts from it.
+func (s *Service) snapshotNode(ctx context.Context, snap *store.Snapshot) (string, error) {
+	if d, ok := s.drivers.Get(snap.Driver); ok && d.Capabilities().SharedSnapshots {
+		return "", nil
+	}
+	of, err := s.store.GetSandbox(ctx, snap.SandboxID)
+	if err != nil {
+		return "", err
+	}
+	return of.Node, nil
 }

@@ -76,19 +76,10 @@ func (a *API) toDiskOwner(nodeOf func(ctx context.Context, name string) (string,
 	}
 }
 
-// snapshotNode is the node whose disk holds snapshot id's files: the
-// node of the sandbox it was taken of (a sandbox's record, and so its
-// node, outlives it).
+// snapshotNode is the node whose disk holds snapshot id's files, ""
+// when any node can start from it (sandbox.Snapshots.SnapshotNode).
 func (a *API) snapshotNode(ctx context.Context, id string) (string, error) {
-	snap, err := a.cfg.Sandboxes.GetSnapshot(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	sb, err := a.cfg.Sandboxes.Get(ctx, snap.SandboxID)
-	if err != nil {
-		return "", err
-	}
-	return sb.Node, nil
+	return a.cfg.Sandboxes.SnapshotNode(ctx, id)
 }
 
 // volumeNode is the node whose disk holds volume name's files.

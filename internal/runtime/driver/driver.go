@@ -207,8 +207,12 @@ type Capabilities struct {
 	SharedLayers bool
 	// Pause says the driver is a Pauser on this host (it has a freezer).
 	Pause bool
-	// Snapshots says the driver is a Snapshotter on this host.
-	Snapshots bool
+	// Snapshots says the driver is a Snapshotter on this host;
+	// SharedSnapshots that its snapshots are kept off any node's disk
+	// (the kubernetes driver's registry), so any node of a fleet starts
+	// a sandbox from one or restores one, whichever node took it.
+	Snapshots       bool
+	SharedSnapshots bool
 	// Volumes says the driver mounts volumes (Spec.Volumes).
 	Volumes bool
 	// UnconfinedEgress says the driver's sandboxes reach the network

@@ -228,8 +228,9 @@ func (d *Driver) Capabilities() driver.Capabilities {
 		Images: true,
 		// A snapshot, and a stop, is a layer over the Pod's image in the
 		// registry (snapshot.go).
-		Snapshots: true,
-		StartStop: true,
+		Snapshots:       true,
+		SharedSnapshots: true,
+		StartStop:       true,
 		// Egress goes through hutch's proxy, but only a NetworkPolicy
 		// the cluster enforces keeps a process from going around it.
 		UnconfinedEgress: netpol != netpolEnforced,
