@@ -47,6 +47,7 @@ func main() {
 	flag.IntVar(&o.execs, "execs", 300, "exec round trips")
 	flag.IntVar(&o.creates, "creates", 40, "sandboxes created and destroyed for creates/s (0: skip)")
 	flag.IntVar(&o.clients, "clients", 8, "concurrent clients for creates/s")
+	flag.IntVar(&o.rounds, "rounds", 10, "rounds of snapshot, stop, start and fork of one sandbox (0: skip)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "kubernetes:", err)
@@ -55,8 +56,8 @@ func main() {
 }
 
 type options struct {
-	agent, kubeconfig, registry string
-	n, execs, creates, clients  int
+	agent, kubeconfig, registry        string
+	n, execs, creates, clients, rounds int
 }
 
 func run(ctx context.Context, o options) error {
@@ -141,6 +142,12 @@ func run(ctx context.Context, o options) error {
 		}
 		floor = append(floor, d)
 	}
+	var lc lifecycleTimes
+	if o.rounds > 0 {
+		if lc, err = lifecycle(ctx, s, o.rounds); err != nil {
+			return err
+		}
+	}
 	var rate float64
 	if o.creates > 0 {
 		if rate, err = createRate(ctx, s, o); err != nil {
@@ -153,10 +160,104 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("| bare Pod of the same image, create → Running (floor) | %s | %s | %d |\n", stat.MS(stat.Pct(floor, 50)), stat.MS(stat.Pct(floor, 99)), len(floor))
 	fmt.Printf("| sandbox create → first exec answered | %s | %s | %d |\n", stat.MS(stat.Pct(toExec, 50)), stat.MS(stat.Pct(toExec, 99)), len(toExec))
 	fmt.Printf("| exec `true`, round trip | %s | %s | %d |\n", stat.MS(stat.Pct(rtt, 50)), stat.MS(stat.Pct(rtt, 99)), len(rtt))
+	if o.rounds > 0 {
+		lc.print()
+	}
 	if o.creates > 0 {
 		fmt.Printf("| creates/s, %d clients (create, then destroy) | %.1f/s | | %d |\n", o.clients, rate, o.creates)
 	}
 	return nil
+}
+
+// lifecycleTimes are the rounds of lifecycle.
+type lifecycleTimes struct {
+	snapshot, stop, start, fork, destroy []time.Duration
+}
+
+// lifecycle times, in each of rounds, on one sandbox holding a 1 MiB
+// file written that round: a snapshot, a stop, a start until its first
+// exec, a fork of one until the fork's first exec, and that fork's
+// destroy.
+func lifecycle(ctx context.Context, s *benchserver.Server, rounds int) (lifecycleTimes, error) {
+	var lt lifecycleTimes
+	c := s.Client
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		return lt, err
+	}
+	defer c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
+	exec := func(id string) error {
+		_, err := c.Exec(ctx, id, api.ExecRequest{Cmd: []string{"true"}})
+		return err
+	}
+	timed := func(into *[]time.Duration, f func() error) error {
+		start := time.Now()
+		if err := f(); err != nil {
+			return err
+		}
+		*into = append(*into, time.Since(start))
+		return nil
+	}
+	for i := range rounds {
+		fmt.Fprintf(os.Stderr, "\rsnapshot, stop, start, fork %d/%d   ", i+1, rounds)
+		if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Cmd: []string{"sh", "-c", fmt.Sprintf("head -c 1048576 /dev/urandom > round-%d", i)}}); err != nil {
+			return lt, err
+		}
+		var snapID string
+		if err := timed(&lt.snapshot, func() error {
+			snap, err := c.CreateSnapshot(ctx, sb.ID, api.CreateSnapshotRequest{})
+			if err == nil {
+				snapID = snap.ID
+			}
+			return err
+		}); err != nil {
+			return lt, err
+		}
+		if err := c.DeleteSnapshot(ctx, snapID); err != nil {
+			return lt, err
+		}
+		if err := timed(&lt.stop, func() error { _, err := c.StopSandbox(ctx, sb.ID); return err }); err != nil {
+			return lt, err
+		}
+		if err := timed(&lt.start, func() error {
+			if _, err := c.StartSandbox(ctx, sb.ID); err != nil {
+				return err
+			}
+			return exec(sb.ID)
+		}); err != nil {
+			return lt, err
+		}
+		var forkID string
+		if err := timed(&lt.fork, func() error {
+			res, err := c.Fork(ctx, sb.ID, api.ForkRequest{Count: 1})
+			if err != nil {
+				return err
+			}
+			forkID = res.Sandboxes[0].ID
+			return exec(forkID)
+		}); err != nil {
+			return lt, err
+		}
+		if err := timed(&lt.destroy, func() error { return c.DeleteSandbox(ctx, forkID) }); err != nil {
+			return lt, err
+		}
+	}
+	return lt, nil
+}
+
+func (lt lifecycleTimes) print() {
+	for _, r := range []struct {
+		what string
+		d    []time.Duration
+	}{
+		{"snapshot (a layer of the round's 1 MiB file, pushed)", lt.snapshot},
+		{"stop (a snapshot, then the Pod deleted)", lt.stop},
+		{"start → first exec answered", lt.start},
+		{"fork of one → the fork's first exec answered", lt.fork},
+		{"destroy (the Pod gone, its processes ended)", lt.destroy},
+	} {
+		fmt.Printf("| %s | %s | %s | %d |\n", r.what, stat.MS(stat.Pct(r.d, 50)), stat.MS(stat.Pct(r.d, 99)), len(r.d))
+	}
 }
 
 // barePod creates a Pod of image running sleep, waits for it Running and

@@ -102,8 +102,10 @@ func run() int {
 		// As init of the sandbox's pid namespace the kernel already drops
 		// SIGKILL and SIGSTOP from inside it; catching every other signal
 		// keeps the Go runtime from dying of one. Only the host can stop
-		// the agent, by killing it.
-		ignoreSignals()
+		// the agent, by killing it; but a Pod's agent (below) ends on
+		// SIGTERM, the kubelet's, so a Pod's deletion ends its processes
+		// at once rather than after its grace period.
+		ignoreSignals(sigs)
 	} else {
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	}
@@ -115,6 +117,9 @@ func run() int {
 		return 1
 	}
 	log = log.With(logattr.Sandbox(env.SandboxID))
+	if os.Getpid() == 1 && env.Listen == "" {
+		sigs = nil // the namespace driver's: no signal ends it
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

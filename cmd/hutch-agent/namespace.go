@@ -10,13 +10,20 @@ import (
 )
 
 // ignoreSignals catches every signal and drops it (SIGCHLD still reaches
-// the reaper, which listens for it too). Caught, not ignored: an ignored
+// the reaper, which listens for it too), but passes SIGTERM on to term,
+// which the caller may leave unread. Caught, not ignored: an ignored
 // signal would stay ignored in every command the agent starts.
-func ignoreSignals() {
+func ignoreSignals(term chan<- os.Signal) {
 	c := make(chan os.Signal, 16)
 	signal.Notify(c)
 	go func() {
-		for range c {
+		for s := range c {
+			if s == syscall.SIGTERM {
+				select {
+				case term <- s:
+				default:
+				}
+			}
 		}
 	}()
 }
