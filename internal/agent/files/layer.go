@@ -8,12 +8,12 @@ import (
 	"os"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchdev/hutch/internal/base/dirent"
+	"github.com/hutchdev/hutch/internal/base/mountinfo"
 )
 
 // Layer snapshots (the kubernetes driver's). A Pod's root is its image's
@@ -243,29 +243,10 @@ func mountsUnder(root string) (map[string]bool, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
+		mp := mountinfo.Unescape(fields[4])
 		if rel, ok := strings.CutPrefix(mp, prefix); ok && rel != "" {
 			out[rel] = true
 		}
 	}
 	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

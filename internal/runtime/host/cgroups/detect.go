@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/base/mountinfo"
 )
 
 // mount is one cgroup file system from /proc/self/mountinfo.
@@ -166,8 +167,8 @@ func parseMountInfo(r io.Reader) ([]mount, error) {
 			continue
 		}
 		m := mount{
-			point: unescape(fields[4]),
-			root:  unescape(fields[3]),
+			point: mountinfo.Unescape(fields[4]),
+			root:  mountinfo.Unescape(fields[3]),
 			v2:    fstype == "cgroup2",
 		}
 		if !m.v2 {
@@ -183,24 +184,4 @@ func parseMountInfo(r io.Reader) ([]mount, error) {
 		return nil, fmt.Errorf("cgroups: read mountinfo: %w", err)
 	}
 	return out, nil
-}
-
-// unescape undoes the octal escapes (\040 for a space, \011, \012, \134)
-// the kernel writes into mountinfo paths.
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

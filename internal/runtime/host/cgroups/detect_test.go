@@ -191,21 +191,6 @@ func TestParseMountInfoMalformed(t *testing.T) {
 	}
 }
 
-func TestUnescape(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`/plain`, `/plain`},
-		{`/a\040b`, `/a b`},
-		{`/tab\011nl\012bs\134`, "/tab\tnl\nbs\\"},
-		{`/trailing\04`, `/trailing\04`},
-		{`/not\999octal`, `/not\999octal`},
-	}
-	for _, tt := range tests {
-		if got := unescape(tt.in); got != tt.want {
-			t.Errorf("unescape(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func FuzzParseMountInfo(f *testing.F) {
 	for _, s := range []string{pureV2, hybrid, coMounted, bindMounted} {
 		f.Add(s)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hutchdev/hutch/internal/base/mountinfo"
 )
 
 // The statfs magic numbers Probe tells apart.
@@ -136,34 +138,13 @@ func parseMountinfo(line string) (Mount, error) {
 	}
 	m := Mount{
 		ID:     id,
-		Point:  unescapeOctal(f[4]),
+		Point:  mountinfo.Unescape(f[4]),
 		Type:   f[sep+1],
-		Source: unescapeOctal(f[sep+2]),
+		Source: mountinfo.Unescape(f[sep+2]),
 	}
 	m.Options = strings.Split(f[sep+3], ",")
 	return m, nil
 }
-
-// unescapeOctal undoes the kernel's \ooo escapes of space, tab, newline
-// and backslash in mountinfo fields.
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			n, _ := strconv.ParseUint(s[i+1:i+4], 8, 8)
-			b.WriteByte(byte(n))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // hasOption reports whether m's superblock options include any of opts.
 func (m Mount) hasOption(opts ...string) bool {
