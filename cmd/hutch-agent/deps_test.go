@@ -30,6 +30,7 @@ func TestDeps(t *testing.T) {
 		"github.com/hutchdev/hutch/internal/base/dirent":      true,
 		"github.com/hutchdev/hutch/internal/base/errdefs":     true,
 		"github.com/hutchdev/hutch/internal/base/logattr":     true,
+		"github.com/hutchdev/hutch/internal/base/mountinfo":   true,
 		"github.com/hutchdev/hutch/internal/base/osthread":    true,
 		"github.com/hutchdev/hutch/internal/base/sparse":      true,
 		// The app supervisor reads the app's manifest.
