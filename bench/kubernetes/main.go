@@ -48,6 +48,7 @@ func main() {
 	flag.IntVar(&o.creates, "creates", 40, "sandboxes created and destroyed for creates/s (0: skip)")
 	flag.IntVar(&o.clients, "clients", 8, "concurrent clients for creates/s")
 	flag.IntVar(&o.rounds, "rounds", 10, "rounds of snapshot, stop, start and fork of one sandbox (0: skip)")
+	flag.IntVar(&o.pool, "warm-pool", 0, "warm Pods kept per kind (hutch serve --warm-pool)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "kubernetes:", err)
@@ -56,8 +57,8 @@ func main() {
 }
 
 type options struct {
-	agent, kubeconfig, registry        string
-	n, execs, creates, clients, rounds int
+	agent, kubeconfig, registry              string
+	n, execs, creates, clients, rounds, pool int
 }
 
 func run(ctx context.Context, o options) error {
@@ -84,7 +85,7 @@ func run(ctx context.Context, o options) error {
 
 	fmt.Fprintf(os.Stderr, "starting hutch on the kubernetes driver in namespace %s (pushing its images)\n", ns)
 	s, err := benchserver.Start(ctx, func(c *config.Config) {
-		c.AgentPath, c.Driver = o.agent, "kubernetes"
+		c.AgentPath, c.Driver, c.WarmPool = o.agent, "kubernetes", o.pool
 		c.Kubernetes.Kubeconfig, c.Kubernetes.Namespace, c.Kubernetes.Registry, c.Kubernetes.Required = o.kubeconfig, ns, o.registry, true
 	})
 	if err != nil {
@@ -155,7 +156,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Fprintln(os.Stderr)
-	fmt.Println("| kubernetes driver | p50 | p99 | n |")
+	fmt.Printf("| kubernetes driver, warm pool %d | p50 | p99 | n |\n", o.pool)
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| bare Pod of the same image, create → Running (floor) | %s | %s | %d |\n", stat.MS(stat.Pct(floor, 50)), stat.MS(stat.Pct(floor, 99)), len(floor))
 	fmt.Printf("| sandbox create → first exec answered | %s | %s | %d |\n", stat.MS(stat.Pct(toExec, 50)), stat.MS(stat.Pct(toExec, 99)), len(toExec))

@@ -110,16 +110,27 @@ func run() int {
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	}
 
-	srv, ln, env, err := start(log)
+	env, err := readEnvelope(os.Args)
+	if err == nil && os.Getpid() == 1 && env.Listen == "" {
+		sigs = nil // the namespace driver's: no signal ends it
+	}
+	if err == nil && env.AwaitBootstrap {
+		env, err = awaitBootstrap(log, env, sigs)
+		if env == nil && err == nil {
+			return 0 // ended before a sandbox was its
+		}
+	}
+	var srv *agent.Server
+	var ln net.Listener
+	if err == nil {
+		srv, ln, err = start(log, env, nil)
+	}
 	if err != nil {
 		log.Error("agent failed to start", "err", err)
 		ready(agentproto.Ready{Error: err.Error()})
 		return 1
 	}
 	log = log.With(logattr.Sandbox(env.SandboxID))
-	if os.Getpid() == 1 && env.Listen == "" {
-		sigs = nil // the namespace driver's: no signal ends it
-	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -151,27 +162,52 @@ func run() int {
 	return code
 }
 
-// start does everything before the ready line: envelope, process
-// attributes, socket, server, confinement. It prints the ready line.
-func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envelope, retErr error) {
-	env, err := readEnvelope(os.Args)
+// awaitBootstrap serves a warm agent's envelope (only POST /bootstrap)
+// until the control plane hands it its sandbox's, which it returns; nil
+// when a signal ended it first.
+func awaitBootstrap(log *slog.Logger, warm *envelope.Envelope, sigs <-chan os.Signal) (*envelope.Envelope, error) {
+	boot := make(chan *envelope.Envelope, 1)
+	srv, ln, err := start(log, warm, func(e *envelope.Envelope) { boot <- e })
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("warm agent waiting for its sandbox", "listen", warm.Listen)
+	var env *envelope.Envelope
+	select {
+	case env = <-boot:
+	case <-sigs:
+	case err = <-served:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	// It closes the listener: the sandbox's server listens anew.
+	if serr := srv.Shutdown(ctx); serr != nil && err == nil {
+		log.Warn("warm agent shutdown", "err", serr)
+	}
+	return env, err
+}
+
+// start does everything before the ready line for env: process
+// attributes, socket, server, confinement. It prints the ready line.
+// boot, when set, makes the server a warm agent's (agent.Config.Bootstrap).
+func start(log *slog.Logger, env *envelope.Envelope, boot func(*envelope.Envelope)) (_ *agent.Server, _ net.Listener, retErr error) {
+	var err error
 	if env.ExecFD > 2 {
 		if err := unix.Close(env.ExecFD); err != nil {
-			return nil, nil, nil, fmt.Errorf("close the descriptor the agent was executed through: %w", err)
+			return nil, nil, fmt.Errorf("close the descriptor the agent was executed through: %w", err)
 		}
 	}
 	// Non-dumpable: a process of the same uid cannot ptrace the agent or
 	// read its memory (and the token in it) through /proc.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return nil, nil, nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+		return nil, nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 	}
 	// Subreaper: orphans of the commands come back to the agent, so it
 	// reaps them and can kill the whole tree.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, nil, nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+		return nil, nil, fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	var ln net.Listener
 	listenOnce := func() error {
@@ -187,6 +223,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		return err
 	}
 	cfg := agent.ConfigFromEnvelope(env, log.With(logattr.Sandbox(env.SandboxID)))
+	cfg.Bootstrap = boot
 	if env.Namespace != nil {
 		box, err := nsinit.Setup(env.Namespace, listenOnce, proc.OnForkThread)
 		if ln != nil {
@@ -197,7 +234,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 			}()
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		cfg.Adopt = box.Adopt
 		if box.HasEgress() {
@@ -205,7 +242,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 		}
 	} else {
 		if err := listenOnce(); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		defer func() {
 			if retErr != nil {
@@ -215,7 +252,7 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	}
 	srv, err := agent.New(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	defer func() {
 		if retErr != nil {
@@ -224,12 +261,12 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	}()
 	if env.CommandCaps != nil {
 		if err := proc.OnForkThread(func() error { return confine.DropBounding(env.CommandCaps) }); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	if env.RunAs != nil {
 		if err := fileUser(env.RunAs); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	// After listening, so Landlock need not allow making the socket.
@@ -237,18 +274,18 @@ func start(log *slog.Logger) (_ *agent.Server, _ net.Listener, _ *envelope.Envel
 	if env.Confine != nil {
 		r, err := confine.Apply(env.Confine)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		report = &r
 	}
 	if err := ready(agentproto.Ready{Ready: true, Pid: os.Getpid(), Confine: report, Info: agentproto.Current()}); err != nil {
-		return nil, nil, nil, fmt.Errorf("write the ready line: %w", err)
+		return nil, nil, fmt.Errorf("write the ready line: %w", err)
 	}
 	// Nothing else goes to stdout: it becomes stderr.
 	if err := unix.Dup3(2, 1, 0); err != nil {
-		return nil, nil, nil, fmt.Errorf("dup stderr over stdout: %w", err)
+		return nil, nil, fmt.Errorf("dup stderr over stdout: %w", err)
 	}
-	return srv, ln, env, nil
+	return srv, ln, nil
 }
 
 // listen makes the agent's socket, 0600, replacing a stale one.

@@ -165,6 +165,63 @@ func TestPodSnapshot(t *testing.T) {
 	}
 }
 
+// TestPodWarm: a warm agent, as the kubernetes driver's pool starts it,
+// serves nothing but its health and POST /bootstrap; handed its
+// sandbox's envelope, sealed for its own token, it serves that sandbox,
+// with the sandbox's token only, on the same address.
+func TestPodWarm(t *testing.T) {
+	real := newEnvelope(t)
+	real.Socket, real.Listen = "", "127.0.0.1:"+freePort(t)
+	warm := newEnvelope(t)
+	warm.Socket, warm.Listen, warm.AwaitBootstrap, warm.SandboxID = "", real.Listen, true, "pool-x"
+	warm.Token = strings.Repeat("w", 40)
+	startPodAgent(t, warm, agentBin)
+	ctx := context.Background()
+	wc := agentclient.New("tcp", warm.Listen, warm.Token)
+	defer wc.Close()
+	if h, err := wc.Health(ctx); err != nil || h.SandboxID != "pool-x" {
+		t.Fatalf("a warm agent's health = %+v, %v", h, err)
+	}
+	if _, err := wc.Stat(ctx, "."); err == nil {
+		t.Fatal("a warm agent served a file call")
+	}
+	wrong, err := envelope.Seal(real, strings.Repeat("x", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Bootstrap(ctx, wrong); err == nil {
+		t.Fatal("an envelope sealed for another token was taken")
+	}
+	sealed, err := envelope.Seal(real, warm.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Bootstrap(ctx, sealed); err != nil {
+		t.Fatal(err)
+	}
+	c := agentclient.New("tcp", real.Listen, real.Token)
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err := c.Health(ctx)
+		if err == nil && h.SandboxID == real.SandboxID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bootstrapped agent did not answer as its sandbox's: %+v, %v", h, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := c.WriteFile(ctx, "hello", "", false, strings.NewReader("hi")); err != nil {
+		t.Fatalf("a file call of the sandbox: %v", err)
+	}
+	stale := agentclient.New("tcp", real.Listen, warm.Token)
+	defer stale.Close()
+	if _, err := stale.Stat(ctx, "."); err == nil {
+		t.Error("the warm token still reaches the sandbox's agent")
+	}
+}
+
 // startPodAgent runs the agent as the kubernetes driver does, with ev in
 // its environment, by argv, and waits for its ready line.
 func startPodAgent(t *testing.T, ev *envelope.Envelope, argv ...string) {

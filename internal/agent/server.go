@@ -137,6 +137,11 @@ type Config struct {
 	// must be pid 1 of the sandbox's pid namespace, whose processes it
 	// stops for the copy.
 	LayerSnapshots bool
+	// Bootstrap, when set, makes a warm agent (envelope AwaitBootstrap):
+	// it serves only GET /health and POST /bootstrap, whose body, the
+	// sandbox's envelope sealed for Token (envelope.Seal), it opens and
+	// hands to Bootstrap, once.
+	Bootstrap func(*envelope.Envelope)
 	// HistoryDir is where the file histories of tracked directories are
 	// kept (internal/agent/files), in the agent's view; empty means
 	// <Root>/.hutch-history (mode 0700): in the namespace driver the
@@ -218,8 +223,9 @@ type Server struct {
 	baseline *files.Baseline
 	http     *http.Server
 
-	shutdownOnce sync.Once
-	shutdownReq  chan struct{}
+	shutdownOnce  sync.Once
+	shutdownReq   chan struct{}
+	bootstrapOnce sync.Once
 	// stopping is closed when Shutdown begins: it ends the watches, which
 	// never end by themselves and would hold the drain of requests.
 	stopping chan struct{}
@@ -344,6 +350,13 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes(fileAPI *files.Service, watches *watch.Service, tunnels *tunnel.Service) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
+	if s.cfg.Bootstrap != nil {
+		mux.HandleFunc("POST /bootstrap", s.handleBootstrap)
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, errdefs.Conflict("agent_warm", "the agent waits for its sandbox (POST /bootstrap)"))
+		})
+		return mux
+	}
 	mux.HandleFunc("GET /events", s.handleEvents)
 	mux.HandleFunc("POST /shutdown", s.handleShutdown)
 	s.procs.Routes(mux) // /exec, /processes

@@ -63,6 +63,11 @@ type Envelope struct {
 	// what changed since, as an image layer (files.RecordBaseline): the
 	// kubernetes driver's snapshots.
 	LayerSnapshots bool `json:"layer_snapshots,omitempty"`
+	// AwaitBootstrap, with Listen, makes a warm agent: it serves only
+	// POST /bootstrap, signed with Token, whose body is the sandbox's own
+	// envelope sealed for Token (Seal); it then serves that sandbox as if
+	// started with it. The kubernetes driver's warm pool.
+	AwaitBootstrap bool `json:"await_bootstrap,omitempty"`
 	// Root is the top of what the file API may reach, in the agent's view;
 	// Workdir is the default directory of commands and of relative paths.
 	Root    string            `json:"root"`
@@ -143,6 +148,8 @@ func (e *Envelope) Validate() error {
 		return errors.New("envelope egress_streams needs listen")
 	case e.LayerSnapshots && e.Listen == "":
 		return errors.New("envelope layer_snapshots needs listen")
+	case e.AwaitBootstrap && e.Listen == "":
+		return errors.New("envelope await_bootstrap needs listen")
 	case e.Listen != "" && !validTCPAddr(e.Listen):
 		return errors.New("envelope listen is not a host:port with a port from 1 to 65535")
 	case e.Listen == "" && e.Namespace == nil && !path.IsAbs(e.Socket):

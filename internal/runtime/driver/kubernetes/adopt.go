@@ -29,10 +29,10 @@ func (d *Driver) Adopt(ctx context.Context, h driver.Handle) error {
 	if _, err := d.cs.Pods(d.cfg.Namespace).Patch(ctx, st.Pod, types.MergePatchType, patch, o); ignoreNotFound(err) != nil {
 		return fmt.Errorf("label the sandbox's Pod: %w", err)
 	}
-	if _, err := d.cs.Secrets(d.cfg.Namespace).Patch(ctx, st.Pod, types.MergePatchType, patch, o); ignoreNotFound(err) != nil {
+	if _, err := d.cs.Secrets(d.cfg.Namespace).Patch(ctx, objectName(st.sandbox()), types.MergePatchType, patch, o); ignoreNotFound(err) != nil {
 		return fmt.Errorf("label the sandbox's Secret: %w", err)
 	}
-	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Patch(ctx, st.Pod, types.MergePatchType, patch, o); ignoreNotFound(err) != nil {
+	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Patch(ctx, objectName(st.sandbox()), types.MergePatchType, patch, o); ignoreNotFound(err) != nil {
 		return fmt.Errorf("label the sandbox's NetworkPolicy: %w", err)
 	}
 	return nil

@@ -1,10 +1,8 @@
 package kubernetes
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,12 +88,20 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 		// whose memory it shares, could be the kernel's victim then.
 		CommandRlimits: commandRlimits(spec.Limits),
 	}
-	if err := ev.Validate(); err != nil {
-		return h, errdefs.Wrap(errdefs.ErrInvalid, "invalid_sandbox", err, "the sandbox's settings")
-	}
-	var framed bytes.Buffer
-	if err := envelope.Encode(&framed, ev); err != nil {
+	framed, err := frame(ev)
+	if err != nil {
 		return h, err
+	}
+	// A warm Pod of the pool (pool.go), where one of its kind is ready;
+	// not for a snapshot's image, which no pool is kept of.
+	if !probe && spec.Snapshot == "" {
+		if w, ok := d.take(poolKind{image: tpl.image, limits: spec.Limits}); ok {
+			h, err := d.claim(ctx, spec, w, ev, framed, tpl.image, workdir)
+			if err == nil || ctx.Err() != nil {
+				return h, err
+			}
+			d.log.Warn("a warm Pod could not be claimed; making a Pod", logattr.Sandbox(spec.SandboxID), "err", err)
+		}
 	}
 
 	// From here on, a failure removes what was made, with a context of
@@ -104,14 +110,14 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 		if retErr != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 			defer cancel()
-			if err := d.remove(dctx, spec.SandboxID); err != nil {
+			if err := d.remove(dctx, spec.SandboxID, objectName(spec.SandboxID)); err != nil {
 				d.log.Warn("remove a sandbox that failed to start", logattr.Sandbox(spec.SandboxID), "err", err)
 			}
 		}
 	}()
 	// The policy first: the Pod never runs without it.
 	policy := d.networkPolicy(spec.SandboxID)
-	secret := d.secret(spec.SandboxID, []byte(base64.StdEncoding.EncodeToString(framed.Bytes())))
+	secret := d.secret(spec.SandboxID, framed)
 	pod := d.pod(spec.SandboxID, tpl.image, spec.Limits)
 	if probe {
 		for _, m := range []*metav1.ObjectMeta{&policy.ObjectMeta, &secret.ObjectMeta, &pod.ObjectMeta} {

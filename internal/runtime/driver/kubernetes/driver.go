@@ -69,6 +69,7 @@ type Driver struct {
 	images    images
 	templates templateImages
 	pods      *podWatch
+	pools     pools
 
 	// The NetworkPolicy probe (netpol.go), run once after Open by a
 	// goroutine the driver owns: Close cancels it and waits.
@@ -134,6 +135,11 @@ func (d *Driver) Open(ctx context.Context) error {
 	if d.pods, err = watchPods(ctx, d.cs, d.cfg.Namespace, managed); err != nil {
 		return err
 	}
+	d.dropEarlierWarm(ctx)
+	// The warm pool's directory lives under it (pool.go).
+	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
+		return err
+	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stopProbe, d.probed = cancel, make(chan struct{})
 	go func() {
@@ -187,6 +193,7 @@ func (d *Driver) Close() error {
 			<-d.probed
 		}
 		if d.pods != nil {
+			d.closePools()
 			d.pods.stop()
 		}
 	})

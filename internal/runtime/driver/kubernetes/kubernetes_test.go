@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -183,6 +184,100 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+// TestWarmPool: a create of a kind the pool keeps takes a warm Pod: its
+// agent, handed the sandbox's envelope, serves the sandbox as its user
+// with its environment; the sandbox stops and starts (a Pod of its own
+// name then) and its destroy leaves nothing; closing the driver deletes
+// the warm Pods no create took.
+func TestWarmPool(t *testing.T) {
+	c := testutil.Kubernetes(t)
+	node := "test-pool-" + ids.Token(4)
+	d := openPool(t, c, node, t.TempDir(), 1)
+	ctx := context.Background()
+	warmPods := func() []string {
+		pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "hutch.dev/pool=true,hutch.dev/node=" + node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods.Items {
+			if p.Status.Phase == "Running" && p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		return names
+	}
+	newSpec := func() driver.Spec {
+		return driver.Spec{SandboxID: ids.New(), Token: ids.Token(32), MaxFileBytes: 1 << 20, Env: map[string]string{"GREETING": "warm"}}
+	}
+	// The first create of a kind makes its Pod and starts the pool.
+	first := newSpec()
+	h1, err := d.Create(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(warmPods()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no warm Pod within 2 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sp := newSpec()
+	start := time.Now()
+	h, err := d.Create(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	var st struct{ Pod string }
+	if err := json.Unmarshal(h.State, &st); err != nil || !strings.HasPrefix(st.Pod, "hutch-pool-") {
+		t.Fatalf("the second create's Pod is %q, %v; want a warm one", st.Pod, err)
+	}
+	t.Logf("a create from the pool took %v", took)
+	run := func(h driver.Handle, cmd ...string) (api.ExecResult, error) {
+		a := agentclient.New(h.Agent.Network, h.Agent.Address, h.Token)
+		defer a.Close()
+		st, err := a.Exec(ctx, api.ExecRequest{Cmd: cmd})
+		if err != nil {
+			return api.ExecResult{}, err
+		}
+		return st.Collect()
+	}
+	res, err := run(h, "sh", "-c", "echo $HUTCH_SANDBOX_ID $GREETING; id -u; echo kept > kept")
+	if err != nil || res.Stdout != sp.SandboxID+" warm\n1000\n" {
+		t.Fatalf("exec in the claimed Pod = %+v, %v", res, err)
+	}
+	if err := d.Stop(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := d.Start(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run(h2, "cat", "kept"); err != nil || res.Stdout != "kept\n" {
+		t.Fatalf("after stop and start = %+v, %v", res, err)
+	}
+	for _, h := range []driver.Handle{h1, h2} {
+		if err := d.Destroy(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: "hutch.dev/sandbox=" + sp.SandboxID}
+	if pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, sel); err != nil || len(pods.Items) != 0 {
+		t.Errorf("after the destroy the sandbox's Pods are %d, %v", len(pods.Items), err)
+	}
+	if secrets, err := c.Client.CoreV1().Secrets(c.Namespace).List(ctx, sel); err != nil || len(secrets.Items) != 0 {
+		t.Errorf("after the destroy the sandbox's Secrets are %d, %v", len(secrets.Items), err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := warmPods(); len(left) != 0 {
+		t.Errorf("warm Pods left after Close: %v", left)
+	}
+}
+
 // TestEgressStreams: a sandbox's connection to its HTTP proxy (its
 // environment's http_proxy, the agent's forwarder on its loopback)
 // reaches the control plane's egress listener over the streams the
@@ -241,8 +336,14 @@ func TestEgressStreams(t *testing.T) {
 // closed when t ends.
 func open(t *testing.T, c testutil.Cluster, node, dir string) driver.Driver {
 	t.Helper()
+	return openPool(t, c, node, dir, 0)
+}
+
+// openPool is open with a warm pool of pool Pods per kind.
+func openPool(t *testing.T, c testutil.Cluster, node, dir string, pool int) driver.Driver {
+	t.Helper()
 	d, err := kubernetes.New(driver.Options{
-		Dir: dir, AgentPath: filepath.Join(binDir, "hutch-agent"), Node: node,
+		Dir: dir, AgentPath: filepath.Join(binDir, "hutch-agent"), Node: node, WarmPool: pool,
 		Kubernetes: driver.KubernetesOptions{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Registry: c.Registry, Required: true},
 	})
 	if err != nil {

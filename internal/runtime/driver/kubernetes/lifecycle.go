@@ -23,14 +23,14 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 	if err != nil {
 		return err
 	}
-	return d.remove(ctx, sandboxOf(st.Pod))
+	return d.remove(ctx, st.sandbox(), st.Pod)
 }
 
-// remove deletes sandbox id's Pod (deletePod), Secret and
-// NetworkPolicy.
-func (d *Driver) remove(ctx context.Context, id string) error {
+// remove deletes sandbox id's Pod, named pod (deletePod), and its Secret
+// and NetworkPolicy.
+func (d *Driver) remove(ctx context.Context, id, pod string) error {
 	name := objectName(id)
-	if err := d.deletePod(ctx, name); err != nil {
+	if err := d.deletePod(ctx, pod); err != nil {
 		return err
 	}
 	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
@@ -132,7 +132,7 @@ func (d *Driver) Status(ctx context.Context, h driver.Handle) (driver.Status, er
 	case p == nil:
 		// No Pod: stopped, when a stop kept the files (the Secret says
 		// so), or gone.
-		if ref, err := d.stoppedImage(ctx, st.Pod); err == nil && ref != "" {
+		if ref, err := d.stoppedImage(ctx, objectName(st.sandbox())); err == nil && ref != "" {
 			return driver.Status{State: driver.Stopped, Detail: "stopped, its files kept as " + ref}, nil
 		}
 		return driver.Status{State: driver.Gone, Detail: "its Pod is gone"}, nil
@@ -155,12 +155,19 @@ func (d *Driver) Recover(ctx context.Context, h driver.Handle) (driver.Status, e
 // Sweep removes the Pods, Secrets and NetworkPolicies of the namespace
 // that no sandbox known claims (whichever node made them: known asks the
 // shared store): what a create cut short or a lost record left. A
-// probe's are its own while it may still run.
+// probe's are its own while it may still run, and a warm Pod's (pool.go)
+// its pool's until it is twice poolMaxAge old.
 func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) ([]string, error) {
-	orphans := map[string]bool{}
+	orphans := map[string]string{} // sandbox → its Pod's name
 	claimed := func(m metav1.ObjectMeta) bool {
-		id := m.Labels[labelSandbox]
-		return id == "" || known(id) || m.Labels[labelProbe] != "" && time.Since(m.CreationTimestamp.Time) < probeTimeout+deleteTimeout
+		id, age := m.Labels[labelSandbox], time.Since(m.CreationTimestamp.Time)
+		switch {
+		case id == "" || known(id):
+			return true
+		case m.Labels[labelPool] != "":
+			return age < 2*poolMaxAge
+		}
+		return m.Labels[labelProbe] != "" && age < probeTimeout+deleteTimeout
 	}
 	pods, err := d.pods.list()
 	if err != nil {
@@ -168,30 +175,32 @@ func (d *Driver) Sweep(ctx context.Context, known func(sandboxID string) bool) (
 	}
 	for _, p := range pods {
 		if !claimed(p.ObjectMeta) {
-			orphans[p.Labels[labelSandbox]] = true
+			orphans[p.Labels[labelSandbox]] = p.Name
 		}
 	}
 	secrets, err := d.cs.Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managed})
 	if err != nil {
 		return nil, fmt.Errorf("list the sandboxes' Secrets: %w", err)
 	}
-	for _, s := range secrets.Items {
-		if !claimed(s.ObjectMeta) {
-			orphans[s.Labels[labelSandbox]] = true
-		}
-	}
 	policies, err := d.nets.NetworkPolicies(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managed})
 	if err != nil {
 		return nil, fmt.Errorf("list the sandboxes' NetworkPolicies: %w", err)
 	}
+	metas := make([]metav1.ObjectMeta, 0, len(secrets.Items)+len(policies.Items))
+	for _, s := range secrets.Items {
+		metas = append(metas, s.ObjectMeta)
+	}
 	for _, p := range policies.Items {
-		if !claimed(p.ObjectMeta) {
-			orphans[p.Labels[labelSandbox]] = true
+		metas = append(metas, p.ObjectMeta)
+	}
+	for _, m := range metas {
+		if id := m.Labels[labelSandbox]; !claimed(m) && orphans[id] == "" {
+			orphans[id] = objectName(id)
 		}
 	}
 	var removed []string
-	for id := range orphans {
-		if err := d.remove(ctx, id); err != nil {
+	for id, pod := range orphans {
+		if err := d.remove(ctx, id, pod); err != nil {
 			return removed, err
 		}
 		removed = append(removed, id)

@@ -70,7 +70,7 @@ func (d *Driver) probeNetworkPolicy(ctx context.Context) (int, error) {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 		defer cancel()
-		if err := d.remove(dctx, sp.SandboxID); err != nil {
+		if err := d.remove(dctx, sp.SandboxID, objectName(sp.SandboxID)); err != nil {
 			d.log.Warn("remove the NetworkPolicy probe", "err", err)
 		}
 	}()

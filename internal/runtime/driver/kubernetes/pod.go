@@ -182,6 +182,18 @@ type handleState struct {
 	UID    string     `json:"uid"`
 	Image  string     `json:"image,omitempty"`
 	Limits api.Limits `json:"limits"`
+	// Sandbox is the sandbox's id when its Pod is not named after it (a
+	// warm Pod of the pool).
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// sandbox is the id of the handle's sandbox, whose Secret and
+// NetworkPolicy are named after it.
+func (st handleState) sandbox() string {
+	if st.Sandbox != "" {
+		return st.Sandbox
+	}
+	return sandboxOf(st.Pod)
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -98,13 +98,13 @@ func (d *Driver) Restore(ctx context.Context, h driver.Handle, src string) (driv
 	if err != nil {
 		return h, err
 	}
-	if err := d.keepSecret(ctx, st.Pod, nil); err != nil {
+	if err := d.keepSecret(ctx, objectName(st.sandbox()), nil); err != nil {
 		return h, err
 	}
 	if err := d.deletePod(ctx, st.Pod); err != nil {
 		return h, err
 	}
-	return d.runPod(ctx, h, d.pod(sandboxOf(st.Pod), ref, st.Limits), st.Limits)
+	return d.runPod(ctx, h, d.pod(st.sandbox(), ref, st.Limits), st.Limits)
 }
 
 // RemoveSnapshot removes the snapshot's record; its image stays in the
@@ -120,7 +120,7 @@ func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
 		return err
 	}
 	if p := d.pods.get(st.Pod); p == nil || string(p.UID) != st.UID {
-		if stopped, err := d.stoppedImage(ctx, st.Pod); err != nil || stopped != "" {
+		if stopped, err := d.stoppedImage(ctx, objectName(st.sandbox())); err != nil || stopped != "" {
 			return err
 		}
 		return errdefs.New(errdefs.ErrUnavailable, "sandbox_gone", "the sandbox's Pod is gone, and no stop kept its files")
@@ -136,11 +136,11 @@ func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ref, _, err := d.capture(ctx, h, st.Image, tmp, "stop-"+sandboxOf(st.Pod))
+	ref, _, err := d.capture(ctx, h, st.Image, tmp, "stop-"+st.sandbox())
 	if err != nil {
 		return err
 	}
-	if err := d.keepSecret(ctx, st.Pod, map[string]any{annotationStopped: ref}); err != nil {
+	if err := d.keepSecret(ctx, objectName(st.sandbox()), map[string]any{annotationStopped: ref}); err != nil {
 		return err
 	}
 	return d.deletePod(ctx, st.Pod)
@@ -158,14 +158,14 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 	if p := d.pods.get(st.Pod); p != nil && p.DeletionTimestamp == nil {
 		return h, errdefs.Conflict("sandbox_running", "the sandbox's Pod runs")
 	}
-	ref, err := d.stoppedImage(ctx, st.Pod)
+	ref, err := d.stoppedImage(ctx, objectName(st.sandbox()))
 	if err != nil {
 		return h, err
 	}
 	if ref == "" {
 		return h, errdefs.New(errdefs.ErrUnavailable, "sandbox_gone", "no stop kept the sandbox's files")
 	}
-	nh, err := d.runPod(ctx, h, d.pod(sandboxOf(st.Pod), ref, st.Limits), st.Limits)
+	nh, err := d.runPod(ctx, h, d.pod(st.sandbox(), ref, st.Limits), st.Limits)
 	if err != nil {
 		if !errors.Is(err, errdefs.ErrConflict) {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
@@ -177,7 +177,7 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 		return h, err
 	}
 	// It runs: a Pod of it that vanishes later is gone, not stopped.
-	if err := d.keepSecret(ctx, st.Pod, map[string]any{annotationStopped: nil}); err != nil {
+	if err := d.keepSecret(ctx, objectName(st.sandbox()), map[string]any{annotationStopped: nil}); err != nil {
 		d.log.Warn("clear a started sandbox's stop", "pod", st.Pod, "err", err)
 	}
 	return nh, nil

@@ -79,6 +79,14 @@ func New[T any](base string, mode os.FileMode, size int, build func(dir string) 
 	}
 }
 
+// WithMaxAge sets how long an item waits before it is replaced (MaxAge
+// unless set), before the first Take: a driver whose items hold nothing
+// of the host's waits longer.
+func (p *Pool[T]) WithMaxAge(d time.Duration) *Pool[T] {
+	p.maxAge = d
+	return p
+}
+
 // Dir is this pool's own directory.
 func (p *Pool[T]) Dir() string { return p.dir }
 
