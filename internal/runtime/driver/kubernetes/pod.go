@@ -168,6 +168,15 @@ func resources(l api.Limits) corev1.ResourceRequirements {
 		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(l.CPU*1000), resource.DecimalSI)
 		requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(int64(l.CPU*1000*cpuRequestShare), 1), resource.DecimalSI)
 	}
+	// The disk limit is the container's ephemeral storage (its writable
+	// layer, its logs): the kubelet evicts a Pod past it, which fails the
+	// sandbox. Writes do not fail and the files are not kept, as hutch's
+	// disk limit promises elsewhere, so the limit is still reported
+	// unenforced (Capabilities). Nothing is requested: most sandboxes
+	// write little.
+	if l.DiskMB > 0 {
+		limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(l.DiskMB)<<20, resource.BinarySI)
+	}
 	if len(limits) == 0 {
 		return corev1.ResourceRequirements{}
 	}

@@ -18,7 +18,7 @@ import (
 func TestPodHardened(t *testing.T) {
 	d := &Driver{cfg: driver.KubernetesOptions{Namespace: "ns", RuntimeClass: "gvisor", UserNamespaces: true}, opts: driver.Options{Node: "n1"}}
 	d.images.agent = "registry/hutch/agent@sha256:x"
-	p := d.pod("01abc", "registry/hutch/base@sha256:y", api.Limits{MemoryMB: 512, CPU: 2})
+	p := d.pod("01abc", "registry/hutch/base@sha256:y", api.Limits{MemoryMB: 512, CPU: 2, DiskMB: 1024})
 
 	s := p.Spec
 	if s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken || s.EnableServiceLinks == nil || *s.EnableServiceLinks {
@@ -48,6 +48,9 @@ func TestPodHardened(t *testing.T) {
 	if r.Limits.Memory().Value() != 512<<20 || r.Requests.Memory().Value() != 128<<20 ||
 		r.Limits.Cpu().MilliValue() != 2000 || r.Requests.Cpu().MilliValue() != 200 {
 		t.Errorf("resources %+v; want limits 512Mi and 2 CPUs, requests a quarter and a tenth", r)
+	}
+	if r.Limits.StorageEphemeral().Value() != 1024<<20 || r.Requests.StorageEphemeral().Value() != 0 {
+		t.Errorf("ephemeral storage %+v; want the disk limit as its limit, and no request", r)
 	}
 	if !slices.ContainsFunc(s.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == agentDir && m.ReadOnly }) {
 		t.Error("the agent's volume is not read-only in the sandbox's container")
