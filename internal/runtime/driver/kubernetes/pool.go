@@ -68,11 +68,14 @@ type poolKind struct {
 	limits api.Limits
 }
 
-// pools are the driver's warm pools, by kind, most recent first.
+// pools are the driver's warm pools, by kind, most recent first; ctx
+// ends the making of warm Pods when the driver closes.
 type pools struct {
-	mu    sync.Mutex
-	kinds []poolKind
-	by    map[poolKind]*warm.Pool[warmPod]
+	mu     sync.Mutex
+	kinds  []poolKind
+	by     map[poolKind]*warm.Pool[warmPod]
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // take returns a warm Pod of kind k, or false: none is ready, or the
@@ -88,11 +91,13 @@ func (d *Driver) take(k poolKind) (warmPod, bool) {
 	if p == nil {
 		if ps.by == nil {
 			ps.by = map[poolKind]*warm.Pool[warmPod]{}
+			ps.ctx, ps.cancel = context.WithCancel(context.Background())
 		}
+		ctx := ps.ctx
 		p = warm.New(filepath.Join(d.opts.Dir, "warm"), 0o700, d.opts.WarmPool,
 			func(dir string) (warmPod, error) {
 				os.Remove(dir) // a warm Pod keeps nothing on this node's disk
-				return d.warmPod(k)
+				return d.warmPod(ctx, k)
 			},
 			d.discardWarm, d.log).WithMaxAge(poolMaxAge)
 		ps.by[k] = p
@@ -126,12 +131,15 @@ func (d *Driver) take(k poolKind) (warmPod, bool) {
 	}
 }
 
-// closePools discards every warm Pod.
+// closePools ends the making of warm Pods and discards every one.
 func (d *Driver) closePools() {
 	ps := &d.pools
 	ps.mu.Lock()
 	all := ps.by
 	ps.by, ps.kinds = nil, nil
+	if ps.cancel != nil {
+		ps.cancel()
+	}
 	ps.mu.Unlock()
 	for _, p := range all {
 		p.Close()
@@ -140,8 +148,8 @@ func (d *Driver) closePools() {
 
 // warmPod makes one warm Pod of kind k and waits until its agent
 // answers.
-func (d *Driver) warmPod(k poolKind) (w warmPod, retErr error) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout+agentTimeout)
+func (d *Driver) warmPod(ctx context.Context, k poolKind) (w warmPod, retErr error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout+agentTimeout)
 	defer cancel()
 	id := poolPrefix + ids.New()
 	w.token = ids.Token(32)
