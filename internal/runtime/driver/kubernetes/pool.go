@@ -76,6 +76,8 @@ type pools struct {
 	by     map[poolKind]*warm.Pool[warmPod]
 	ctx    context.Context
 	cancel context.CancelFunc
+	// closing are the pools of kinds no longer kept, closing.
+	closing sync.WaitGroup
 }
 
 // take returns a warm Pod of kind k, or false: none is ready, or the
@@ -117,7 +119,7 @@ func (d *Driver) take(k poolKind) (warmPod, bool) {
 	ps.kinds = kinds
 	ps.mu.Unlock()
 	for _, c := range closing {
-		go c.Close()
+		ps.closing.Go(c.Close)
 	}
 	for {
 		w, ok := p.Take()
@@ -144,6 +146,7 @@ func (d *Driver) closePools() {
 	for _, p := range all {
 		p.Close()
 	}
+	ps.closing.Wait()
 }
 
 // warmPod makes one warm Pod of kind k and waits until its agent
