@@ -139,6 +139,9 @@ type dest struct {
 	// unreached, when set (Try), takes the error of a hop that never
 	// reached the node, which is then not answered.
 	unreached *error
+	// resend: a request the transport may send again on a new connection
+	// when the kept one it wrote it on failed before any answer (Try's).
+	resend bool
 }
 
 type destKey struct{}
@@ -162,7 +165,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, to, keyID st
 // as Forward answers it, and Try returns nil.
 func (f *Forwarder) Try(w http.ResponseWriter, r *http.Request, to, keyID string) error {
 	var unreached error
-	f.forward(w, r, dest{to: to, keyID: keyID, unreached: &unreached})
+	f.forward(w, r, dest{to: to, keyID: keyID, unreached: &unreached, resend: true})
 	return unreached
 }
 
@@ -244,6 +247,18 @@ func (f *Forwarder) serve(w http.ResponseWriter, r *http.Request, d dest, keepOp
 	out := r.WithContext(context.WithValue(r.Context(), destKey{}, d))
 	if keepOpen && r.Body != nil && r.Body != http.NoBody {
 		out.Body = io.NopCloser(r.Body)
+	}
+	if d.resend && r.GetBody != nil {
+		// A connection kept from an earlier call to a node that died
+		// since takes the request and fails after: the transport sends
+		// again on a new connection only what it may send twice (an
+		// idempotency key, here without a value, so none goes out). The
+		// new connection's dial then fails, which is unreached, and the
+		// create goes elsewhere. The one case it is made twice: a node
+		// that read it, lost the connection before it answered, and
+		// still serves; the first sandbox is then listed, never answered.
+		out.Header = out.Header.Clone()
+		out.Header["X-Idempotency-Key"] = nil
 	}
 	f.proxy.ServeHTTP(w, out)
 }

@@ -493,3 +493,51 @@ func (m *movable) URL(_ context.Context, node string) (*url.URL, error) {
 	defer m.mu.Unlock()
 	return url.Parse(m.urls[node])
 }
+
+// TestTryDeadPooledConnection: a create sent (Try) on a connection kept
+// from an earlier call to a node that has since died, written before the
+// death showed, is unreached, not answered: the caller places it
+// elsewhere. (The transport retries it on a new connection, whose dial
+// is refused.)
+func TestTryDeadPooledConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A node that answers one request, then takes the next and dies.
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		br := bufio.NewReader(conn)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		if req, err = http.ReadRequest(br); err == nil {
+			io.Copy(io.Discard, req.Body)
+		}
+		ln.Close()
+		conn.(*net.TCPConn).SetLinger(0) // a reset, as a killed process's
+		conn.Close()
+	}()
+	a := New(Config{Node: "a", Key: testKey, Nodes: nodes{"dying": "http://" + ln.Addr().String()}, Fail: fail})
+	t.Cleanup(a.Close)
+	try := func() (error, *httptest.ResponseRecorder) {
+		body := []byte(`{"template":"x"}`)
+		r := httptest.NewRequest("POST", "/v1/sandboxes", bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		w := httptest.NewRecorder()
+		return a.Try(w, r, "dying", "key1"), w
+	}
+	if err, w := try(); err != nil || w.Code != 200 {
+		t.Fatalf("the first create: %v, %d", err, w.Code)
+	}
+	err, w := try()
+	if err == nil || w.Body.Len() != 0 {
+		t.Fatalf("a create on the dead node's kept connection: unreached %v, answered %d %q; want unreached and no answer", err, w.Code, w.Body)
+	}
+}
