@@ -115,7 +115,6 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 			}
 		}
 	}()
-	// The policy first: the Pod never runs without it.
 	policy := d.networkPolicy(spec.SandboxID)
 	secret := d.secret(spec.SandboxID, framed)
 	pod := d.pod(spec.SandboxID, tpl.image, spec.Limits)
@@ -124,13 +123,10 @@ func (d *Driver) create(ctx context.Context, spec driver.Spec, probe bool) (h dr
 			m.Labels[labelProbe] = "true"
 		}
 	}
-	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		return h, fmt.Errorf("create the sandbox's NetworkPolicy: %w", err)
-	}
 	// The Secret outlives the sandbox's Pods: a stop, a start or a
 	// restore replaces the Pod, and the next one reads the same envelope.
-	if _, err := d.cs.Secrets(d.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
+	if err := d.makeObjects(ctx, policy, secret); err != nil {
+		return h, err
 	}
 	h = driver.Handle{Version: driver.HandleVersion, Driver: Name, Token: spec.Token, Workdir: workdir}
 	return d.runPod(ctx, h, pod, spec.Limits)

@@ -136,7 +136,7 @@ func (d *Driver) Open(ctx context.Context) error {
 		return err
 	}
 	d.dropEarlierWarm(ctx)
-	// The warm pool's directory lives under it (pool.go).
+	// A stop's layer and the warm pool's directory live under it.
 	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,17 +31,37 @@ func (d *Driver) Destroy(ctx context.Context, h driver.Handle) error {
 // remove deletes sandbox id's Pod, named pod (deletePod), and its Secret
 // and NetworkPolicy.
 func (d *Driver) remove(ctx context.Context, id, pod string) error {
-	name := objectName(id)
 	if err := d.deletePod(ctx, pod); err != nil {
 		return err
 	}
-	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-		return fmt.Errorf("delete the sandbox's Secret: %w", err)
+	return d.deleteObjects(ctx, id)
+}
+
+// makeObjects creates the NetworkPolicy, then the Secret, of a sandbox
+// or a warm Pod: the policy first, so that its Pod never runs without
+// it.
+func (d *Driver) makeObjects(ctx context.Context, policy *networkingv1.NetworkPolicy, secret *corev1.Secret) error {
+	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the NetworkPolicy %s: %w", policy.Name, err)
 	}
-	if err := d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-		return fmt.Errorf("delete the sandbox's NetworkPolicy: %w", err)
+	if _, err := d.cs.Secrets(d.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the Secret %s: %w", secret.Name, err)
 	}
 	return nil
+}
+
+// deleteObjects deletes the Secret and the NetworkPolicy of sandbox (or
+// warm Pod) id; what is gone already is no error.
+func (d *Driver) deleteObjects(ctx context.Context, id string) error {
+	name := objectName(id)
+	var errs []error
+	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, fmt.Errorf("delete the Secret %s: %w", name, err))
+	}
+	if err := d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+		errs = append(errs, fmt.Errorf("delete the NetworkPolicy %s: %w", name, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Bounds of a Pod's deletion: the kubelet is given killGrace to stop its

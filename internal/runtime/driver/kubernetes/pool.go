@@ -184,11 +184,8 @@ func (d *Driver) warmPod(ctx context.Context, k poolKind) (w warmPod, retErr err
 	for _, m := range []*metav1.ObjectMeta{&policy.ObjectMeta, &secret.ObjectMeta, &pod.ObjectMeta} {
 		m.Labels[labelPool] = "true"
 	}
-	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		return w, fmt.Errorf("create a warm Pod's NetworkPolicy: %w", err)
-	}
-	if _, err := d.cs.Secrets(d.cfg.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		return w, fmt.Errorf("create a warm Pod's Secret: %w", err)
+	if err := d.makeObjects(ctx, policy, secret); err != nil {
+		return w, err
 	}
 	h, err := d.runPod(ctx, driver.Handle{Version: driver.HandleVersion, Driver: Name, Token: w.token}, pod, k.limits)
 	if err != nil {
@@ -228,11 +225,8 @@ func (d *Driver) claim(ctx context.Context, spec driver.Spec, w warmPod, ev *env
 			d.discardWarm(w)
 		}
 	}()
-	if _, err := d.nets.NetworkPolicies(d.cfg.Namespace).Create(ctx, d.networkPolicy(id), metav1.CreateOptions{}); err != nil {
-		return h, fmt.Errorf("create the sandbox's NetworkPolicy: %w", err)
-	}
-	if _, err := d.cs.Secrets(d.cfg.Namespace).Create(ctx, d.secret(id, framed), metav1.CreateOptions{}); err != nil {
-		return h, fmt.Errorf("create the sandbox's Secret: %w", err)
+	if err := d.makeObjects(ctx, d.networkPolicy(id), d.secret(id, framed)); err != nil {
+		return h, err
 	}
 	// The sandbox's policy selects the Pod from here; the warm one
 	// stopped selecting it.
@@ -267,12 +261,8 @@ func (d *Driver) claim(ctx context.Context, spec driver.Spec, w warmPod, ev *env
 		return h, err
 	}
 	// The warm Pod's own objects are done with.
-	warmID := sandboxOf(w.name)
-	if err := d.cs.Secrets(d.cfg.Namespace).Delete(ctx, objectName(warmID), metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-		d.log.Warn("delete a claimed warm Pod's Secret", "pod", w.name, "err", err)
-	}
-	if err := d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, objectName(warmID), metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
-		d.log.Warn("delete a claimed warm Pod's NetworkPolicy", "pod", w.name, "err", err)
+	if err := d.deleteObjects(ctx, sandboxOf(w.name)); err != nil {
+		d.log.Warn("delete a claimed warm Pod's Secret and NetworkPolicy", "pod", w.name, "err", err)
 	}
 	return h, nil
 }
@@ -302,11 +292,7 @@ func (d *Driver) dropEarlierWarm(ctx context.Context) {
 		if p.Labels[labelPool] == "" || p.Labels[labelNode] != d.opts.Node {
 			continue
 		}
-		name := objectName(p.Labels[labelSandbox])
-		err := errors.Join(d.deletePodWithin(ctx, p.Name, killGrace),
-			ignoreNotFound(d.cs.Secrets(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{})),
-			ignoreNotFound(d.nets.NetworkPolicies(d.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{})))
-		if err != nil {
+		if err := errors.Join(d.deletePodWithin(ctx, p.Name, killGrace), d.deleteObjects(ctx, p.Labels[labelSandbox])); err != nil {
 			d.log.Warn("delete an earlier run's warm Pod", "pod", p.Name, "err", err)
 		}
 	}

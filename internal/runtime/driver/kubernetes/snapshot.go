@@ -128,10 +128,7 @@ func (d *Driver) Stop(ctx context.Context, h driver.Handle) error {
 	if err := snapshottable(st); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.opts.Dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(d.opts.Dir, "stop-")
+	tmp, err := os.MkdirTemp(d.opts.Dir, "stop-") // Open made the directory
 	if err != nil {
 		return err
 	}
@@ -184,7 +181,8 @@ func (d *Driver) Start(ctx context.Context, h driver.Handle) (driver.Handle, err
 }
 
 // snapshottable refuses a sandbox whose image is unknown (made before
-// the driver took snapshots) or too deep for another layer.
+// the driver took snapshots); pushLayer refuses one too deep for
+// another layer.
 func snapshottable(st handleState) error {
 	if st.Image == "" {
 		return errdefs.New(errdefs.ErrUnsupported, "snapshots_unsupported", "the sandbox was made before the kubernetes driver took snapshots: it cannot be snapshotted or stopped")
